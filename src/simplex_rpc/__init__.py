@@ -1,0 +1,85 @@
+"""simplex-rpc: the Service RPC transport of SimpleX agent protocols.
+
+One signed, padded request and one response between an agent and a bot,
+without a conversation. This package is the no-I/O data layer: keys,
+session-bound signatures, envelopes, frames and padding, exact to the byte
+(see ``wire.md``). The top-level framing and padding functions are those of
+the active backend (:func:`backend`).
+"""
+
+from __future__ import annotations
+
+from . import _backend
+from ._backend import backend, backends
+from ._envelope import (
+    UNSET,
+    ErrorCode,
+    ErrorInfo,
+    Request,
+    Response,
+    check_request_key,
+)
+from ._frame import Frame
+from ._keys import SIGNING_DOMAIN, PublicKey, SigningKey, session_tag
+from ._padding import PADDED_LENGTH
+from ._seal import MAX_RESPONSE, MAX_SIGNED_REQUEST, MAX_UNSIGNED_REQUEST, OpenedRequest
+from .errors import (
+    BadSignature,
+    EnvelopeError,
+    FrameError,
+    KeyFormatError,
+    PaddingError,
+    PayloadTooLarge,
+    SimplexRpcError,
+)
+
+__version__ = "0.1.0"
+
+pad = _backend.active.pad
+unpad = _backend.active.unpad
+pad_many = _backend.active.pad_many
+unpad_many = _backend.active.unpad_many
+encode_frame = _backend.active.encode_frame
+decode_frame = _backend.active.decode_frame
+seal_request = _backend.active.seal_request
+open_request = _backend.active.open_request
+seal_response = _backend.active.seal_response
+open_response = _backend.active.open_response
+
+__all__ = [
+    "MAX_RESPONSE",
+    "MAX_SIGNED_REQUEST",
+    "MAX_UNSIGNED_REQUEST",
+    "PADDED_LENGTH",
+    "SIGNING_DOMAIN",
+    "UNSET",
+    "BadSignature",
+    "EnvelopeError",
+    "ErrorCode",
+    "ErrorInfo",
+    "Frame",
+    "FrameError",
+    "KeyFormatError",
+    "OpenedRequest",
+    "PaddingError",
+    "PayloadTooLarge",
+    "PublicKey",
+    "Request",
+    "Response",
+    "SigningKey",
+    "SimplexRpcError",
+    "backend",
+    "backends",
+    "check_request_key",
+    "decode_frame",
+    "encode_frame",
+    "open_request",
+    "open_response",
+    "pad",
+    "pad_many",
+    "seal_request",
+    "seal_response",
+    "session_tag",
+    "unpad",
+    "unpad_many",
+]

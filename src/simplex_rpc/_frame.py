@@ -1,0 +1,134 @@
+"""The frame of a service request or response (wire.md section 4), pure Python.
+
+This is simplex-rpc's own frame, in the SMP agent's encoding style, so that a
+service request can be carried, stored, verified and measured outside the
+core. It is not the agent's wire format.
+
+::
+
+    frame   = version body            ; version: 2 bytes big-endian, = 1
+    body    = "R" signer payload      ; request
+            / "S" payload             ; response
+    signer  = "0"                     ; unsigned
+            / "1" %d44 key %d64 sig   ; signed: SPKI DER key, signature
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from ._keys import SIGNATURE_LENGTH, SPKI_LENGTH, SPKI_PREFIX, PublicKey
+from .errors import FrameError
+
+FRAME_VERSION: Final = 1
+REQUEST_TAG: Final = ord("R")
+RESPONSE_TAG: Final = ord("S")
+UNSIGNED: Final = ord("0")
+SIGNED: Final = ord("1")
+
+UNSIGNED_REQUEST_OVERHEAD: Final = 4
+SIGNED_REQUEST_OVERHEAD: Final = 4 + 1 + SPKI_LENGTH + 1 + SIGNATURE_LENGTH  # 114
+RESPONSE_OVERHEAD: Final = 3
+
+_HEAD_REQUEST_UNSIGNED: Final = b"\x00\x01R0"
+_HEAD_REQUEST_SIGNED: Final = b"\x00\x01R1" + bytes([SPKI_LENGTH])
+_HEAD_RESPONSE: Final = b"\x00\x01S"
+
+Kind = Literal["request", "response"]
+Buffer = bytes | bytearray | memoryview
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Frame:
+    """A decoded frame. ``key`` and ``signature`` are set for a signed request only."""
+
+    kind: Kind
+    payload: bytes
+    key: PublicKey | None = None
+    signature: bytes | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("request", "response"):
+            raise FrameError(f"frame: kind {self.kind!r} is not 'request' or 'response'")
+        if (self.key is None) != (self.signature is None):
+            raise FrameError("frame: a signed request needs both key and signature")
+        if self.key is not None and self.kind != "request":
+            raise FrameError("frame: only a request can be signed")
+        if self.signature is not None and len(self.signature) != SIGNATURE_LENGTH:
+            raise FrameError(
+                f"frame: signature of {len(self.signature)} bytes where"
+                f" {SIGNATURE_LENGTH} are required"
+            )
+
+    @property
+    def signed(self) -> bool:
+        """True for a signed request."""
+        return self.key is not None
+
+
+def frame_head(kind: Kind, key: PublicKey | None, signature: bytes | None) -> bytes:
+    """The bytes of a frame before its payload, after checking the combination."""
+    Frame(kind=kind, payload=b"", key=key, signature=signature)  # validates
+    if kind == "response":
+        return _HEAD_RESPONSE
+    if key is None:
+        return _HEAD_REQUEST_UNSIGNED
+    assert signature is not None
+    return _HEAD_REQUEST_SIGNED + key.der + bytes([SIGNATURE_LENGTH]) + bytes(signature)
+
+
+def encode_frame(
+    kind: Kind,
+    payload: Buffer,
+    *,
+    key: PublicKey | None = None,
+    signature: bytes | None = None,
+) -> bytes:
+    """Encode a frame. A signed request takes both ``key`` and ``signature``."""
+    return frame_head(kind, key, signature) + bytes(payload)
+
+
+def decode_frame(frame: Buffer) -> Frame:
+    """Decode a frame strictly; an error names the offset of the first bad byte."""
+    view = memoryview(frame).cast("B")
+    size = len(view)
+    if size < 3:
+        raise FrameError(f"frame: {size} bytes is shorter than the 3-byte minimum")
+    version = (view[0] << 8) | view[1]
+    if version != FRAME_VERSION:
+        raise FrameError(f"frame: unknown version {version} at offset 0")
+    tag = view[2]
+    if tag == RESPONSE_TAG:
+        return Frame(kind="response", payload=bytes(view[3:]))
+    if tag != REQUEST_TAG:
+        raise FrameError(f"frame: unknown tag 0x{tag:02x} at offset 2")
+    if size < 4:
+        raise FrameError("frame: request ends before its signer byte at offset 3")
+    signer = view[3]
+    if signer == UNSIGNED:
+        return Frame(kind="request", payload=bytes(view[4:]))
+    if signer != SIGNED:
+        raise FrameError(f"frame: signer byte 0x{signer:02x} at offset 3 is not '0' or '1'")
+    if size < SIGNED_REQUEST_OVERHEAD:
+        raise FrameError(
+            f"frame: signed request of {size} bytes ends before its signature"
+            f" (at least {SIGNED_REQUEST_OVERHEAD})"
+        )
+    if view[4] != SPKI_LENGTH:
+        raise FrameError(f"frame: key length {view[4]} at offset 4 is not {SPKI_LENGTH}")
+    key_der = view[5 : 5 + SPKI_LENGTH]
+    if key_der[: len(SPKI_PREFIX)] != SPKI_PREFIX:
+        first = next(i for i in range(len(SPKI_PREFIX)) if key_der[i] != SPKI_PREFIX[i])
+        raise FrameError(f"frame: key at offset 5 is not Ed25519 SPKI DER (byte {5 + first})")
+    sig_at = 5 + SPKI_LENGTH
+    if view[sig_at] != SIGNATURE_LENGTH:
+        raise FrameError(
+            f"frame: signature length {view[sig_at]} at offset {sig_at} is not {SIGNATURE_LENGTH}"
+        )
+    return Frame(
+        kind="request",
+        payload=bytes(view[SIGNED_REQUEST_OVERHEAD:]),
+        key=PublicKey(bytes(key_der[len(SPKI_PREFIX) :])),
+        signature=bytes(view[sig_at + 1 : SIGNED_REQUEST_OVERHEAD]),
+    )

@@ -1,0 +1,63 @@
+"""The library's exception classes.
+
+Every error the library raises on bad input is a :class:`SimplexRpcError`,
+which is also a :class:`ValueError`. Both backends raise the same classes with
+the same messages. No message ever contains private key material.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SimplexRpcError",
+    "KeyFormatError",
+    "BadSignature",
+    "PaddingError",
+    "PayloadTooLarge",
+    "FrameError",
+    "EnvelopeError",
+]
+
+
+class SimplexRpcError(ValueError):
+    """Base class of every error raised by simplex-rpc."""
+
+
+class KeyFormatError(SimplexRpcError):
+    """A key's text, DER or PEM form is not an exact Ed25519 key encoding."""
+
+
+class BadSignature(SimplexRpcError):
+    """A signature did not verify under the given key, AD and payload."""
+
+
+class PaddingError(SimplexRpcError):
+    """A message does not fit its padded block, or a block is malformed."""
+
+
+class PayloadTooLarge(PaddingError):
+    """A payload is too large for the padded block.
+
+    ``limit`` is the largest payload, in bytes, that fits; ``size`` is the
+    size that was given.
+    """
+
+    def __init__(self, message: str, *, size: int, limit: int) -> None:
+        super().__init__(message)
+        self.size = size
+        self.limit = limit
+
+
+class FrameError(SimplexRpcError):
+    """A frame (wire.md section 4) is malformed; the message names the offset."""
+
+
+class EnvelopeError(SimplexRpcError):
+    """A request or response envelope is invalid.
+
+    ``code`` is the Service RPC error code a responder answers with, normally
+    ``"bad_request"``.
+    """
+
+    def __init__(self, message: str, *, code: str = "bad_request") -> None:
+        super().__init__(message)
+        self.code = code
