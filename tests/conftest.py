@@ -1,0 +1,32 @@
+"""Shared fixtures.
+
+``backend`` runs a test on every backend (the cbor2 ``impl`` pattern). When the
+C backend did not load, its cases are skipped with the real reason, unless
+``SIMPLEX_RPC_BUILD_C=1`` says it must be there, which makes them fail.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import simplex_rpc as sx
+from simplex_rpc import _backend
+
+
+@pytest.fixture(params=["python", "c"])
+def backend(request: pytest.FixtureRequest) -> _backend.Backend:
+    name = request.param
+    if name not in sx.backends:
+        reason = f"C backend unavailable: {_backend.c_unavailable_reason}"
+        if os.environ.get("SIMPLEX_RPC_BUILD_C") == "1" and not _backend.FORCE_PURE:
+            pytest.fail(reason + " (SIMPLEX_RPC_BUILD_C=1 requires it)")
+        pytest.skip(reason)
+    return sx.backends[name]
+
+
+@pytest.fixture(scope="session")
+def ad() -> bytes:
+    """A 112-byte AD, the shape of the agent's: two X448 keys, sender's first."""
+    return bytes(range(56)) + bytes(range(100, 156))
