@@ -1,0 +1,364 @@
+"""``simplex-rpc demo``: one Service RPC round trip, every step shown.
+
+The demo is deterministic: the requester's Ed25519 key and the two X448
+identity keys that make the session's AD come from fixed seeds, so two runs
+print the same bytes. It uses the library the way an application does, and
+checks every outcome it claims: a signed MCP ``tools/call`` request is sealed
+into the 11,106-byte padded block, opened and verified on the responder's
+side, answered, and a tampered block and a signature copied into another
+session are both refused with :class:`BadSignature`.
+
+The round trip is computed first (:func:`round_trip`, plain data) and
+rendered second (:func:`render_text` or the ``--json`` summary), so another
+transport can later carry the block between the two sides without changing
+what is shown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Final, TextIO
+
+from . import _backend
+from ._envelope import Request, Response, check_request_key
+from ._frame import SIGNED_REQUEST_OVERHEAD
+from ._keys import PublicKey, SigningKey, session_tag
+from ._padding import PADDED_LENGTH
+from .errors import BadSignature
+
+__all__ = ["DEMO_AD_LABELS", "DemoResult", "demo_ad", "demo_signing_key", "round_trip", "run_demo"]
+
+#: Labels hashed into the demo's fixed seeds. Public on purpose: the demo key
+#: is a published test key, never one to use for anything real.
+_REQUESTER_SEED_LABEL: Final = b"simplex-rpc demo: requester Ed25519 key"
+DEMO_AD_LABELS: Final = (
+    b"simplex-rpc demo: requester X448 identity key",
+    b"simplex-rpc demo: responder X448 identity key",
+)
+_OTHER_AD_LABELS: Final = (
+    b"simplex-rpc demo: requester X448 identity key, another session",
+    b"simplex-rpc demo: responder X448 identity key, another session",
+)
+
+#: The MCP binding's example request of the protocol text ("Calling a tool
+#: over Service RPC"); the demo adds ``requestKey``.
+MCP_TOOLS_CALL: Final[dict[str, Any]] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {
+        "name": "availability",
+        "arguments": {"item": "anvil"},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    },
+}
+
+#: The protocol text's example response to that request.
+MCP_TOOLS_CALL_RESULT: Final[dict[str, Any]] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "result": {
+        "resultType": "complete",
+        "content": [{"type": "text", "text": "12 anvils are in stock."}],
+        "isError": False,
+    },
+}
+
+_HEAD_BYTES: Final = 48
+
+
+def demo_signing_key() -> SigningKey:
+    """The demo requester's key: seed = SHA-256 of a fixed label (a public test key)."""
+    return SigningKey.from_seed(hashlib.sha256(_REQUESTER_SEED_LABEL).digest())
+
+
+def _x448_public(label: bytes) -> bytes:
+    """The 56-byte X448 public key whose private key is SHAKE-256(label)."""
+    secret = hashlib.shake_256(label).digest(56)
+    try:
+        from cryptography.hazmat.primitives.asymmetric import x448
+
+        return x448.X448PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw()
+    except Exception:  # pragma: no cover - only an OpenSSL without X448 lands here
+        # Same shape, not a curve point: the AD is opaque bytes to every check.
+        return hashlib.shake_256(b"no X448: " + label).digest(56)
+
+
+def demo_ad(labels: tuple[bytes, bytes] = DEMO_AD_LABELS) -> bytes:
+    """A 112-byte AD shaped as the agent's: two raw X448 keys, the sender's first."""
+    return _x448_public(labels[0]) + _x448_public(labels[1])
+
+
+@dataclass(slots=True)
+class Refusal:
+    """What happened when a block that must be refused was opened."""
+
+    what: str
+    refused: bool
+    error: str | None
+    message: str | None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class DemoResult:
+    """Every value of the round trip, for rendering or for tests."""
+
+    backend: str
+    public_key: PublicKey
+    ad: bytes
+    request_json: bytes
+    tag: bytes
+    signature: bytes
+    block: bytes
+    opened_payload: bytes
+    signer: PublicKey | None
+    request_key_error: str | None
+    response_json: bytes
+    response_block: bytes
+    response_payload: bytes
+    response_value: Any
+    unsigned_with_key_error: str | None
+    refusals: list[Refusal]
+
+    @property
+    def ok(self) -> bool:
+        """True when every step did what the protocol says it must."""
+        return (
+            self.signer == self.public_key
+            and self.opened_payload == self.request_json
+            and self.request_key_error is None
+            and self.response_payload == self.response_json
+            and self.unsigned_with_key_error is not None
+            and all(r.refused for r in self.refusals)
+        )
+
+
+def _try_open(what: str, block: bytes, ad: bytes, **detail: Any) -> Refusal:
+    try:
+        _backend.active.open_request(block, ad)
+    except BadSignature as exc:
+        return Refusal(what, True, type(exc).__name__, str(exc), dict(detail))
+    return Refusal(what, False, None, None, dict(detail))
+
+
+def round_trip() -> DemoResult:
+    """Run the demo's round trip and return every value it produced."""
+    impl = _backend.active
+    key = demo_signing_key()
+    ad = demo_ad()
+
+    # Requester: the MCP example, naming its key, signed and sealed.
+    request = Request(protocol="mcp", request=MCP_TOOLS_CALL, request_key=key.public_key)
+    request_json = request.to_json()
+    tag = session_tag(ad)
+    signature = key.sign_request(ad, request_json)
+    block: bytes = impl.seal_request(request_json, ad, key)
+
+    # Responder: open (which verifies), parse the verified bytes, check requestKey.
+    opened = impl.open_request(block, ad)
+    parsed = Request.parse(opened.payload)
+    problem = check_request_key(parsed, opened.signer)
+    problem_text = None if problem is None else f"{problem.code}: {problem.message}"
+
+    # The answer: the protocol text's example response, sealed and opened.
+    response_json = Response.success(MCP_TOOLS_CALL_RESULT).to_json()
+    response_block: bytes = impl.seal_response(response_json)
+    response_payload: bytes = impl.open_response(response_block)
+    response = Response.parse(response_payload)
+
+    # The same request unsigned: requestKey without a signature is bad_request.
+    unsigned = impl.open_request(impl.seal_request(request_json, ad), ad)
+    unsigned_problem = check_request_key(Request.parse(unsigned.payload), unsigned.signer)
+    unsigned_text = (
+        None if unsigned_problem is None else f"{unsigned_problem.code}: {unsigned_problem.message}"
+    )
+
+    # One byte flipped inside the payload: the 'a' of "anvil" becomes 'A'.
+    at = 2 + SIGNED_REQUEST_OVERHEAD + request_json.index(b'"anvil"') + 1
+    tampered = bytearray(block)
+    tampered[at] ^= 0x20
+    refusals = [
+        _try_open(
+            "tampered block",
+            bytes(tampered),
+            ad,
+            offset=at,
+            before=f"0x{block[at]:02x}",
+            after=f"0x{tampered[at]:02x}",
+        ),
+        _try_open(
+            "the same signed block in another session (other AD)",
+            block,
+            demo_ad(_OTHER_AD_LABELS),
+        ),
+    ]
+
+    return DemoResult(
+        backend=impl.name,
+        public_key=key.public_key,
+        ad=ad,
+        request_json=request_json,
+        tag=tag,
+        signature=signature,
+        block=block,
+        opened_payload=opened.payload,
+        signer=opened.signer,
+        request_key_error=problem_text,
+        response_json=response_json,
+        response_block=response_block,
+        response_payload=response_payload,
+        response_value=response.response,
+        unsigned_with_key_error=unsigned_text,
+        refusals=refusals,
+    )
+
+
+def _hex(data: bytes, limit: int | None = None) -> str:
+    if limit is not None and len(data) > limit:
+        return data[:limit].hex() + "…"
+    return data.hex()
+
+
+def _fill(block: bytes) -> int:
+    return len(block) - 2 - int.from_bytes(block[:2], "big")
+
+
+def summary(result: DemoResult) -> dict[str, Any]:
+    """The ``--json`` form of the demo: a stable, machine-readable summary."""
+    block = result.block
+    return {
+        "ok": result.ok,
+        "backend": result.backend,
+        "requester": {
+            "public_key": result.public_key.encode(),
+            "public_key_raw": result.public_key.raw.hex(),
+        },
+        "ad": result.ad.hex(),
+        "ad_length": len(result.ad),
+        "request": {
+            "json": result.request_json.decode("utf-8"),
+            "length": len(result.request_json),
+            "session_tag": result.tag.hex(),
+            "signature": result.signature.hex(),
+        },
+        "block": {
+            "length": len(block),
+            "frame_length": int.from_bytes(block[:2], "big"),
+            "fill_length": _fill(block),
+            "head": block[:64].hex(),
+            "sha256": hashlib.sha256(block).hexdigest(),
+        },
+        "responder": {
+            "verified": result.signer is not None,
+            "signer": None if result.signer is None else result.signer.encode(),
+            "signer_is_request_key": result.signer == result.public_key,
+            "check_request_key": result.request_key_error,
+        },
+        "response": {
+            "json": result.response_json.decode("utf-8"),
+            "length": len(result.response_json),
+            "block_length": len(result.response_block),
+            "block_head": result.response_block[:64].hex(),
+            "block_sha256": hashlib.sha256(result.response_block).hexdigest(),
+            "opened_equal": result.response_payload == result.response_json,
+        },
+        "unsigned_with_request_key": result.unsigned_with_key_error,
+        "refused": [
+            {"what": r.what, "refused": r.refused, "error": r.error, "message": r.message}
+            | r.detail
+            for r in result.refusals
+        ],
+    }
+
+
+def render_text(result: DemoResult) -> str:
+    """The human-readable account of the round trip."""
+    block = result.block
+    frame_length = int.from_bytes(block[:2], "big")
+    pretty_request = json.dumps(json.loads(result.request_json), indent=2, ensure_ascii=False)
+    lines = [
+        f"simplex-rpc demo: one Service RPC round trip (backend: {result.backend})",
+        "",
+        "1. Requester key (Ed25519, from a fixed demo seed; the private key is not shown)",
+        f"   public key    {result.public_key.encode()}",
+        "                 base64url of the 44-byte X.509 SPKI DER, as the core's signerKey",
+        f"   raw           {result.public_key.raw.hex()}",
+        "",
+        "2. Session AD (the ratchet's associated data: two X448 identity keys, sender's first)",
+        f"   requester     {result.ad[:56].hex()}",
+        f"   responder     {result.ad[56:].hex()}",
+        f"   length        {len(result.ad)} bytes",
+        "",
+        "3. Signed MCP tools/call request (the protocol text's example, with requestKey)",
+        *("   " + line for line in pretty_request.splitlines()),
+        f"   payload       {len(result.request_json)} bytes of compact JSON, signed as sent",
+        f"   session tag   {result.tag.hex()}",
+        '                 SHA3-256("SimpleXService" || AD)',
+        f"   signature     {result.signature.hex()}",
+        "                 Ed25519 over session tag || payload",
+        "",
+        f"4. Sealed, padded block: {len(block)} bytes (every block is {PADDED_LENGTH})",
+        f"   length field  {block[:2].hex()}  = {frame_length}-byte frame",
+        f"   frame head    {block[2:6].hex()}  version 1, 'R' request, '1' signed",
+        f"   key           {block[6:7].hex()} + {_hex(block[7:51], 16)}  (44-byte SPKI DER)",
+        f"   signature     {block[51:52].hex()} + {_hex(block[52:116], 16)}  (64 bytes)",
+        f"   payload       {_hex(block[116 : 2 + frame_length], 24)}",
+        f"   fill          {_fill(block)} bytes of '#'",
+        f"   head (hex)    {_hex(block, _HEAD_BYTES)}",
+        f"   sha256        {hashlib.sha256(block).hexdigest()}",
+        "",
+        "5. Responder opens the block with its AD",
+        f"   signature     verified; signer {result.signer.encode() if result.signer else 'none'}",
+        f"   payload       {len(result.opened_payload)} bytes, the same bytes that were signed:"
+        f" {'yes' if result.opened_payload == result.request_json else 'NO'}",
+        "   requestKey    "
+        + (
+            "equals the signer key (check_request_key: ok)"
+            if result.request_key_error is None
+            else f"refused: {result.request_key_error}"
+        ),
+        "",
+        "6. Response (the protocol text's example)",
+        f"   json          {result.response_json.decode('utf-8')}",
+        f"   block         {len(result.response_block)} bytes, head"
+        f" {_hex(result.response_block, 8)}  (length, version 1, 'S')",
+        f"   opened        {len(result.response_payload)} bytes, equal to what was sealed:"
+        f" {'yes' if result.response_payload == result.response_json else 'NO'}",
+        f"   result text   {result.response_value['result']['content'][0]['text']}",
+        "",
+        "7. What must be refused",
+        "   unsigned request naming a requestKey -> "
+        + (result.unsigned_with_key_error or "NOT REFUSED"),
+    ]
+    for refusal in result.refusals:
+        where = ""
+        if "offset" in refusal.detail:
+            where = (
+                f" (byte {refusal.detail['offset']}: {refusal.detail['before']}"
+                f" -> {refusal.detail['after']}, 'anvil' -> 'Anvil')"
+            )
+        outcome = f"{refusal.error}: {refusal.message}" if refusal.refused else "NOT REFUSED"
+        lines.append(f"   {refusal.what}{where} -> {outcome}")
+    lines += ["", "All steps as expected." if result.ok else "SOMETHING WENT WRONG: see above."]
+    return "\n".join(lines) + "\n"
+
+
+def run_demo(*, json_output: bool = False, out: TextIO | None = None) -> int:
+    """Run the demo, print it (text, or with ``json_output`` a JSON summary).
+
+    Returns 0 when every step behaved as the protocol requires, else 1.
+    """
+    stream = sys.stdout if out is None else out
+    result = round_trip()
+    if json_output:
+        stream.write(json.dumps(summary(result), ensure_ascii=False, indent=2) + "\n")
+    else:
+        stream.write(render_text(result))
+    return 0 if result.ok else 1
