@@ -88,6 +88,7 @@ class PublicKey:
     @classmethod
     def from_pem(cls, pem: bytes | str) -> PublicKey:
         """Build a key from a PEM ``PUBLIC KEY`` block holding an Ed25519 SPKI."""
+        from cryptography.exceptions import UnsupportedAlgorithm
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric import ed25519
 
@@ -101,6 +102,9 @@ class PublicKey:
             key = serialization.load_pem_public_key(pem)
         except (ValueError, TypeError) as exc:
             raise KeyFormatError(f"public key PEM: not a PEM public key ({exc})") from None
+        except UnsupportedAlgorithm as exc:
+            # An SPKI of an unknown algorithm or curve: not an Ed25519 key either.
+            raise KeyFormatError(f"public key PEM: the key is not an Ed25519 key ({exc})") from None
         if not isinstance(key, ed25519.Ed25519PublicKey):
             raise KeyFormatError("public key PEM: the key is not an Ed25519 key")
         der = key.public_bytes(
