@@ -13,7 +13,7 @@ import base64
 import binascii
 import re
 
-_ALPHABET = re.compile(rb"[A-Za-z0-9_-]*")
+_NOT_ALPHABET = re.compile(rb"[^A-Za-z0-9_=-]")
 
 
 def encode(data: bytes) -> str:
@@ -36,14 +36,23 @@ def decode(text: str | bytes, what: str, *, secret: bool = False) -> bytes:
         raw = bytes(text)
     else:
         raise TypeError(f"{what}: expected str or bytes, got {type(text).__name__}")
+    # Name the first character outside the alphabet before looking at the
+    # padding, so that "KEY=\n" is blamed on the newline, not on the '='.
+    bad = _NOT_ALPHABET.search(raw)
+    if bad is not None:
+        at, byte = bad.start(), raw[bad.start()]
+        if secret:
+            shown = "a character"
+        elif byte < 0x80:
+            shown = f"character {chr(byte)!r}"
+        else:
+            shown = f"byte 0x{byte:02x}"
+        raise ValueError(f"{what}: {shown} at offset {at} is not in the base64url alphabet")
     body = raw.rstrip(b"=")
     pad = len(raw) - len(body)
-    m = _ALPHABET.match(body)
-    assert m is not None  # the pattern matches the empty string
-    if m.end() != len(body):
-        shown = "a character" if secret else f"character {body[m.end() : m.end() + 1]!r}"
+    if b"=" in body:
         raise ValueError(
-            f"{what}: {shown} at offset {m.end()} is not in the base64url alphabet"
+            f"{what}: padding character '=' at offset {body.index(b'=')} is not at the end"
         )
     if len(body) % 4 == 1:
         raise ValueError(f"{what}: {len(body)} base64url characters is not a valid length")
