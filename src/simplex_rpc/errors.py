@@ -15,6 +15,10 @@ __all__ = [
     "PayloadTooLarge",
     "FrameError",
     "EnvelopeError",
+    "CallSyntaxError",
+    "CollectorError",
+    "DeclarationError",
+    "LlmsTxtError",
 ]
 
 
@@ -61,3 +65,19 @@ class EnvelopeError(SimplexRpcError):
     def __init__(self, message: str, *, code: str = "bad_request") -> None:
         super().__init__(message)
         self.code = code
+
+
+class CallSyntaxError(SimplexRpcError):
+    """The text of a chat command is not a valid ``/_call`` command."""
+
+
+class CollectorError(SimplexRpcError):
+    """A reply collector was used wrongly: a call registered twice, or an unknown call."""
+
+
+class DeclarationError(SimplexRpcError):
+    """Profile declarations (``protocols``, ``publicGroup``, link data) are not valid."""
+
+
+class LlmsTxtError(SimplexRpcError):
+    """An llms.txt communication address is not valid, or a section has lines off the grammar."""
