@@ -12,27 +12,40 @@ No I/O: text in, values out. Three parts:
 
 from __future__ import annotations
 
+import enum
 import re
 import unicodedata
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeAlias
 
 from . import _json
 from ._envelope import check_protocol_name
-from .errors import CallSyntaxError, EnvelopeError
+from .errors import CallSyntaxError, CollectorError, EnvelopeError
 
 __all__ = [
+    "A2A_ENDING_STATES",
+    "A2A_INTERRUPTED_STATES",
+    "A2A_STREAMING_METHODS",
+    "A2A_TERMINAL_STATES",
     "COMMAND",
+    "JSONRPC_BINDINGS",
     "MAX_MESSAGE_JSON",
     "QUOTE_ALLOWANCE",
     "Call",
+    "ChatKind",
+    "ItemId",
+    "Reply",
+    "ReplyCollector",
+    "Sender",
     "command_allowance",
     "encoded_size",
+    "ends_answer",
     "fits_message",
     "format_call",
     "format_member",
     "parse_call",
+    "parse_reply",
     "reply_allowance",
 ]
 
@@ -365,3 +378,281 @@ def parse_call(text: str) -> Call:
     if not isinstance(request, dict):
         raise CallSyntaxError(f"request at offset {pos}: expected a JSON object")
     return Call(protocol, request, member)
+
+
+# --------------------------------------------------------------------------
+# Replies
+# --------------------------------------------------------------------------
+
+ItemId: TypeAlias = Hashable
+"""A chat item id, as the caller's chat API names items (``chatItemId``, an int)."""
+
+Sender: TypeAlias = Hashable
+"""A reply's sender, as the caller identifies it: a contact or group member id, or a name."""
+
+JSONRPC_BINDINGS: Final = frozenset({"mcp", "a2a"})
+"""Bindings whose messages are JSON-RPC 2.0 objects."""
+
+A2A_STREAMING_METHODS: Final = frozenset({"SendStreamingMessage", "SubscribeToTask"})
+"""A2A methods answered with a stream of replies (A2A binding, "Streaming")."""
+
+A2A_TERMINAL_STATES: Final = frozenset(
+    {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
+)
+A2A_INTERRUPTED_STATES: Final = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+A2A_ENDING_STATES: Final = A2A_TERMINAL_STATES | A2A_INTERRUPTED_STATES
+"""Task states, in A2A 1.0's JSON form, that end a stream: terminal or interrupted."""
+
+
+class ChatKind(enum.StrEnum):
+    """Where a command was sent: a direct chat or a group (business chats are groups)."""
+
+    DIRECT = "direct"
+    GROUP = "group"
+
+
+def parse_reply(protocol: str, text: str) -> dict[str, Any] | None:
+    """The protocol message a reply's text carries, or None if it is not one.
+
+    A message of a protocol is a JSON object in strict JSON; for the JSON-RPC
+    bindings (``mcp``, ``a2a``) it must also be a JSON-RPC 2.0 object
+    (``"jsonrpc": "2.0"``). Anything else is a text reply.
+    """
+    try:
+        value = _json.loads(text)
+    except _json.JsonError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    if protocol in JSONRPC_BINDINGS and value.get("jsonrpc") != "2.0":
+        return None
+    return value
+
+
+def _same_id(a: object, b: object) -> bool:
+    # JSON-RPC ids are strings, numbers or null; compare within a JSON type
+    # (Python's True == 1 must not match).
+    if isinstance(a, bool) or isinstance(b, bool):
+        return False
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return False
+
+
+def _is_response_to(request: Mapping[str, Any], message: Mapping[str, Any]) -> bool:
+    """True for a JSON-RPC response (a result or an error) to ``request``.
+
+    It has the request's id; an error with ``"id": null`` also answers it
+    (JSON-RPC sends null when the request's id could not be read, and the
+    quote already ties the reply to the command).
+    """
+    if "method" in message or ("result" in message) == ("error" in message):
+        return False
+    if "id" not in message:
+        return False
+    if "error" in message and message["id"] is None:
+        return True
+    return "id" in request and _same_id(request["id"], message["id"])
+
+
+def _ends_stream(message: Mapping[str, Any]) -> bool:
+    result = message.get("result")
+    if not isinstance(result, dict):
+        return False
+    # A2A's StreamResponse: a stream with a message holds that one message.
+    if isinstance(result.get("message"), dict):
+        return True
+    for key in ("task", "statusUpdate"):
+        event = result.get(key)
+        if isinstance(event, dict):
+            status = event.get("status")
+            if isinstance(status, dict) and status.get("state") in A2A_ENDING_STATES:
+                return True
+    return False
+
+
+def ends_answer(protocol: str, request: Mapping[str, Any], message: Mapping[str, Any]) -> bool:
+    """True if ``message``, a reply to ``request``, is the last reply of the answer.
+
+    * ``mcp``: the JSON-RPC response (a result or an error) with the request's
+      id; notifications before it do not end the answer.
+    * ``a2a``: for ``SendStreamingMessage`` and ``SubscribeToTask``, the reply
+      whose task or status update is in a terminal state (completed, failed,
+      canceled, rejected) or an interrupted one (input required, auth
+      required), a reply with a message (A2A's StreamResponse: such a stream
+      holds one message), or a JSON-RPC error; for every other method, the
+      JSON-RPC response.
+    * any other protocol: a JSON-RPC response with the request's id, when the
+      request has an id; otherwise nothing ends the answer.
+
+    A JSON-RPC error with ``"id": null`` ends any answer.
+    """
+    if not _is_response_to(request, message):
+        return False
+    if protocol == "a2a" and request.get("method") in A2A_STREAMING_METHODS:
+        return "error" in message or _ends_stream(message)
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One accepted reply, in arrival order.
+
+    ``message`` is the protocol message (a JSON object) or None when the text
+    is not a message of the protocol; ``text`` is always the reply's text.
+    ``ends`` is True for the reply that ended its sender's answer.
+    """
+
+    sender: Sender
+    text: str
+    message: dict[str, Any] | None
+    ends: bool = False
+
+    @property
+    def is_message(self) -> bool:
+        """True for a message of the protocol, False for a text reply."""
+        return self.message is not None
+
+
+@dataclass(slots=True)
+class _Pending:
+    call: Call
+    chat: ChatKind
+    peer: Sender | None
+    replies: list[Reply] = field(default_factory=list)
+    ended: list[Sender] = field(default_factory=list)
+
+
+class ReplyCollector:
+    """Matches replies to ``/_call`` commands and collects them, without I/O.
+
+    Register each sent command with :meth:`register` under its chat item id,
+    then feed every incoming chat item to :meth:`add` with its sender and the
+    id of the item it quotes. The acceptance rules of the protocol text:
+
+    * a direct chat accepts replies from the recipient only (``peer``);
+    * a group command with a mention accepts the mentioned member only;
+    * a group command without a mention is a broadcast: any member's replies.
+
+    Every accepted reply is kept in arrival order with its sender; JSON
+    protocol messages and text replies are told apart (:class:`Reply`).
+    :meth:`is_complete` says when an answer has ended (:func:`ends_answer`).
+    A broadcast has one answer per member; its wait ends by time, never by a
+    reply, so :meth:`is_complete` is False for it unless asked about one
+    sender. When a wait ends, :meth:`collected` or :meth:`finish` return
+    everything collected so far.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[ItemId, _Pending] = {}
+
+    def register(
+        self,
+        item_id: ItemId,
+        call: Call,
+        *,
+        chat: ChatKind | str,
+        peer: Sender | None = None,
+    ) -> None:
+        """Register the command sent as chat item ``item_id``.
+
+        ``chat`` is ``"direct"`` or ``"group"``. In a direct chat ``peer`` is
+        the contact (required), and ``call.member`` must be None. In a group,
+        a call with ``call.member`` accepts only that member: ``peer`` is the
+        sender value that identifies the member, by default the member's name.
+        A group call without a member is a broadcast, and takes no ``peer``.
+        Raise :class:`CollectorError` on a repeated id or a wrong combination.
+        """
+        try:
+            kind = ChatKind(chat)
+        except ValueError:
+            raise CollectorError(f"chat: expected 'direct' or 'group', got {chat!r}") from None
+        if not isinstance(call, Call):
+            raise CollectorError(f"call: expected a Call, got {type(call).__name__}")
+        if item_id in self._calls:
+            raise CollectorError(f"chat item {item_id!r} is already registered")
+        if kind is ChatKind.DIRECT:
+            if call.member is not None:
+                raise CollectorError("a command in a direct chat mentions no member")
+            if peer is None:
+                raise CollectorError("a direct chat needs the peer that may reply")
+        elif call.member is None:
+            if peer is not None:
+                raise CollectorError("a broadcast (no mention) accepts every member: no peer")
+        elif peer is None:
+            peer = call.member
+        self._calls[item_id] = _Pending(call=call, chat=kind, peer=peer)
+
+    def add(self, sender: Sender, quoted_item_id: ItemId | None, text: str) -> bool:
+        """Offer an incoming chat item; return True if it was accepted as a reply.
+
+        It is accepted when it quotes a registered command and ``sender`` may
+        answer it. A reply after the sender's answer ended is still collected.
+        """
+        if quoted_item_id is None:
+            return False
+        pending = self._calls.get(quoted_item_id)
+        if pending is None:
+            return False
+        if pending.peer is not None and sender != pending.peer:
+            return False
+        call = pending.call
+        message = parse_reply(call.protocol, text)
+        ends = (
+            message is not None
+            and sender not in pending.ended
+            and ends_answer(call.protocol, call.request, message)
+        )
+        if ends:
+            pending.ended.append(sender)
+        pending.replies.append(Reply(sender=sender, text=text, message=message, ends=ends))
+        return True
+
+    def _get(self, item_id: ItemId) -> _Pending:
+        try:
+            return self._calls[item_id]
+        except KeyError:
+            raise CollectorError(f"chat item {item_id!r} is not a registered call") from None
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._calls
+
+    def call(self, item_id: ItemId) -> Call:
+        """The command registered as ``item_id``."""
+        return self._get(item_id).call
+
+    def is_broadcast(self, item_id: ItemId) -> bool:
+        """True for a group command without a mention."""
+        return self._get(item_id).peer is None
+
+    def is_complete(self, item_id: ItemId, sender: Sender | None = None) -> bool:
+        """True when the answer to ``item_id`` has ended.
+
+        With ``sender``, whether that sender's answer has ended (for a
+        broadcast, per member). Without, whether the recipient's answer has
+        ended; always False for a broadcast, whose wait ends by time.
+        """
+        pending = self._get(item_id)
+        if sender is not None:
+            return sender in pending.ended
+        return pending.peer is not None and pending.peer in pending.ended
+
+    def completed_senders(self, item_id: ItemId) -> tuple[Sender, ...]:
+        """The senders whose answers have ended, in the order they ended."""
+        return tuple(self._get(item_id).ended)
+
+    def collected(self, item_id: ItemId) -> tuple[Reply, ...]:
+        """Every accepted reply to ``item_id`` so far, in arrival order."""
+        return tuple(self._get(item_id).replies)
+
+    def finish(self, item_id: ItemId) -> tuple[Reply, ...]:
+        """End the wait for ``item_id``: forget the call and return what it collected."""
+        replies = self.collected(item_id)
+        del self._calls[item_id]
+        return replies
+
+    def pending(self) -> tuple[ItemId, ...]:
+        """The registered calls whose answers have not ended (broadcasts included)."""
+        return tuple(i for i in self._calls if not self.is_complete(i))
