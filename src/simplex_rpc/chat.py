@@ -109,7 +109,10 @@ _FRAME: Final = (
 # A reply quotes the command (QuotedMsg: msgRef and the quoted content).
 _QUOTE_FRAME: Final = (
     ',"quote":{"content":{"type":"text","text":""},"msgRef":{"memberId":'
-    + _ID + ',"msgId":' + _ID + ',"sent":false,"sentAt":"2026-10-21T12:34:56.123456789012Z"}}'
+    + _ID
+    + ',"msgId":'
+    + _ID
+    + ',"sent":false,"sentAt":"2026-10-21T12:34:56.123456789012Z"}}'
 )
 # A command with a mention carries the mentioned name and member id.
 _MENTION_FRAME: Final = ',"mentions":{"":{"memberId":' + _ID + "}}"
@@ -219,7 +222,7 @@ def _member_problem(name: str) -> str | None:
     if _needs_quotes(name) and "'" in name:
         return (
             f"the member name {name[:64]!r} needs quotes (it has a space or ends with"
-            " punctuation) and contains \"'\", so no mention can name it"
+            ' punctuation) and contains "\'", so no mention can name it'
         )
     return None
 
@@ -303,7 +306,7 @@ def _parse_member(rest: str) -> tuple[str, str]:
     if rest.startswith("'"):
         end = rest.find("'", 1)
         if end == -1:
-            raise CallSyntaxError("member: the quoted name has no closing \"'\"")
+            raise CallSyntaxError('member: the quoted name has no closing "\'"')
         name = rest[1:end]
         after = rest[end + 1 :]
         if not name:
