@@ -1,0 +1,546 @@
+"""Hostile input to every core decoder (issue 7).
+
+The guarantee: a decoder either returns a value or raises the library's own
+error class for that decoder (a ``SimplexRpcError``), with a one-line message
+of bounded length. It never raises another exception type, crashes or hangs.
+A wrong Python argument type (``None`` where bytes are expected) is a
+programming error and raises ``TypeError``; it is never an ``AttributeError``,
+``IndexError`` or the like from deep inside.
+
+Each decoder gets, from one valid input: truncation at every offset, every
+bit flipped (or every bit of the header, for a padded block), each length
+field and tag set to every other value, trailing bytes, and empty input.
+"""
+
+from __future__ import annotations
+
+import array
+import base64
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import simplex_rpc as sx
+from simplex_rpc import _backend, _frame
+
+SEED = bytes(range(32))
+KEY = sx.SigningKey.from_seed(SEED)
+PUBLIC = KEY.public_key
+AD = bytes(range(56)) + bytes(range(100, 156))
+PAYLOAD = b'{"protocol":"mcp","request":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}'
+SIGNED_FRAME = sx.encode_frame(
+    "request", PAYLOAD, key=PUBLIC, signature=KEY.sign_request(AD, PAYLOAD)
+)
+UNSIGNED_FRAME = sx.encode_frame("request", PAYLOAD)
+RESPONSE_FRAME = sx.encode_frame("response", b'{"response":1}')
+SIGNED_BLOCK = sx.seal_request(PAYLOAD, AD, KEY)
+MAX_MESSAGE = 500
+
+Decoder = Callable[[Any], Any]
+
+
+def outcome(decode: Decoder, data: object, error: type[sx.SimplexRpcError]) -> tuple[str, Any]:
+    """("value", v) or ("error", exc); any exception other than ``error`` fails the test."""
+    try:
+        return ("value", decode(data))
+    except sx.SimplexRpcError as exc:
+        assert isinstance(exc, error), f"{type(exc).__name__} where {error.__name__} expected"
+        message = str(exc)
+        assert message and "\n" not in message, repr(message)
+        assert len(message) <= MAX_MESSAGE, message[:400]
+        return ("error", exc)
+
+
+def truncations(data: bytes) -> Iterator[tuple[int, memoryview]]:
+    view = memoryview(data)
+    for i in range(len(data)):
+        yield i, view[:i]
+
+
+def bit_flips(data: bytes, limit: int | None = None) -> Iterator[tuple[int, bytes]]:
+    for bit in range(8 * (len(data) if limit is None else min(limit, len(data)))):
+        mutated = bytearray(data)
+        mutated[bit // 8] ^= 1 << (bit % 8)
+        yield bit, bytes(mutated)
+
+
+def with_byte(data: bytes, offset: int, value: int) -> bytes:
+    return data[:offset] + bytes([value]) + data[offset + 1 :]
+
+
+TRAILERS = [b"\x00", b"=", b"A", b"\n", b" ", b"#", b"\xff", b"==", b"AAAA"]
+WRONG_TYPES: list[object] = [None, 0, 1.5, [], {}, object(), ["a"], {"a": 1}]
+
+
+# --------------------------------------------------------------------------
+# Keys: base64url text, DER, PEM
+
+
+KEY_DECODERS: dict[str, tuple[Decoder, bytes]] = {
+    "PublicKey.decode": (sx.PublicKey.decode, PUBLIC.encode().encode()),
+    "SigningKey.decode": (sx.SigningKey.decode, KEY.encode().encode()),
+    "PublicKey.from_der": (sx.PublicKey.from_der, PUBLIC.der),
+    "SigningKey.from_der": (sx.SigningKey.from_der, KEY.der),
+    "PublicKey.from_pem": (sx.PublicKey.from_pem, PUBLIC.to_pem().encode()),
+}
+
+
+def _same_key(value: object) -> bool:
+    return value in (PUBLIC, KEY)
+
+
+@pytest.mark.parametrize("name", list(KEY_DECODERS))
+def test_key_truncated_at_every_offset(name: str) -> None:
+    decode, valid = KEY_DECODERS[name]
+    for i, cut in truncations(valid):
+        kind, value = outcome(decode, bytes(cut), sx.KeyFormatError)
+        if kind == "value":
+            # Only the padded text without its '=' (the unpadded form) is still the key;
+            # a PEM cut inside its END line may still parse as the same key.
+            assert _same_key(value), i
+            assert name in ("PublicKey.decode", "PublicKey.from_pem"), i
+
+
+@pytest.mark.parametrize("name", list(KEY_DECODERS))
+def test_key_every_bit_flipped(name: str) -> None:
+    decode, valid = KEY_DECODERS[name]
+    for bit, mutated in bit_flips(valid):
+        kind, _ = outcome(decode, mutated, sx.KeyFormatError)
+        if kind == "value" and name.endswith("from_der"):
+            # A flip in the DER prefix is refused; one in the 32 key bytes is another key.
+            prefix = 12 if name.startswith("Public") else 16
+            assert bit // 8 >= prefix, bit
+
+
+@pytest.mark.parametrize("name", [n for n in KEY_DECODERS if not n.endswith("from_pem")])
+@pytest.mark.parametrize("trailer", TRAILERS, ids=repr)
+def test_key_trailing_bytes_refused(name: str, trailer: bytes) -> None:
+    decode, valid = KEY_DECODERS[name]
+    kind, _ = outcome(decode, valid + trailer, sx.KeyFormatError)
+    assert kind == "error"
+
+
+@pytest.mark.parametrize("name", [n for n in KEY_DECODERS if n.endswith(".decode")])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        lambda t: t.replace(b"-", b"+").replace(b"_", b"/"),  # standard alphabet
+        lambda t: b" " + t,
+        lambda t: t[:10] + b"\n" + t[10:],
+        lambda t: t[:10] + b"\t" + t[10:],
+        lambda t: t[:10] + b"\x00" + t[10:],
+        lambda t: t[:10] + b"=" + t[11:],
+        lambda t: t[:10] + "é".encode() + t[12:],
+        lambda t: t.rstrip(b"=") + b"===",
+        lambda t: t.rstrip(b"=") + b"=" * 4,
+        lambda t: t.lower(),
+        lambda t: t.upper(),
+        lambda t: base64.b64encode(base64.urlsafe_b64decode(t + b"==")),
+    ],
+    ids=[
+        "std-alphabet", "leading-space", "newline", "tab", "nul", "inner-pad", "non-ascii",
+        "three-pads", "four-pads", "lower", "upper", "std-b64",
+    ],
+)
+def test_key_text_variants(name: str, variant: Callable[[bytes], bytes]) -> None:
+    """Strict base64url (wire.md section 1): other spellings are refused or decode exactly."""
+    decode, valid = KEY_DECODERS[name]
+    mutated = variant(valid)
+    for form in (mutated, mutated.decode("latin-1")):
+        kind, value = outcome(decode, form, sx.KeyFormatError)
+        if kind == "value":
+            assert mutated.rstrip(b"=") == valid.rstrip(b"=") and _same_key(value)
+
+
+@pytest.mark.parametrize("name", [n for n in KEY_DECODERS if n.endswith("from_der")])
+def test_key_every_byte_value_at_every_offset_of_der(name: str) -> None:
+    """Every byte of the DER prefix, set to every other value, is refused."""
+    decode, valid = KEY_DECODERS[name]
+    prefix = 12 if name.startswith("Public") else 16
+    for offset in range(prefix):
+        for value in range(256):
+            if value != valid[offset]:
+                kind, _ = outcome(decode, with_byte(valid, offset, value), sx.KeyFormatError)
+                assert kind == "error", (offset, value)
+
+
+@pytest.mark.parametrize("name", list(KEY_DECODERS))
+@pytest.mark.parametrize("data", [b"", "", b"=", "====", b"\x00" * 44, "A" * 100_000],
+                         ids=["empty-bytes", "empty-str", "pad", "pads", "zeros", "long"])
+def test_key_degenerate_inputs(name: str, data: bytes | str) -> None:
+    decode, _ = KEY_DECODERS[name]
+    if isinstance(data, str) and name.endswith("from_der"):
+        data = data.encode()
+    kind, _ = outcome(decode, data, sx.KeyFormatError)
+    assert kind == "error"
+
+
+def _pem(der: bytes, label: str = "PUBLIC KEY") -> bytes:
+    body = base64.encodebytes(der).decode()
+    return f"-----BEGIN {label}-----\n{body}-----END {label}-----\n".encode()
+
+
+PEM_CASES: dict[str, bytes] = {
+    "ed448 OID": _pem(bytes.fromhex("3043300506032b6571033a00") + bytes(57)),
+    "unknown OID": _pem(bytes.fromhex("302a300506032b6579032100") + bytes(32)),
+    "unsupported curve": _pem(
+        bytes.fromhex("3032301006072a8648ce3d020106052b81040006031e0004") + bytes(28)
+    ),
+    "x25519 key": _pem(bytes.fromhex("302a300506032b656e032100") + bytes(range(32))),
+    "ed25519 with NULL parameters": _pem(
+        bytes.fromhex("302c300706032b65700500032100") + PUBLIC.raw
+    ),
+    "private key block": _pem(KEY.der, "PRIVATE KEY"),
+    "certificate label": _pem(PUBLIC.der, "CERTIFICATE"),
+    "garbage body": b"-----BEGIN PUBLIC KEY-----\n!!!!\n-----END PUBLIC KEY-----\n",
+    "no end line": b"-----BEGIN PUBLIC KEY-----\n" + base64.encodebytes(PUBLIC.der),
+    "truncated DER": _pem(PUBLIC.der[:-1]),
+    "long DER": _pem(PUBLIC.der + b"\x00"),
+    "non-ascii": "-----BEGIN PUBLIC KEY-----\né\n-----END PUBLIC KEY-----\n".encode(),
+    "empty": b"",
+}
+
+
+@pytest.mark.parametrize("name", list(PEM_CASES))
+def test_pem_hostile(name: str) -> None:
+    """PEM input that is not one Ed25519 SPKI is a KeyFormatError, never the crypto library's."""
+    data = PEM_CASES[name]
+    for form in (data, data.decode("latin-1")):
+        kind, _ = outcome(sx.PublicKey.from_pem, form, sx.KeyFormatError)
+        assert kind == "error"
+
+
+# --------------------------------------------------------------------------
+# Frames (wire.md section 4), on every backend
+
+
+FRAMES = {"signed": SIGNED_FRAME, "unsigned": UNSIGNED_FRAME, "response": RESPONSE_FRAME}
+HEADER = {"signed": _frame.SIGNED_REQUEST_OVERHEAD, "unsigned": 4, "response": 3}
+
+
+@pytest.mark.parametrize("which", list(FRAMES))
+def test_frame_truncated_at_every_offset(backend: _backend.Backend, which: str) -> None:
+    """A cut inside the header is a FrameError; a cut in the payload is a shorter payload."""
+    frame = FRAMES[which]
+    for i, cut in truncations(frame):
+        kind, value = outcome(backend.decode_frame, cut, sx.FrameError)
+        if i < HEADER[which]:
+            assert kind == "error", i
+        else:
+            assert kind == "value", i
+            assert value.payload == frame[HEADER[which] : i]
+
+
+@pytest.mark.parametrize("which", list(FRAMES))
+def test_frame_every_bit_flipped(backend: _backend.Backend, which: str) -> None:
+    frame = FRAMES[which]
+    original = backend.decode_frame(frame)
+    for bit, mutated in bit_flips(frame):
+        kind, value = outcome(backend.decode_frame, mutated, sx.FrameError)
+        offset = bit // 8
+        if kind == "value" and offset >= HEADER[which]:
+            assert value.key == original.key and value.kind == original.kind
+
+
+def test_frame_version_field(backend: _backend.Backend) -> None:
+    for version in (0, 2, 0x0100, 0x0101, 0x7FFF, 0xFFFF):
+        mutated = version.to_bytes(2, "big") + SIGNED_FRAME[2:]
+        kind, exc = outcome(backend.decode_frame, mutated, sx.FrameError)
+        assert kind == "error" and "offset 0" in str(exc)
+
+
+@pytest.mark.parametrize(
+    ("which", "offset", "allowed"),
+    [
+        ("signed", 2, {ord("R"), ord("S")}),
+        ("unsigned", 2, {ord("R"), ord("S")}),
+        ("response", 2, {ord("R"), ord("S")}),
+        ("signed", 3, {ord("0"), ord("1")}),
+        ("unsigned", 3, {ord("0"), ord("1")}),
+        ("signed", 4, {44}),
+        ("signed", 49, {64}),
+    ],
+    ids=["tag-signed", "tag-unsigned", "tag-response", "signer-signed", "signer-unsigned",
+         "keylen", "siglen"],
+)
+def test_frame_tag_and_length_bytes_take_every_value(
+    backend: _backend.Backend, which: str, offset: int, allowed: set[int]
+) -> None:
+    """Each tag, Maybe byte and length byte: any value but the defined ones names its offset."""
+    frame = FRAMES[which]
+    for value in range(256):
+        mutated = with_byte(frame, offset, value)
+        kind, result = outcome(backend.decode_frame, mutated, sx.FrameError)
+        if value in allowed:
+            continue  # another valid reading of the same bytes, or a short-frame error
+        assert kind == "error", value
+        assert f"offset {offset}" in str(result), str(result)
+
+
+def test_frame_key_prefix_every_value(backend: _backend.Backend) -> None:
+    for offset in range(5, 5 + len(_frame.SPKI_PREFIX)):
+        for value in range(256):
+            if value == SIGNED_FRAME[offset]:
+                continue
+            kind, exc = outcome(
+                backend.decode_frame, with_byte(SIGNED_FRAME, offset, value), sx.FrameError
+            )
+            assert kind == "error" and "offset 5" in str(exc), (offset, value)
+
+
+@pytest.mark.parametrize("which", list(FRAMES))
+@pytest.mark.parametrize("trailer", TRAILERS, ids=repr)
+def test_frame_trailing_bytes_are_payload(
+    backend: _backend.Backend, which: str, trailer: bytes
+) -> None:
+    """The payload is the rest of the frame (wire.md section 4): trailing bytes join it."""
+    frame = FRAMES[which]
+    kind, value = outcome(backend.decode_frame, frame + trailer, sx.FrameError)
+    assert kind == "value" and value.payload == frame[HEADER[which] :] + trailer
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00", b"\x00\x01", b"\x00\x01R", b"\x00\x01R1"])
+def test_frame_short_inputs(backend: _backend.Backend, data: bytes) -> None:
+    kind, _ = outcome(backend.decode_frame, data, sx.FrameError)
+    assert kind == "error"
+
+
+# --------------------------------------------------------------------------
+# Padding (wire.md section 5), on every backend
+
+
+BLOCK_MESSAGE = b"hello, service"
+BLOCK = sx.pad(BLOCK_MESSAGE)
+
+
+def test_unpad_truncated_at_every_offset(backend: _backend.Backend) -> None:
+    """With the exact length required, every cut is refused; without it, a cut in the
+    message is refused and a cut in the fill still gives the message."""
+    for i, cut in truncations(BLOCK):
+        kind, _ = outcome(
+            lambda b: backend.unpad(b, length=sx.PADDED_LENGTH), cut, sx.PaddingError
+        )
+        assert kind == "error", i
+        kind, value = outcome(backend.unpad, cut, sx.PaddingError)
+        if i < 2 + len(BLOCK_MESSAGE):
+            assert kind == "error", i
+        else:
+            assert value == BLOCK_MESSAGE, i
+
+
+def test_unpad_length_field_every_value(backend: _backend.Backend) -> None:
+    """Every value of the 2-byte length field: at most the bytes that follow, or refused."""
+    block = sx.pad(BLOCK_MESSAGE, 300)
+    for n in range(65536):
+        mutated = n.to_bytes(2, "big") + block[2:]
+        kind, value = outcome(backend.unpad, mutated, sx.PaddingError)
+        if n <= len(block) - 2:
+            assert kind == "value" and value == block[2 : 2 + n], n
+        else:
+            assert kind == "error" and "offset 0" in str(value), n
+
+
+def test_unpad_strict_every_fill_byte(backend: _backend.Backend) -> None:
+    """Strict mode: any non-'#' fill byte is refused, naming its offset."""
+    block = sx.pad(BLOCK_MESSAGE, 200)
+    for offset in range(2 + len(BLOCK_MESSAGE), len(block)):
+        for value in (0x00, 0x22, 0x24, 0xA3, 0xFF):
+            mutated = with_byte(block, offset, value)
+            kind, exc = outcome(lambda b: backend.unpad(b, strict=True), mutated, sx.PaddingError)
+            assert kind == "error" and f"offset {offset}" in str(exc), (offset, value)
+            assert backend.unpad(mutated) == BLOCK_MESSAGE
+
+
+@pytest.mark.parametrize("trailer", TRAILERS, ids=repr)
+def test_unpad_trailing_bytes(backend: _backend.Backend, trailer: bytes) -> None:
+    kind, _ = outcome(
+        lambda b: backend.unpad(b, length=sx.PADDED_LENGTH), BLOCK + trailer, sx.PaddingError
+    )
+    assert kind == "error"
+    assert backend.unpad(BLOCK + trailer) == BLOCK_MESSAGE
+    kind, _ = outcome(lambda b: backend.unpad(b, strict=True), BLOCK + trailer, sx.PaddingError)
+    assert kind == ("value" if trailer in (b"#",) else "error")
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00", b"\xff", b"\xff\xff", b"\x00\x01"])
+def test_unpad_short_inputs(backend: _backend.Backend, data: bytes) -> None:
+    kind, _ = outcome(backend.unpad, data, sx.PaddingError)
+    assert kind == "error"
+
+
+def test_unpad_many_truncated_at_every_offset(backend: _backend.Backend) -> None:
+    """A buffer cut anywhere but a block boundary is refused; at a boundary, fewer blocks."""
+    length = 24
+    messages = [b"", b"a", b"b" * 22, b"cd"]
+    buffer = backend.pad_many(messages, length)
+    for i, cut in truncations(buffer):
+        kind, value = outcome(lambda b: backend.unpad_many(b, length), cut, sx.PaddingError)
+        if i % length:
+            assert kind == "error", i
+        else:
+            assert value == messages[: i // length], i
+
+
+def test_unpad_many_names_the_bad_block(backend: _backend.Backend) -> None:
+    length = 24
+    buffer = bytearray(backend.pad_many([b"x"] * 5, length))
+    buffer[3 * length : 3 * length + 2] = b"\xff\xff"
+    kind, exc = outcome(lambda b: backend.unpad_many(b, length), bytes(buffer), sx.PaddingError)
+    assert kind == "error" and "block 3" in str(exc)
+
+
+@pytest.mark.parametrize("length", [-1, 0, 1])
+def test_unpad_many_degenerate_lengths(backend: _backend.Backend, length: int) -> None:
+    kind, _ = outcome(lambda b: backend.unpad_many(b, length), b"\x00\x00", sx.PaddingError)
+    assert kind == "error"
+
+
+# --------------------------------------------------------------------------
+# Opening blocks: unpad, decode, verify, on every backend
+
+OPEN_ERRORS = (sx.PaddingError, sx.FrameError, sx.BadSignature)
+
+
+def _open_outcome(backend: _backend.Backend, block: bytes, strict: bool = False) -> tuple[str, Any]:
+    try:
+        return ("value", backend.open_request(block, AD, strict=strict))
+    except OPEN_ERRORS as exc:
+        assert "\n" not in str(exc) and len(str(exc)) <= MAX_MESSAGE
+        return ("error", exc)
+
+
+def test_open_request_truncated_at_every_offset(backend: _backend.Backend) -> None:
+    for i, cut in truncations(SIGNED_BLOCK):
+        kind, exc = _open_outcome(backend, cut)
+        assert kind == "error" and isinstance(exc, sx.PaddingError), i
+
+
+def test_open_request_every_header_bit_flipped(backend: _backend.Backend) -> None:
+    """No flip of the length field, frame or payload opens as signed by the key with
+    another payload; the only value that can come out with a changed payload is unsigned."""
+    end = 2 + len(SIGNED_FRAME)
+    for bit, mutated in bit_flips(SIGNED_BLOCK, end + 4):
+        for strict in (False, True):
+            kind, value = _open_outcome(backend, mutated, strict)
+            if kind == "value":
+                if value.signer is not None:
+                    assert value.signer == PUBLIC and value.payload == PAYLOAD, bit
+                else:
+                    # The signer byte '1' flipped to '0': an unsigned request, claiming nothing.
+                    assert bit // 8 == 5, bit
+
+
+def test_open_request_fill_bytes(backend: _backend.Backend) -> None:
+    """A changed fill byte leaves the request intact, unless strict fill is asked for."""
+    start = 2 + len(SIGNED_FRAME)
+    for offset in range(start, len(SIGNED_BLOCK), 97):
+        mutated = with_byte(SIGNED_BLOCK, offset, 0x00)
+        kind, value = _open_outcome(backend, mutated)
+        assert kind == "value" and value.payload == PAYLOAD and value.signer == PUBLIC
+        kind, exc = _open_outcome(backend, mutated, strict=True)
+        assert kind == "error" and isinstance(exc, sx.PaddingError)
+
+
+@pytest.mark.parametrize("trailer", TRAILERS, ids=repr)
+def test_open_request_trailing_bytes(backend: _backend.Backend, trailer: bytes) -> None:
+    kind, exc = _open_outcome(backend, SIGNED_BLOCK + trailer)
+    assert kind == "error" and isinstance(exc, sx.PaddingError)
+
+
+def test_open_request_of_a_response_and_back(backend: _backend.Backend) -> None:
+    response = sx.seal_response(b"{}")
+    kind, exc = _open_outcome(backend, response)
+    assert kind == "error" and isinstance(exc, sx.FrameError)
+    with pytest.raises(sx.FrameError):
+        backend.open_response(SIGNED_BLOCK)
+
+
+def test_open_response_every_header_bit_flipped(backend: _backend.Backend) -> None:
+    block = sx.seal_response(b'{"response":true}')
+    for bit, mutated in bit_flips(block, 24):
+        try:
+            backend.open_response(mutated)
+        except (sx.PaddingError, sx.FrameError) as exc:
+            assert "\n" not in str(exc), bit
+
+
+def test_open_request_empty_and_short(backend: _backend.Backend) -> None:
+    for data in (b"", b"\x00", b"\x00\x00", sx.pad(b"")):
+        kind, _ = _open_outcome(backend, data)
+        assert kind == "error"
+
+
+def test_open_request_empty_ad_is_own_error(backend: _backend.Backend) -> None:
+    with pytest.raises(sx.SimplexRpcError):
+        backend.open_request(SIGNED_BLOCK, b"")
+
+
+# --------------------------------------------------------------------------
+# Wrong Python argument types and unusual buffers
+
+
+BYTE_DECODERS: dict[str, Callable[[_backend.Backend], Decoder]] = {
+    "decode_frame": lambda b: b.decode_frame,
+    "unpad": lambda b: b.unpad,
+    "unpad_many": lambda b: b.unpad_many,
+    "open_request": lambda b: lambda x: b.open_request(x, AD),
+    "open_response": lambda b: b.open_response,
+}
+TEXT_DECODERS: dict[str, Decoder] = {
+    "PublicKey.decode": sx.PublicKey.decode,
+    "SigningKey.decode": sx.SigningKey.decode,
+    "PublicKey.from_der": sx.PublicKey.from_der,
+    "SigningKey.from_der": sx.SigningKey.from_der,
+    "PublicKey.from_pem": sx.PublicKey.from_pem,
+    "Request.parse": sx.Request.parse,
+    "Response.parse": sx.Response.parse,
+}
+
+
+def _type_outcome(decode: Decoder, data: object) -> type[BaseException] | None:
+    """None for a value; the class of TypeError or of the library's error; anything else fails."""
+    try:
+        decode(data)
+    except (TypeError, sx.SimplexRpcError) as exc:
+        return type(exc)
+    return None
+
+
+@pytest.mark.parametrize("name", list(BYTE_DECODERS))
+def test_byte_decoders_wrong_types(backend: _backend.Backend, name: str) -> None:
+    """A wrong argument type raises TypeError (or the decoder's own error), nothing else."""
+    decode = BYTE_DECODERS[name](backend)
+    for data in [*WRONG_TYPES, "text", "\x00\x01R0"]:
+        assert _type_outcome(decode, data) is not None, data
+
+
+@pytest.mark.parametrize("name", list(BYTE_DECODERS))
+def test_byte_decoders_accept_any_buffer(backend: _backend.Backend, name: str) -> None:
+    """bytes, bytearray and memoryview give the same result; odd views raise TypeError at worst."""
+    decode = BYTE_DECODERS[name](backend)
+    data = {"decode_frame": SIGNED_FRAME, "unpad": BLOCK, "unpad_many": BLOCK,
+            "open_request": SIGNED_BLOCK, "open_response": sx.seal_response(b"{}")}[name]
+    expected = decode(data)
+    assert decode(bytearray(data)) == expected
+    assert decode(memoryview(data)) == expected
+    assert decode(memoryview(b"xx" + data)[2:]) == expected
+    for odd in (
+        memoryview(data + data)[::2],  # not contiguous
+        memoryview(array.array("H", data[: len(data) // 2 * 2])),  # items of 2 bytes
+        memoryview(data).toreadonly(),
+    ):
+        # Either the decoder reads the view's bytes, exactly as if given them, or it
+        # refuses the view with TypeError; never a wrong reading or another error.
+        try:
+            result = decode(odd)
+        except TypeError:
+            continue
+        assert result == decode(odd.tobytes())
+
+
+@pytest.mark.parametrize("name", list(TEXT_DECODERS))
+def test_text_decoders_wrong_types(name: str) -> None:
+    decode = TEXT_DECODERS[name]
+    for data in WRONG_TYPES:
+        assert _type_outcome(decode, data) is not None, data
