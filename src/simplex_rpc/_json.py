@@ -32,7 +32,9 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            _fail(f"duplicate member name {key!r}")
+            # Bounded: a hostile name can be as long as the input.
+            shown = repr(key[:64]) + ("..." if len(key) > 64 else "")
+            _fail(f"duplicate member name {shown}")
         out[key] = value
     return out
 
