@@ -51,6 +51,8 @@ class Frame:
     def __post_init__(self) -> None:
         if self.kind not in ("request", "response"):
             raise FrameError(f"frame: kind {self.kind!r} is not 'request' or 'response'")
+        if self.key is not None and not isinstance(self.key, PublicKey):
+            raise TypeError(f"frame: key: expected PublicKey, got {type(self.key).__name__}")
         if (self.key is None) != (self.signature is None):
             raise FrameError("frame: a signed request needs both key and signature")
         if self.key is not None and self.kind != "request":
@@ -90,14 +92,21 @@ def encode_frame(
 
 
 def decode_frame(frame: Buffer) -> Frame:
-    """Decode a frame strictly; an error names the offset of the first bad byte."""
+    """Decode a frame strictly; an error names the offset of the first bad byte.
+
+    Fields are checked in the order of their offsets, so a frame that is both
+    wrong and cut short is blamed on its first wrong byte; a frame that is
+    only cut short is blamed on the offset where it ends.
+    """
     view = memoryview(frame).cast("B")
     size = len(view)
-    if size < 3:
-        raise FrameError(f"frame: {size} bytes is shorter than the 3-byte minimum")
+    if size < 2:
+        raise FrameError(f"frame: ends at offset {size}, inside its 2-byte version")
     version = (view[0] << 8) | view[1]
     if version != FRAME_VERSION:
         raise FrameError(f"frame: unknown version {version} at offset 0")
+    if size < 3:
+        raise FrameError("frame: ends before its tag at offset 2")
     tag = view[2]
     if tag == RESPONSE_TAG:
         return Frame(kind="response", payload=bytes(view[3:]))
@@ -110,21 +119,32 @@ def decode_frame(frame: Buffer) -> Frame:
         return Frame(kind="request", payload=bytes(view[4:]))
     if signer != SIGNED:
         raise FrameError(f"frame: signer byte 0x{signer:02x} at offset 3 is not '0' or '1'")
-    if size < SIGNED_REQUEST_OVERHEAD:
-        raise FrameError(
-            f"frame: signed request of {size} bytes ends before its signature"
-            f" (at least {SIGNED_REQUEST_OVERHEAD})"
-        )
+    if size < 5:
+        raise FrameError("frame: signed request ends before its key length at offset 4")
     if view[4] != SPKI_LENGTH:
         raise FrameError(f"frame: key length {view[4]} at offset 4 is not {SPKI_LENGTH}")
     key_der = view[5 : 5 + SPKI_LENGTH]
-    if key_der[: len(SPKI_PREFIX)] != SPKI_PREFIX:
-        first = next(i for i in range(len(SPKI_PREFIX)) if key_der[i] != SPKI_PREFIX[i])
-        raise FrameError(f"frame: key at offset 5 is not Ed25519 SPKI DER (byte {5 + first})")
+    for i in range(min(len(SPKI_PREFIX), len(key_der))):
+        if key_der[i] != SPKI_PREFIX[i]:
+            raise FrameError(f"frame: key at offset 5 is not Ed25519 SPKI DER (byte {5 + i})")
     sig_at = 5 + SPKI_LENGTH
+    if size < sig_at:
+        raise FrameError(
+            f"frame: signed request ends at offset {size}, inside its key"
+            f" (offsets 5 to {sig_at - 1})"
+        )
+    if size == sig_at:
+        raise FrameError(
+            f"frame: signed request ends before its signature length at offset {sig_at}"
+        )
     if view[sig_at] != SIGNATURE_LENGTH:
         raise FrameError(
             f"frame: signature length {view[sig_at]} at offset {sig_at} is not {SIGNATURE_LENGTH}"
+        )
+    if size < SIGNED_REQUEST_OVERHEAD:
+        raise FrameError(
+            f"frame: signed request ends at offset {size}, inside its signature"
+            f" (offsets {sig_at + 1} to {SIGNED_REQUEST_OVERHEAD - 1})"
         )
     return Frame(
         kind="request",

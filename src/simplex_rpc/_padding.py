@@ -36,9 +36,10 @@ def check_pad(size: int, length: int) -> None:
 
 def pad(message: Buffer, length: int = PADDED_LENGTH) -> bytes:
     """Pad ``message`` to a block of exactly ``length`` bytes."""
-    size = len(message)
+    data = bytes(message)  # len() of a memoryview counts items, not bytes
+    size = len(data)
     check_pad(size, length)
-    return size.to_bytes(2, "big") + bytes(message) + b"#" * (length - 2 - size)
+    return size.to_bytes(2, "big") + data + b"#" * (length - 2 - size)
 
 
 def unpad_span(block: Buffer, length: int | None, strict: bool, where: str = "unpad") -> int:
@@ -68,8 +69,9 @@ def unpad(block: Buffer, *, length: int | None = None, strict: bool = False) -> 
     ``length`` requires the block to be exactly that many bytes; ``strict``
     requires every fill byte to be ``#``.
     """
-    n = unpad_span(block, length, strict)
-    return bytes(memoryview(block)[2 : 2 + n])
+    view = memoryview(block).cast("B")  # index bytes, whatever the item size
+    n = unpad_span(view, length, strict)
+    return bytes(view[2 : 2 + n])
 
 
 def pad_many(messages: Iterable[Buffer], length: int = PADDED_LENGTH) -> bytes:
