@@ -55,8 +55,15 @@ def emit_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="simplex-rpc",
         description="Service RPC for SimpleX agent protocols: keys, signed padded requests,"
         " envelopes, vectors and tools.",
