@@ -1,0 +1,186 @@
+"""What the MCP and A2A bindings share: JSON-RPC shapes and the size rules.
+
+No I/O and no SDK imports. Both bindings carry one JSON-RPC request and end
+their answer with one JSON-RPC response (protocol text, "MCP binding" and "A2A
+binding"). A response above the size limit is replaced: in a conversation by a
+JSON-RPC error ``-32603`` with the request's id, over Service RPC by the
+envelope error ``too_large``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from . import _json
+from ._envelope import ErrorCode, Request, Response
+from ._seal import MAX_RESPONSE
+from .chat import MAX_MESSAGE_JSON, encoded_size, fits_message
+from .errors import SimplexRpcError
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "RPC_JSON_LIMIT",
+    "BindingError",
+    "chat_reply",
+    "dumps_text",
+    "envelope_of",
+    "error_response",
+    "json_type",
+    "rpc_response",
+    "valid_id",
+]
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+RPC_JSON_LIMIT: Final = 10_000
+"""The protocol text's SHOULD: a response SHOULD NOT exceed 10,000 bytes of JSON."""
+
+
+class BindingError(SimplexRpcError):
+    """A binding helper got a value it cannot use: a response that is not a
+    JSON-RPC response, a malformed ``a2a-service-parameters`` member, a
+    version list that is not one, and the like. The message names the field."""
+
+
+def json_type(value: object) -> str:
+    """The JSON type of ``value`` in words, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def valid_id(value: object, *, allow_null: bool) -> bool:
+    """Whether ``value`` is a JSON-RPC request id: a string or an integer.
+
+    A boolean is not an id. MCP forbids ``null`` ids; A2A follows JSON-RPC 2.0,
+    which allows them (``allow_null``). Fractional numbers are refused, as
+    both SDKs refuse them.
+    """
+    if value is None:
+        return allow_null
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, (str, int))
+
+
+def error_response(
+    request_id: Any, code: int, message: str, data: Any = None, *, with_data: bool = False
+) -> dict[str, Any]:
+    """A JSON-RPC error response: ``jsonrpc``, ``id``, then ``error``.
+
+    ``data`` is written when it is not None, or when ``with_data`` says so
+    (for a ``null`` data member).
+    """
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None or with_data:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _check_response(response: object, where: str) -> Mapping[str, Any]:
+    """Refuse a value that is not a JSON-RPC 2.0 response object."""
+    if not isinstance(response, Mapping):
+        raise BindingError(
+            f"{where}: expected a JSON-RPC response object, got {json_type(response)}"
+        )
+    if response.get("jsonrpc") != "2.0":
+        raise BindingError(f"{where}: member 'jsonrpc' must be \"2.0\"")
+    if "id" not in response:
+        raise BindingError(f"{where}: member 'id' is missing")
+    if ("result" in response) == ("error" in response):
+        raise BindingError(f"{where}: a JSON-RPC response has exactly one of 'result' and 'error'")
+    return response
+
+
+def dumps_text(value: Any, where: str) -> str:
+    """Compact JSON text of ``value`` (the library's serializer), or BindingError."""
+    try:
+        return _json.dumps(value).decode("utf-8")
+    except (_json.JsonError, TypeError) as exc:
+        raise BindingError(f"{where}: cannot be serialized as JSON ({exc})") from None
+
+
+def chat_reply(response: object, *, binding: str) -> str:
+    """The reply text for a JSON-RPC response in a conversation.
+
+    The text is the compact JSON of the response when it fits one chat message
+    (``chat.fits_message``); otherwise it is a JSON-RPC error ``-32603`` with
+    the response's id, whose ``data`` gives the size and the limit.
+    """
+    where = f"{binding} chat reply"
+    checked = _check_response(response, where)
+    text = dumps_text(dict(checked), where)
+    if fits_message(text):
+        return text
+    size = encoded_size(text)
+    replacement = error_response(
+        checked["id"],
+        INTERNAL_ERROR,
+        f"Response too large: {size} bytes of encoded JSON do not fit one chat message",
+        {"size": size, "limit": MAX_MESSAGE_JSON},
+    )
+    text = dumps_text(replacement, where)
+    if not fits_message(text):
+        # Only an id far larger than any request that fits a message gets here.
+        raise BindingError(f"{where}: the response id is too large for any reply to fit a message")
+    return text
+
+
+def rpc_response(response: object, *, binding: str, limit: int = RPC_JSON_LIMIT) -> Response:
+    """The Service RPC response envelope that carries a JSON-RPC response.
+
+    The envelope is ``{"response": <response>}``. When its compact JSON is over
+    ``limit`` bytes (default 10,000, the protocol text's SHOULD) or over what
+    fits the padded block (``MAX_RESPONSE``), the envelope is the error
+    ``too_large`` instead. ``limit`` may be raised up to ``MAX_RESPONSE``.
+    """
+    where = f"{binding} rpc response"
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_RESPONSE:
+        raise BindingError(
+            f"{where}: limit must be an integer from 1 to {MAX_RESPONSE}, got {limit!r}"
+        )
+    checked = _check_response(response, where)
+    envelope = Response.success(dict(checked))
+    size = len(dumps_text(envelope.to_dict(), where).encode("utf-8"))
+    if size > limit:
+        return Response.failure(
+            ErrorCode.TOO_LARGE,
+            f"response envelope of {size} bytes exceeds the limit of {limit} bytes",
+        )
+    return envelope
+
+
+def envelope_of(service_request: object) -> Request:
+    """The request envelope of a responder's handler argument.
+
+    Accepts a :class:`Request` or any object with a ``request`` attribute that
+    is one (the adapter's ``ServiceRequest``).
+    """
+    if isinstance(service_request, Request):
+        return service_request
+    inner = getattr(service_request, "request", None)
+    if isinstance(inner, Request):
+        return inner
+    raise TypeError(
+        f"expected a Request or an object whose .request is a Request,"
+        f" got {type(service_request).__name__}"
+    )
