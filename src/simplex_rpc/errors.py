@@ -15,6 +15,7 @@ __all__ = [
     "PayloadTooLarge",
     "FrameError",
     "EnvelopeError",
+    "ChatCoreError",
     "CallSyntaxError",
     "CollectorError",
     "DeclarationError",
@@ -81,3 +82,29 @@ class DeclarationError(SimplexRpcError):
 
 class LlmsTxtError(SimplexRpcError):
     """An llms.txt communication address is not valid, or a section has lines off the grammar."""
+
+
+class ChatCoreError(SimplexRpcError):
+    """The chat core refused a command, or could not be reached.
+
+    ``chat_error`` is the core's error object (the ``chatError`` of a
+    ``chatCmdError`` response, or the ``error`` of a native result), with any
+    key material redacted, or None when the failure happened on this side
+    (connection lost, no answer in time). ``type_path`` names it by the
+    ``type`` tags nested in it, for example
+    ``"errorAgent/AGENT/A_SERVICE/ASETimeout"``.
+    """
+
+    def __init__(self, message: str, *, chat_error: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.chat_error = chat_error
+
+    @property
+    def type_path(self) -> str:
+        """The ``type`` tags of the error object, outermost first, joined by ``/``."""
+        tags: list[str] = []
+        node: object = self.chat_error
+        while isinstance(node, dict) and isinstance(node.get("type"), str) and len(tags) < 16:
+            tags.append(str(node["type"]))
+            node = next((v for k, v in node.items() if k != "type" and isinstance(v, dict)), None)
+        return "/".join(tags)
