@@ -67,7 +67,8 @@ def seal_request(
 ) -> bytes:
     """Frame, optionally sign (bound to ``ad``), and pad a request payload."""
     _check_signing_key(signing_key)
-    check_request_size(len(payload), signing_key is not None)
+    # nbytes, not len(): a memoryview's len() counts items, not bytes.
+    check_request_size(memoryview(payload).nbytes, signing_key is not None)
     tag = session_tag(ad)  # validates the AD even for an unsigned request
     payload = bytes(payload)
     if signing_key is None:
@@ -96,7 +97,7 @@ def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedReq
 
 def seal_response(payload: Buffer) -> bytes:
     """Frame and pad a response payload."""
-    check_response_size(len(payload))
+    check_response_size(memoryview(payload).nbytes)
     return pad(frame_head("response", None, None) + bytes(payload))
 
 
