@@ -1,0 +1,325 @@
+"""The ``call`` and ``serve`` subcommands: Service RPC through a running chat core.
+
+``simplex-rpc call --core ws://127.0.0.1:5225 --user 1 TARGET PROTOCOL JSON``
+sends one request and prints the response envelope; ``simplex-rpc serve``
+answers requests with an echo responder or an MCP server (``McpBridge``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import _json
+from ._envelope import UNSET, Request
+from ._keys import SigningKey
+from .adapter import ChatCore, RateLimit, ServiceRequest
+from .cli import EXIT_INVALID, EXIT_OK, CliError, emit_json, read_input
+from .errors import KeyFormatError
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number")
+    return value
+
+
+def _rate_limit(text: str) -> RateLimit:
+    requests, sep, per = text.partition("/")
+    try:
+        return RateLimit(requests=int(requests), per=float(per) if sep else 60.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected REQUESTS/SECONDS, for example 10/60"
+        ) from None
+
+
+def _load_json(spec: str, what: str) -> Any:
+    data = read_input(spec, what=what)
+    try:
+        return _json.loads(data)
+    except _json.JsonError as exc:
+        raise CliError(f"{what}: {exc}") from None
+
+
+def _load_sign_key(spec: str) -> SigningKey:
+    text = read_input(spec, what="--sign-key").strip()
+    try:
+        return SigningKey.decode(text)
+    except KeyFormatError as exc:
+        raise CliError(f"--sign-key: {exc}") from None
+
+
+# -- call ---------------------------------------------------------------------
+
+
+async def run_call(args: argparse.Namespace) -> int:
+    """Send the request of ``args``; print the response; 0 for a success, 1 for an error."""
+    request_value = _load_json(args.json, "JSON")
+    sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
+    version: Any = UNSET if args.version is None else _load_json(args.version, "--version")
+    if args.request_key and sign_key is None:
+        raise CliError("--request-key: needs --sign-key")
+    request = Request(
+        protocol=args.protocol,
+        request=request_value,
+        version=version,
+        request_key=sign_key.public_key if args.request_key and sign_key is not None else None,
+    )
+    async with ChatCore.connect(args.core) as core:
+        response = await core.service_request(
+            args.user,
+            args.target,
+            request,
+            timeout=args.timeout,
+            sign_key=sign_key,
+            retries=args.retries,
+            max_retry_after=args.max_retry_after,
+        )
+    emit_json(response.to_dict())
+    return EXIT_OK if response.ok else EXIT_INVALID
+
+
+def _cmd_call(args: argparse.Namespace) -> int:
+    return asyncio.run(run_call(args))
+
+
+# -- serve --------------------------------------------------------------------
+
+
+def echo_handler(request: ServiceRequest) -> Any:
+    """The ``--echo`` responder: answers each request with its own ``request`` value."""
+    return request.request.request
+
+
+def load_object(spec: str) -> Any:
+    """Import ``MODULE:NAME`` (a dotted module or a ``.py`` path) and return the attribute."""
+    module_name, sep, attr = spec.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"--mcp-module: {spec!r} is not MODULE:NAME")
+    try:
+        if module_name.endswith(".py") or "/" in module_name:
+            path = Path(module_name)
+            loader_spec = importlib.util.spec_from_file_location(path.stem, path)
+            if loader_spec is None or loader_spec.loader is None:
+                raise CliError(f"--mcp-module: cannot load {module_name!r}")
+            module = importlib.util.module_from_spec(loader_spec)
+            loader_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except CliError:
+        raise
+    except (ImportError, OSError) as exc:
+        raise CliError(f"--mcp-module: cannot import {module_name!r}: {exc}") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise CliError(f"--mcp-module: {module_name!r} has no {attr!r}") from None
+
+
+def _mcp_server(spec: str) -> Any:
+    obj = load_object(spec)
+    # A factory (for example ``build_server``) is called to make the server.
+    if inspect.isfunction(obj):
+        obj = obj()
+    return obj
+
+
+async def run_serve(
+    args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
+) -> int:
+    """Run the responder of ``args`` until cancelled or the connection ends."""
+    rate_limit = args.rate_limit
+    async with ChatCore.connect(args.core) as core:
+        if args.start:
+            await core.start(service_requests=True)
+        link = ""
+        if args.address:
+            address = await core.service_address(args.user)
+            link = address.link
+            print(f"address: {link}", file=sys.stderr, flush=True)
+        options: dict[str, Any] = {
+            "concurrency": args.concurrency,
+            "handler_timeout": args.deadline,
+            "rate_limit": rate_limit,
+        }
+        if args.echo:
+            protocols = args.protocol or ["echo"]
+            if on_ready is not None:
+                on_ready(link)
+            await core.serve(args.user, echo_handler, protocols=protocols, **options)
+        from .mcp import McpBridge
+
+        server = _mcp_server(args.mcp_module)
+        async with McpBridge(server, conversation_tools=args.conversation_tool) as bridge:
+            if on_ready is not None:
+                on_ready(link)
+            await core.serve(
+                args.user, bridge.rpc_handler, protocols=args.protocol or ["mcp"], **options
+            )
+    return EXIT_OK  # pragma: no cover - serve returns only by raising
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    return asyncio.run(run_serve(args))
+
+
+# -- registration ---------------------------------------------------------------
+
+
+def _core_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--core",
+        required=True,
+        metavar="URL",
+        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225"
+        " (simplex-chat -p 5225)",
+    )
+    p.add_argument(
+        "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add ``call`` and ``serve`` to the ``simplex-rpc`` parser."""
+    p = subparsers.add_parser(
+        "call",
+        help="send one Service RPC request through a chat core and print the response",
+        description="Send one request with /_service_request through the chat core and print"
+        " the response envelope as JSON. Exit status 0 for a response, 1 for an error"
+        " response, 2 when the core refused the request.",
+    )
+    _core_options(p)
+    p.add_argument("target", metavar="TARGET", help="the contact address link or SimpleX name")
+    p.add_argument("protocol", metavar="PROTOCOL", help="the protocol name, for example mcp")
+    p.add_argument(
+        "json", metavar="JSON", help="the protocol's request: JSON text, @FILE or - for stdin"
+    )
+    p.add_argument(
+        "--sign-key",
+        metavar="KEY",
+        help="sign with this private key (sign_key= text, @FILE or -); prefer @FILE:"
+        " a key on the command line is visible to other users of the machine",
+    )
+    p.add_argument(
+        "--request-key",
+        action="store_true",
+        help="name the signing key in the envelope's requestKey",
+    )
+    p.add_argument("--version", metavar="JSON", help="the envelope's version (JSON)")
+    p.add_argument(
+        "--timeout",
+        type=_positive_int,
+        default=30,
+        metavar="S",
+        help="seconds the core waits for the response (default 30)",
+    )
+    p.add_argument(
+        "--retries",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="repeat a response with retryAfter up to N times (default 0)",
+    )
+    p.add_argument(
+        "--max-retry-after",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="do not repeat when retryAfter exceeds S seconds",
+    )
+    p.set_defaults(handler=_cmd_call)
+
+    p = subparsers.add_parser(
+        "serve",
+        help="answer Service RPC requests through a chat core",
+        description="Answer serviceRequest events of the chat core until interrupted: an echo"
+        " responder, or an MCP server (MODULE:NAME, a server object or a function that"
+        " builds one) served through McpBridge.",
+    )
+    _core_options(p)
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "--echo", action="store_true", help="answer each request with its own request value"
+    )
+    what.add_argument(
+        "--mcp-module",
+        metavar="MOD:NAME",
+        help="serve this MCP SDK server (dotted module or .py path, and attribute)",
+    )
+    p.add_argument(
+        "--protocol",
+        action="append",
+        metavar="NAME",
+        help="a protocol to serve (repeatable; default echo, or mcp with --mcp-module)",
+    )
+    p.add_argument(
+        "--conversation-tool",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="an MCP tool that needs a conversation: answered conversation_required",
+    )
+    p.add_argument(
+        "--no-start",
+        dest="start",
+        action="store_false",
+        help="do not send /_start main=on service_requests=on first",
+    )
+    p.add_argument(
+        "--address",
+        action="store_true",
+        help="make sure the user's address has ratchet keys; print its link on stderr",
+    )
+    p.add_argument(
+        "--concurrency", type=_positive_int, default=32, metavar="N", help="requests at once"
+    )
+    p.add_argument(
+        "--deadline",
+        type=_positive_float,
+        default=170.0,
+        metavar="S",
+        help="handler deadline in seconds (default 170, below the core's 180)",
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=_rate_limit,
+        default=None,
+        metavar="N/S",
+        help="at most N requests per S seconds for each signer key (unsigned requests share one)",
+    )
+    p.set_defaults(handler=_cmd_serve)
+
+
+__all__ = ["echo_handler", "load_object", "register", "run_call", "run_serve"]

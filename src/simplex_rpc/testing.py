@@ -1,0 +1,689 @@
+"""Testing tools: :class:`CoreSimulator`, a loopback stand-in for the SimpleX chat core.
+
+The simulator is a WebSocket server on the local host that speaks the chat
+core's API (``{"corrId", "cmd"}`` in, ``{"corrId", "resp"}`` and events
+``{"resp"}`` out) for the commands of Service RPC, and models what the
+protocol text ("Service RPC transport") says the core does:
+
+* it relays ``/_service_request`` to the core that owns the address, as a
+  ``serviceRequest`` event (``requestId``, ``signerKey``, ``requestData``) to
+  each connection of that core, when that core ran ``/_start`` with
+  ``service_requests=on``; otherwise it drops the request and the requester
+  waits out its ``timeout`` (``A_SERVICE ASETimeout``);
+* a request to an address without ratchet keys fails at once
+  (``A_SERVICE ASENotDRAddress``);
+* it derives ``signerKey`` from ``sign_key=``, and signs and verifies with
+  this library over a fresh 112-byte AD per request, through the real frame
+  and the 11,106-byte padding: a request or response that does not fit fails
+  as the core's would, with a ``chatCmdError``;
+* it accepts a response within ``response_window`` seconds (180 by default)
+  of the request and refuses a later one.
+
+Each URL path is one simulated core (``ws://127.0.0.1:PORT/alice`` and
+``.../bob`` are two; the bare URL is the core ``default``), each with the
+users given (user 1 by default), not started until ``/_start``. Error objects
+follow the shapes of simplex-chat's ``bots/api/TYPES.md`` (``ChatError``) and
+of the agent's service errors (``A_SERVICE {serviceError}``).
+
+It is a model for tests, not the core: it does no networking beyond the
+loopback and no encryption; its links only look like SimpleX links.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import queue
+import re
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from . import _backend, _json
+from ._keys import SigningKey
+from ._redact import RedactingLogger, show
+from .errors import KeyFormatError, PaddingError
+
+__all__ = ["CoreSimulator", "SimulatorStats"]
+
+log = RedactingLogger(logging.getLogger("simplex_rpc.testing"))
+_ws_log = RedactingLogger(logging.getLogger("websockets.server"))
+
+AD_LENGTH: Final = 112  # two X448 keys, as the agent's associated data
+_HOST: Final = "simulator.local"
+_TOKEN: Final = r"[A-Za-z0-9_-]{24}"
+_SHORT_LINK: Final = re.compile(rf"simplex:/a#(?P<token>{_TOKEN})\?h=simulator\.local")
+_FULL_LINK: Final = re.compile(
+    rf"simplex:/contact#/\?v=2-7&smp=smp%3A%2F%2Fsimulator\.local%2F(?P<token>{_TOKEN})"
+    r"(?P<rk>&rk=[A-Za-z0-9_-]+)?"
+)
+_SERVICE_REQUEST: Final = re.compile(
+    r"/_service_request (?P<user>\d+) (?P<target>\S+)"
+    r"(?: timeout=(?P<timeout>\S*))?(?: sign_key=(?P<key>\S*))? (?P<json>.+)",
+    re.DOTALL,
+)
+_SERVICE_RESPONSE: Final = re.compile(
+    r"/_service_response (?P<user>\d+) (?P<rid>\S+) (?P<json>.+)", re.DOTALL
+)
+_ADDRESS: Final = re.compile(r"/_address (?P<user>\d+)(?: pq_ratchet=(?P<pq>on|off))?")
+_ADDRESS_SETTINGS: Final = re.compile(
+    r"/_address_settings (?P<user>\d+)(?: pq_ratchet=(?P<pq>on|off))? (?P<json>.+)", re.DOTALL
+)
+_USER_COMMAND: Final = re.compile(r"/_(?P<name>show_address|delete_address) (?P<user>\d+)")
+_START_OPTIONS: Final = {
+    "main=on": ("main", True),
+    "main=off": ("main", False),
+    "snd_files=on": ("snd_files", True),
+    "snd_files=off": ("snd_files", False),
+    "service_requests=on": ("service_requests", True),
+    "service_requests=off": ("service_requests", False),
+}
+
+
+# -- the core's answers ------------------------------------------------------
+
+
+def _cmd_error(chat_error: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "chatCmdError", "chatError": chat_error}
+
+
+def _chat_error(tag: str, **fields: Any) -> dict[str, Any]:
+    return _cmd_error({"type": "error", "errorType": {"type": tag, **fields}})
+
+
+def _store_error(tag: str, **fields: Any) -> dict[str, Any]:
+    return _cmd_error({"type": "errorStore", "storeError": {"type": tag, **fields}})
+
+
+def _agent_error(agent_error: dict[str, Any]) -> dict[str, Any]:
+    return _cmd_error({"type": "errorAgent", "agentError": agent_error, "agentConnId": ""})
+
+
+def _service_error(tag: str) -> dict[str, Any]:
+    # simplexmq: A_SERVICE {serviceError :: AgentServiceError}, an SMPAgentError.
+    return _agent_error(
+        {"type": "AGENT", "agentErr": {"type": "A_SERVICE", "serviceError": {"type": tag}}}
+    )
+
+
+def _too_large(what: str) -> dict[str, Any]:
+    return _agent_error({"type": "CMD", "cmdErr": {"type": "LARGE"}, "errContext": what})
+
+
+def _command_error(message: str) -> dict[str, Any]:
+    return _chat_error("commandError", message=message)
+
+
+# -- state -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SimulatorStats:
+    """Counters of what the simulator did, for tests to check."""
+
+    requests: int = 0
+    """Service requests sealed and sent (to a live or a dropping core)."""
+    delivered: int = 0
+    """Requests delivered as ``serviceRequest`` events."""
+    dropped: int = 0
+    """Requests dropped because the address's core had service requests off."""
+    responses: int = 0
+    """Responses accepted (``serviceReplyAccepted``)."""
+    late_responses: int = 0
+    """Responses refused because they came after the response window."""
+    duplicate_responses: int = 0
+    """Second responses to a request already answered, refused."""
+    requester_timeouts: int = 0
+    """Requesters that waited out their ``timeout``."""
+
+
+@dataclass(eq=False, slots=True)
+class _Session:
+    core: _Core
+    emit: Callable[[dict[str, Any]], Awaitable[None]]
+    alive: bool = True
+
+
+@dataclass(eq=False, slots=True)
+class _Core:
+    name: str
+    users: frozenset[int]
+    started: bool = False
+    service_requests: bool = False
+    sessions: list[_Session] = field(default_factory=list)
+
+
+@dataclass(eq=False, slots=True)
+class _Address:
+    core: _Core
+    user_id: int
+    token: str
+    link_id: int
+    ratchet_key: str | None
+    settings: dict[str, Any]
+
+    @property
+    def short_link(self) -> str:
+        return f"simplex:/a#{self.token}?h={_HOST}"
+
+    @property
+    def full_link(self) -> str:
+        link = f"simplex:/contact#/?v=2-7&smp=smp%3A%2F%2F{_HOST}%2F{self.token}"
+        if self.ratchet_key is not None:
+            link += f"&rk={self.ratchet_key}"
+        return link
+
+    def created_link(self) -> dict[str, Any]:
+        return {"connFullLink": self.full_link, "connShortLink": self.short_link}
+
+    def contact_link(self) -> dict[str, Any]:
+        return {
+            "userContactLinkId": self.link_id,
+            "connLinkContact": self.created_link(),
+            "shortLinkDataSet": True,
+            "shortLinkLargeDataSet": False,
+            "addressSettings": self.settings,
+        }
+
+
+@dataclass(eq=False, slots=True)
+class _Pending:
+    core: _Core
+    user_id: int
+    future: asyncio.Future[dict[str, Any]]
+    expiry: asyncio.TimerHandle | None = None
+
+
+def _user(user_id: int) -> dict[str, Any]:
+    """A ``User`` record (simplex-chat ``bots/api/TYPES.md``), reduced to what tests need."""
+    return {
+        "userId": user_id,
+        "agentUserId": user_id,
+        "userContactId": user_id,
+        "localDisplayName": f"user{user_id}",
+        "profile": {
+            "profileId": user_id,
+            "displayName": f"user{user_id}",
+            "fullName": "",
+            "localAlias": "",
+        },
+        "activeUser": True,
+        "activeOrder": user_id,
+        "showNtfs": True,
+        "sendRcptsContacts": False,
+        "sendRcptsSmallGroups": False,
+        "autoAcceptMemberContacts": False,
+        "clientService": False,
+    }
+
+
+class CoreSimulator:
+    """A loopback WebSocket server that behaves like the chat core for Service RPC.
+
+    Use as ``async with CoreSimulator() as sim:``, connect with
+    ``ChatCore.connect(sim.url_for("alice"))``. ``response_window`` is the
+    core's 180-second response window (smaller in tests); ``stats`` counts
+    what happened. :meth:`native_handle` gives the same simulated core to the
+    native transport.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        users: tuple[int, ...] = (1,),
+        response_window: float = 180.0,
+        default_timeout: int = 30,
+    ) -> None:
+        if not users or any(isinstance(u, bool) or not isinstance(u, int) or u < 1 for u in users):
+            raise ValueError("users: expected positive user ids")
+        if not response_window > 0:
+            raise ValueError("response_window: expected a positive number of seconds")
+        self.host = host
+        self.port = port
+        self.users = frozenset(users)
+        self.response_window = float(response_window)
+        self.default_timeout = default_timeout
+        self.stats = SimulatorStats()
+        self._server: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cores: dict[str, _Core] = {}
+        self._addresses: dict[str, _Address] = {}
+        self._pending: dict[str, _Pending] = {}
+        self._finished: OrderedDict[str, str] = OrderedDict()  # request id -> "answered"/"expired"
+        self._connections: dict[Any, _Session] = {}
+        self._link_ids = 0
+
+    def __repr__(self) -> str:
+        state = f"at {self.url}" if self._server is not None else "stopped"
+        return f"<CoreSimulator {state}>"
+
+    # -- lifecycle ----------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start listening (on a free port when ``port`` is 0)."""
+        from websockets.asyncio.server import serve
+
+        self._loop = asyncio.get_running_loop()
+        self._server = await serve(
+            self._handle_connection, self.host, self.port, logger=_ws_log, max_size=None
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("core simulator listening at %s", self.url)
+
+    async def close(self) -> None:
+        """Close every connection and stop listening."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        for pending in self._pending.values():
+            if pending.expiry is not None:
+                pending.expiry.cancel()
+        self._pending.clear()
+
+    async def __aenter__(self) -> CoreSimulator:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def url(self) -> str:
+        """The URL of the core ``default``."""
+        return f"ws://{self.host}:{self.port}"
+
+    def url_for(self, core: str) -> str:
+        """The URL of the simulated core ``core`` (letters, digits, ``-`` and ``_``)."""
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", core):
+            raise ValueError("core: use letters, digits, '-' and '_'")
+        return f"{self.url}/{core}"
+
+    async def drop_connections(self, core: str | None = None) -> int:
+        """Close the connections (of one core, or all) abnormally; return how many."""
+        victims = [
+            ws
+            for ws, session in self._connections.items()
+            if core is None or session.core.name == core
+        ]
+        for ws in victims:
+            await ws.close(code=1011, reason="simulated failure")
+        return len(victims)
+
+    def native_handle(self, core: str = "native") -> _NativeHandle:
+        """A native-library handle (``chat_send_cmd``/``chat_recv_msg_wait``) on core ``core``.
+
+        Call it from the simulator's event loop; use the handle from other
+        threads (as ``ChatCore.native`` does), never from the loop's thread.
+        """
+        if self._loop is None:
+            raise RuntimeError("start the simulator first")
+        return _NativeHandle(self, core, self._loop)
+
+    # -- connections --------------------------------------------------------
+
+    def _core(self, name: str) -> _Core:
+        core = self._cores.get(name)
+        if core is None:
+            core = self._cores[name] = _Core(name=name, users=self.users)
+        return core
+
+    def _open_session(
+        self, core_name: str, emit: Callable[[dict[str, Any]], Awaitable[None]]
+    ) -> _Session:
+        core = self._core(core_name)
+        session = _Session(core=core, emit=emit)
+        core.sessions.append(session)
+        return session
+
+    def _close_session(self, session: _Session) -> None:
+        session.alive = False
+        with contextlib.suppress(ValueError):
+            session.core.sessions.remove(session)
+
+    async def _handle_connection(self, ws: Any) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        path = ws.request.path if ws.request is not None else "/"
+        name = path.strip("/") or "default"
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
+            await ws.close(code=1008, reason="unknown core")
+            return
+
+        async def emit(event: dict[str, Any]) -> None:
+            with contextlib.suppress(ConnectionClosed):
+                await ws.send(json.dumps({"resp": event}, ensure_ascii=False))
+
+        session = self._open_session(name, emit)
+        self._connections[ws] = session
+        tasks: set[asyncio.Task[None]] = set()
+        try:
+            async for message in ws:
+                try:
+                    msg = json.loads(message)
+                    corr_id = msg["corrId"]
+                    cmd = msg["cmd"]
+                    if not isinstance(cmd, str):
+                        raise TypeError("cmd")
+                except (ValueError, KeyError, TypeError):
+                    log.warning("simulator: not a command: %s", show(message))
+                    continue
+                task = asyncio.create_task(self._answer(ws, session, corr_id, cmd))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+        except ConnectionClosed:
+            pass
+        finally:
+            self._close_session(session)
+            self._connections.pop(ws, None)
+            for task in list(tasks):
+                task.cancel()
+
+    async def _answer(self, ws: Any, session: _Session, corr_id: object, cmd: str) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        resp = await self.run_command(session, cmd)
+        with contextlib.suppress(ConnectionClosed):
+            await ws.send(json.dumps({"corrId": corr_id, "resp": resp}, ensure_ascii=False))
+
+    # -- commands -----------------------------------------------------------
+
+    async def run_command(self, session: _Session, cmd: str) -> dict[str, Any]:
+        """Run one command for ``session``; return the ``resp`` object."""
+        log.debug("simulator %s: %s", session.core.name, show(cmd, 300))
+        try:
+            return await self._run(session, cmd)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # pragma: no cover - a bug in the simulator, reported as such
+            log.error("simulator: command failed", exc_info=True)
+            return _chat_error("exception", message=type(exc).__name__)
+
+    async def _run(self, session: _Session, cmd: str) -> dict[str, Any]:
+        core = session.core
+        if cmd == "/_start" or cmd.startswith("/_start "):
+            return self._start(core, cmd)
+        if cmd == "/_stop":
+            core.started = False
+            core.service_requests = False
+            return {"type": "chatStopped"}
+        if cmd == "/user":
+            return {"type": "activeUser", "user": _user(min(core.users))}
+        if cmd.startswith("/_service_request "):
+            return await self._service_request(session, cmd)
+        if cmd.startswith("/_service_response "):
+            return self._service_response(session, cmd)
+        if m := _ADDRESS.fullmatch(cmd):
+            return self._create_address(core, int(m["user"]), m["pq"])
+        if m := _ADDRESS_SETTINGS.fullmatch(cmd):
+            return self._address_settings(core, int(m["user"]), m["pq"], m["json"])
+        if m := _USER_COMMAND.fullmatch(cmd):
+            user_id = int(m["user"])
+            if user_id not in core.users:
+                return _store_error("userNotFound", userId=user_id)
+            address = self._address_of(core, user_id)
+            if address is None:
+                return _store_error("userContactLinkNotFound")
+            if m["name"] == "show_address":
+                return {
+                    "type": "userContactLink",
+                    "user": _user(user_id),
+                    "contactLink": address.contact_link(),
+                }
+            del self._addresses[address.token]
+            return {"type": "userContactLinkDeleted", "user": _user(user_id)}
+        return _command_error("unknown command")
+
+    def _start(self, core: _Core, cmd: str) -> dict[str, Any]:
+        options: dict[str, bool] = {}
+        for token in cmd.split(" ")[1:]:
+            option = _START_OPTIONS.get(token)
+            if option is None:
+                return _command_error("invalid /_start option")
+            options[option[0]] = option[1]
+        if core.started:
+            return {"type": "chatRunning"}
+        core.started = True
+        core.service_requests = options.get("service_requests", False)
+        return {"type": "chatStarted"}
+
+    def _address_of(self, core: _Core, user_id: int) -> _Address | None:
+        for address in self._addresses.values():
+            if address.core is core and address.user_id == user_id:
+                return address
+        return None
+
+    def _create_address(self, core: _Core, user_id: int, pq: str | None) -> dict[str, Any]:
+        if user_id not in core.users:
+            return _store_error("userNotFound", userId=user_id)
+        if self._address_of(core, user_id) is not None:
+            return _store_error("duplicateContactLink")
+        self._link_ids += 1
+        token = secrets.token_urlsafe(18)
+        address = _Address(
+            core=core,
+            user_id=user_id,
+            token=token,
+            link_id=self._link_ids,
+            ratchet_key=secrets.token_urlsafe(16) if pq is not None else None,
+            settings={"businessAddress": False},
+        )
+        self._addresses[token] = address
+        return {
+            "type": "userContactLinkCreated",
+            "user": _user(user_id),
+            "connLinkContact": address.created_link(),
+        }
+
+    def _address_settings(
+        self, core: _Core, user_id: int, pq: str | None, text: str
+    ) -> dict[str, Any]:
+        if user_id not in core.users:
+            return _store_error("userNotFound", userId=user_id)
+        address = self._address_of(core, user_id)
+        if address is None:
+            return _store_error("userContactLinkNotFound")
+        try:
+            settings = _json.loads(text)
+        except _json.JsonError:
+            return _command_error("address settings are not JSON")
+        if not isinstance(settings, dict):
+            return _command_error("address settings must be a JSON object")
+        address.settings = settings
+        if pq is not None and address.ratchet_key is None:
+            address.ratchet_key = secrets.token_urlsafe(16)
+        return {
+            "type": "userContactLinkUpdated",
+            "user": _user(user_id),
+            "contactLink": address.contact_link(),
+        }
+
+    def _resolve(self, target: str) -> _Address | dict[str, Any]:
+        short = _SHORT_LINK.fullmatch(target)
+        full = _FULL_LINK.fullmatch(target)
+        if short is None and full is None:
+            return _chat_error("invalidConnReq")
+        token = (short or full)["token"]  # type: ignore[index]
+        address = self._addresses.get(token)
+        if address is None:
+            # The address's queue is gone: the router refuses the request.
+            return _agent_error(
+                {"type": "SMP", "serverAddress": f"smp://{_HOST}", "smpErr": {"type": "AUTH"}}
+            )
+        has_keys = full["rk"] is not None if full is not None else address.ratchet_key is not None
+        if not has_keys:
+            return _service_error("ASENotDRAddress")
+        return address
+
+    async def _service_request(self, session: _Session, cmd: str) -> dict[str, Any]:
+        m = _SERVICE_REQUEST.fullmatch(cmd)
+        if m is None:
+            return _command_error("invalid /_service_request syntax")
+        core = session.core
+        user_id = int(m["user"])
+        if user_id not in core.users:
+            return _store_error("userNotFound", userId=user_id)
+        if not core.started:
+            return _chat_error("chatNotStarted")
+        timeout = self.default_timeout
+        if m["timeout"] is not None:
+            if not re.fullmatch(r"[1-9][0-9]{0,6}", m["timeout"]):
+                return _command_error("timeout: expected a positive whole number of seconds")
+            timeout = int(m["timeout"])
+        key: SigningKey | None = None
+        if m["key"] is not None:
+            try:
+                key = SigningKey.decode(m["key"])
+            except KeyFormatError:
+                return _command_error("sign_key: not an Ed25519 private key")
+        try:
+            request = _json.loads(m["json"])
+        except _json.JsonError:
+            return _command_error("the request is not JSON")
+        if not isinstance(request, dict):
+            return _command_error("the request must be a JSON object")
+        resolved = self._resolve(m["target"])
+        if isinstance(resolved, dict):
+            return resolved
+        address = resolved
+        # The core sends the request as its JSON encoding: seal it as the agent
+        # would, with a fresh AD, and fail as it would when it does not fit.
+        payload = _json.dumps(request)
+        ad = os.urandom(AD_LENGTH)
+        try:
+            block = _backend.active.seal_request(payload, ad, key)
+        except PaddingError:
+            return _too_large("service request")
+        self.stats.requests += 1
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        responder = address.core
+        if not (responder.started and responder.service_requests and responder.sessions):
+            self.stats.dropped += 1
+            log.info("simulator: core %s does not take service requests: dropped", responder.name)
+        else:
+            opened = _backend.active.open_request(block, ad, strict=True)
+            data = _json.loads(opened.payload)
+            request_id = secrets.token_urlsafe(12)
+            pending = _Pending(core=responder, user_id=address.user_id, future=future)
+            pending.expiry = loop.call_later(self.response_window, self._expire, request_id)
+            self._pending[request_id] = pending
+            event: dict[str, Any] = {
+                "type": "serviceRequest",
+                "user": _user(address.user_id),
+                "requestId": request_id,
+            }
+            if opened.signer is not None:
+                event["signerKey"] = opened.signer.encode()
+            event["requestData"] = data
+            self.stats.delivered += 1
+            for target in list(responder.sessions):
+                await target.emit(event)
+        try:
+            async with asyncio.timeout(timeout):
+                response = await future
+        except TimeoutError:
+            self.stats.requester_timeouts += 1
+            return _service_error("ASETimeout")
+        return {"type": "serviceResponse", "user": _user(user_id), "responseData": response}
+
+    def _expire(self, request_id: str) -> None:
+        if self._pending.pop(request_id, None) is not None:
+            self._finish(request_id, "expired")
+
+    def _finish(self, request_id: str, how: str) -> None:
+        self._finished[request_id] = how
+        while len(self._finished) > 100_000:
+            self._finished.popitem(last=False)
+
+    def _service_response(self, session: _Session, cmd: str) -> dict[str, Any]:
+        m = _SERVICE_RESPONSE.fullmatch(cmd)
+        if m is None:
+            return _command_error("invalid /_service_response syntax")
+        core = session.core
+        user_id = int(m["user"])
+        if user_id not in core.users:
+            return _store_error("userNotFound", userId=user_id)
+        if not core.started:
+            return _chat_error("chatNotStarted")
+        try:
+            response = _json.loads(m["json"])
+        except _json.JsonError:
+            return _command_error("the response is not JSON")
+        if not isinstance(response, dict):
+            return _command_error("the response must be a JSON object")
+        request_id = m["rid"]
+        pending = self._pending.get(request_id)
+        if pending is None or pending.core is not core or pending.user_id != user_id:
+            how = self._finished.get(request_id)
+            if how == "expired":
+                self.stats.late_responses += 1
+                return _service_error("ASETimeout")
+            if how == "answered":
+                self.stats.duplicate_responses += 1
+            return _service_error("ASENoPendingRequest")
+        try:
+            block = _backend.active.seal_response(_json.dumps(response))
+        except PaddingError:
+            return _too_large("service response")
+        data = _json.loads(_backend.active.open_response(block, strict=True))
+        del self._pending[request_id]
+        if pending.expiry is not None:
+            pending.expiry.cancel()
+        self._finish(request_id, "answered")
+        if not pending.future.done():
+            pending.future.set_result(data)
+        self.stats.responses += 1
+        return {
+            "type": "serviceReplyAccepted",
+            "user": _user(user_id),
+            "connectionId": secrets.token_urlsafe(9),
+        }
+
+
+class _NativeHandle:
+    """The simulator behind the native API: JSON results ``{"result"}``/``{"error"}``."""
+
+    def __init__(self, sim: CoreSimulator, core: str, loop: asyncio.AbstractEventLoop) -> None:
+        self._sim = sim
+        self._loop = loop
+        self._events: queue.Queue[str] = queue.Queue()
+        self._closed = threading.Event()
+        self._session = sim._open_session(core, self._emit)
+
+    def __repr__(self) -> str:
+        return f"<simulator native handle on core {self._session.core.name}>"
+
+    async def _emit(self, event: dict[str, Any]) -> None:
+        self._events.put(json.dumps({"result": event}, ensure_ascii=False))
+
+    def chat_send_cmd(self, cmd: str) -> str:
+        if self._closed.is_set():
+            return json.dumps({"error": {"type": "error", "errorType": {"type": "chatNotStarted"}}})
+        future = asyncio.run_coroutine_threadsafe(
+            self._sim.run_command(self._session, cmd), self._loop
+        )
+        resp = future.result()
+        if resp.get("type") == "chatCmdError":
+            return json.dumps({"error": resp["chatError"]}, ensure_ascii=False)
+        return json.dumps({"result": resp}, ensure_ascii=False)
+
+    def chat_recv_msg_wait(self, wait_us: int) -> str:
+        try:
+            return self._events.get(timeout=max(wait_us, 0) / 1e6)
+        except queue.Empty:
+            return ""
+
+    def close(self) -> None:
+        if not self._closed.is_set():
+            self._closed.set()
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._sim._close_session, self._session)
