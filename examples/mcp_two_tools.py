@@ -18,6 +18,7 @@ import asyncio
 
 from mcp.server import MCPServer
 from mcp.server.caching import CacheHint
+from mcp.server.mcpserver import Context
 
 from simplex_rpc import Request, chat
 from simplex_rpc import mcp as mcp_binding
@@ -38,7 +39,10 @@ def build_server() -> MCPServer:
         return f"{STOCK.get(item, 0)} {item}s are in stock."
 
     @server.tool(description="The catalog, one line per item", structured_output=False)
-    def catalog(lines: int = 3) -> str:
+    async def catalog(ctx: Context, lines: int = 3) -> str:
+        # With a progress token in the request, the caller gets a progress
+        # notification: in a conversation, a reply before the answer.
+        await ctx.report_progress(0, lines, "listing")
         names = sorted(STOCK)
         return "\n".join(f"{i + 1}. {names[i % len(names)]}" for i in range(lines))
 

@@ -1,0 +1,435 @@
+"""The MCP binding's no-I/O helpers (protocol text, "MCP binding").
+
+The protocol text's three MCP examples are copied below verbatim; each test
+that uses one says which rule it pins. JSON is compared as values (parsed),
+and the builders are also compared by their compact JSON, which pins member
+order.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simplex_rpc import MAX_RESPONSE, ErrorCode, Request, Response, chat, mcp
+from simplex_rpc.mcp import BindingError
+
+# "Listing tools in a conversation", the command and the reply.
+EXAMPLE_LIST_COMMAND = (
+    '/_call mcp {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": '
+    '{"io.modelcontextprotocol/protocolVersion": "2026-07-28", '
+    '"io.modelcontextprotocol/clientCapabilities": {}}}}'
+)
+EXAMPLE_LIST_REPLY = """{
+  "jsonrpc": "2.0",
+  "id": 1,
+  "result": {
+    "resultType": "complete",
+    "tools": [
+      {
+        "name": "availability",
+        "description": "Items in stock",
+        "inputSchema": {
+          "type": "object",
+          "properties": {"item": {"type": "string"}},
+          "required": ["item"]
+        }
+      }
+    ],
+    "ttlMs": 300000,
+    "cacheScope": "public"
+  }
+}"""
+# "Calling a tool over Service RPC", the request and the response.
+EXAMPLE_CALL_REQUEST = """{
+  "protocol": "mcp",
+  "request": {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {
+      "name": "availability",
+      "arguments": {"item": "anvil"},
+      "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+      }
+    }
+  }
+}"""
+EXAMPLE_CALL_RESPONSE = """{
+  "response": {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "result": {
+      "resultType": "complete",
+      "content": [{"type": "text", "text": "12 anvils are in stock."}],
+      "isError": false
+    }
+  }
+}"""
+
+SPEC = Path("/work/shared/seeds/agent-protocols-over-simplex.txt")
+SERVED = ("2026-07-28",)
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def request(**overrides: Any) -> dict[str, Any]:
+    base = mcp.make_request("tools/list", id=7)
+    base.update(overrides)
+    return base
+
+
+# -- the examples ---------------------------------------------------------------
+
+
+@pytest.mark.skipif(not SPEC.exists(), reason="the protocol text is not in this checkout")
+def test_examples_are_verbatim_copies_of_the_protocol_text() -> None:
+    """The examples below are the protocol text's, character for character."""
+    text = SPEC.read_text(encoding="utf-8")
+    for example in (
+        EXAMPLE_LIST_COMMAND,
+        EXAMPLE_LIST_REPLY,
+        EXAMPLE_CALL_REQUEST,
+        EXAMPLE_CALL_RESPONSE,
+    ):
+        assert example in text
+
+
+def test_example_list_command_is_a_valid_request_of_the_served_revision() -> None:
+    """Example 1: the command's request is a JSON-RPC request naming 2026-07-28 in _meta."""
+    call = chat.parse_call(EXAMPLE_LIST_COMMAND)
+    assert call.protocol == "mcp"
+    assert mcp.revision_of(call.request) == "2026-07-28"
+    assert mcp.check_request(call.request, supported=SERVED) is None
+    built = mcp.make_request("tools/list", id=1)
+    assert built == call.request
+    assert compact(built) == compact(call.request)
+
+
+def test_example_list_reply_is_the_reply_text() -> None:
+    """Example 1: the reply is the JSON-RPC response, which fits one message."""
+    reply = json.loads(EXAMPLE_LIST_REPLY)
+    text = mcp.chat_reply(reply)
+    assert json.loads(text) == reply
+    assert text == compact(reply)
+    assert chat.fits_message(text)
+
+
+def test_example_call_request_is_the_envelope_request() -> None:
+    """Example 2: the envelope has no version; its request is the MCP request unchanged."""
+    envelope = Request.parse(EXAMPLE_CALL_REQUEST)
+    assert envelope.protocol == "mcp"
+    assert "version" not in envelope.to_dict()
+    assert mcp.check_request(envelope.request, supported=SERVED) is None
+    assert mcp.rpc_disposition(envelope.request) is None
+    built = mcp.make_request(
+        "tools/call", {"name": "availability", "arguments": {"item": "anvil"}}, id=1
+    )
+    assert built == envelope.request
+    assert Request(protocol="mcp", request=built).to_dict() == json.loads(EXAMPLE_CALL_REQUEST)
+    assert Request(protocol="mcp", request=built).to_json() == compact(
+        json.loads(EXAMPLE_CALL_REQUEST)
+    ).encode("utf-8")
+
+
+def test_example_call_response_is_the_envelope_response() -> None:
+    """Example 2: the response envelope carries the JSON-RPC response as its response."""
+    expected = json.loads(EXAMPLE_CALL_RESPONSE)
+    envelope = mcp.rpc_response(expected["response"])
+    assert envelope.ok
+    assert envelope.to_dict() == expected
+    assert json.loads(envelope.to_json()) == expected
+    assert Response.parse(EXAMPLE_CALL_RESPONSE).to_dict() == expected
+
+
+# -- revision_of ----------------------------------------------------------------
+
+
+def test_min_revision_is_the_first_carried_revision() -> None:
+    assert mcp.MIN_REVISION == "2026-07-28"
+    assert mcp.PROTOCOL_VERSION_KEY == "io.modelcontextprotocol/protocolVersion"
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (mcp.make_request("tools/list", id=1), "2026-07-28"),
+        (mcp.make_request("tools/list", id=1, revision="2027-01-01"), "2027-01-01"),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, None),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, None),
+        ({"params": {"_meta": []}}, None),
+        ({"params": {"_meta": {mcp.PROTOCOL_VERSION_KEY: 20260728}}}, None),
+        ({"params": []}, None),
+        ([], None),
+        ("2026-07-28", None),
+    ],
+)
+def test_revision_of_reads_meta(message: Any, expected: str | None) -> None:
+    """Each request names its revision in _meta under io.modelcontextprotocol/protocolVersion."""
+    assert mcp.revision_of(message) == expected
+
+
+# -- check_request: -32600 -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "echoed_id"),
+    [
+        ([], None),
+        ("tools/list", None),
+        (None, None),
+        (request(jsonrpc="1.0"), 7),
+        ({k: v for k, v in request().items() if k != "jsonrpc"}, 7),
+        ({k: v for k, v in request().items() if k != "id"}, None),  # a notification
+        (request(id=None), None),
+        (request(id=True), None),
+        (request(id=1.5), None),
+        (request(id={"n": 1}), None),
+        ({k: v for k, v in request().items() if k != "method"}, 7),
+        (request(method=""), 7),
+        (request(method=5), 7),
+        (request(params=[1, 2]), 7),
+        (request(params="x"), 7),
+    ],
+)
+def test_not_a_request_is_invalid_request(message: Any, echoed_id: Any) -> None:
+    """A message that is not a valid JSON-RPC 2.0 request gets -32600, with the
+    request's id when it has a valid one and null otherwise."""
+    answer = mcp.check_request(message, supported=SERVED)
+    assert answer is not None
+    assert answer["jsonrpc"] == "2.0"
+    assert answer["id"] == echoed_id
+    assert answer["error"]["code"] == -32600
+    assert answer["error"]["message"].startswith("Invalid Request")
+
+
+def test_string_ids_are_valid() -> None:
+    assert mcp.check_request(request(id="abc"), supported=SERVED) is None
+    assert mcp.check_request(request(id=0), supported=SERVED) is None
+
+
+# -- check_request: -32022 -------------------------------------------------------
+
+
+def test_unserved_revision_gets_unsupported_protocol_version() -> None:
+    """A request of a revision the bot does not serve gets -32022 listing what it serves."""
+    message = mcp.make_request("tools/list", id=3, revision="2027-01-01")
+    answer = mcp.check_request(message, supported=SERVED)
+    assert answer == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {
+            "code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"], "requested": "2027-01-01"},
+        },
+    }
+    assert mcp.check_request(message, supported=["2026-07-28", "2027-01-01"]) is None
+
+
+def test_request_without_revision_gets_unsupported_protocol_version() -> None:
+    """Revisions before 2026-07-28 name none in _meta: -32022, without 'requested'."""
+    message = {"jsonrpc": "2.0", "id": "a", "method": "tools/list", "params": {}}
+    answer = mcp.check_request(message, supported=SERVED)
+    assert answer is not None
+    assert answer["id"] == "a"
+    assert answer["error"]["code"] == -32022
+    assert answer["error"]["data"] == {"supported": ["2026-07-28"]}
+
+
+def test_initialize_handshake_gets_unsupported_protocol_version() -> None:
+    """Earlier revisions begin with initialize: -32022 naming the offered revision."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}},
+    }
+    answer = mcp.check_request(message, supported=SERVED)
+    assert answer is not None
+    assert answer["error"]["code"] == mcp.UNSUPPORTED_PROTOCOL_VERSION
+    assert answer["error"]["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
+
+
+def test_invalid_request_is_answered_before_the_revision() -> None:
+    message = mcp.make_request("tools/list", id=1, revision="2027-01-01")
+    message["params"]["_meta"][mcp.PROTOCOL_VERSION_KEY] = "2027-01-01"
+    message["jsonrpc"] = "1.0"
+    answer = mcp.check_request(message, supported=SERVED)
+    assert answer is not None and answer["error"]["code"] == -32600
+
+
+@pytest.mark.parametrize(
+    "supported",
+    [[], "2026-07-28", ["2025-11-25"], ["26-07-28"], [20260728], ["2026-7-28"]],
+)
+def test_supported_revisions_are_checked(supported: Any) -> None:
+    """versions: MCP revisions from 2026-07-28 on."""
+    with pytest.raises(BindingError, match="supported"):
+        mcp.check_request(request(), supported=supported)
+
+
+# -- chat_reply: one message, else -32603 --------------------------------------
+
+
+def _response_with_text(text: str, rid: Any = 9) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}}
+
+
+def _largest_fitting(char: str) -> int:
+    """The largest n for which the reply with n copies of ``char`` fits a message."""
+    low, high = 0, chat.MAX_MESSAGE_JSON
+    while low < high:
+        mid = (low + high + 1) // 2
+        if chat.fits_message(compact(_response_with_text(char * mid))):
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def test_chat_reply_at_the_message_limit() -> None:
+    """A reply that fits one message is the response; one byte more gets -32603."""
+    n = _largest_fitting("a")
+    fitting = _response_with_text("a" * n)
+    assert mcp.chat_reply(fitting) == compact(fitting)
+    over = json.loads(mcp.chat_reply(_response_with_text("a" * (n + 1))))
+    assert over["id"] == 9
+    assert over["error"]["code"] == -32603
+    assert over["error"]["data"]["limit"] == chat.MAX_MESSAGE_JSON
+    assert over["error"]["data"]["size"] > chat.MAX_MESSAGE_JSON - chat.reply_allowance()
+
+
+def test_chat_reply_counts_escape_characters() -> None:
+    """The reply is a string inside the core's JSON: its escapes count towards the limit."""
+    n = _largest_fitting('"')
+    assert n < _largest_fitting("a") // 3  # '"' is \\\" in the core's JSON: 4 bytes
+    text = mcp.chat_reply(_response_with_text('"' * (n + 1)))
+    assert json.loads(text)["error"]["code"] == -32603
+    assert len(compact(_response_with_text('"' * (n + 1))).encode()) < chat.MAX_MESSAGE_JSON
+
+
+def test_chat_reply_replaces_an_error_too() -> None:
+    big_error = {"jsonrpc": "2.0", "id": "q", "error": {"code": 1, "message": "x" * 20_000}}
+    assert json.loads(mcp.chat_reply(big_error))["error"]["code"] == -32603
+    assert json.loads(mcp.chat_reply(big_error))["id"] == "q"
+
+
+def test_chat_reply_keeps_a_null_id() -> None:
+    small = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+    assert json.loads(mcp.chat_reply(small)) == small
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [],
+        {"id": 1, "result": {}},
+        {"jsonrpc": "2.0", "result": {}},
+        {"jsonrpc": "2.0", "id": 1},
+        {"jsonrpc": "2.0", "id": 1, "result": {}, "error": {}},
+        {"jsonrpc": "2.0", "id": 1, "result": {"x": float("nan")}},
+    ],
+)
+def test_chat_reply_refuses_what_is_not_a_response(bad: Any) -> None:
+    with pytest.raises(BindingError, match="mcp chat reply"):
+        mcp.chat_reply(bad)
+
+
+# -- rpc_response: too_large -----------------------------------------------------
+
+
+def _response_of_envelope_size(size: int) -> dict[str, Any]:
+    response = _response_with_text("")
+    base = len(Response.success(response).to_json())
+    return _response_with_text("a" * (size - base))
+
+
+def test_rpc_response_at_the_10000_byte_should() -> None:
+    """A response SHOULD NOT exceed 10,000 bytes of JSON: over it, too_large."""
+    at = _response_of_envelope_size(10_000)
+    envelope = mcp.rpc_response(at)
+    assert envelope.ok
+    assert len(envelope.to_json()) == 10_000
+    over = mcp.rpc_response(_response_of_envelope_size(10_001))
+    assert over.error is not None
+    assert over.error.code == ErrorCode.TOO_LARGE == "too_large"
+    assert "10001 bytes" in (over.error.message or "")
+
+
+def test_rpc_response_never_exceeds_the_padded_block() -> None:
+    """The hard limit is what fits the padded block, whatever limit is given."""
+    at = _response_of_envelope_size(MAX_RESPONSE)
+    assert mcp.rpc_response(at, limit=MAX_RESPONSE).ok
+    assert mcp.rpc_response(at).error is not None
+    over = _response_of_envelope_size(MAX_RESPONSE + 1)
+    assert mcp.rpc_response(over, limit=MAX_RESPONSE).error is not None
+
+
+@pytest.mark.parametrize("limit", [0, -1, MAX_RESPONSE + 1, True, 10_000.0])
+def test_rpc_response_limit_is_checked(limit: Any) -> None:
+    with pytest.raises(BindingError, match="limit"):
+        mcp.rpc_response(_response_with_text("x"), limit=limit)
+
+
+def test_rpc_response_counts_utf8_bytes() -> None:
+    """Sizes are bytes of UTF-8 JSON, not characters."""
+    base = len(Response.success(_response_with_text("")).to_json())
+    n = (10_000 - base) // 3  # a 3-byte character
+    assert mcp.rpc_response(_response_with_text("€" * n)).ok
+    assert not mcp.rpc_response(_response_with_text("€" * (n + 1))).ok
+
+
+# -- conversation_required -------------------------------------------------------
+
+
+def test_marked_tool_needs_a_conversation_over_service_rpc() -> None:
+    """Over Service RPC, a call of a tool that needs a conversation: conversation_required."""
+    call = mcp.make_request("tools/call", {"name": "chatty", "arguments": {}}, id=1)
+    refused = mcp.rpc_disposition(call, conversation_tools={"chatty"})
+    assert refused is not None and refused.error is not None
+    assert refused.error.code == "conversation_required"
+    other = mcp.make_request("tools/call", {"name": "availability"}, id=1)
+    assert mcp.rpc_disposition(other, conversation_tools={"chatty"}) is None
+    assert mcp.rpc_disposition(call) is None
+    listing = mcp.make_request("tools/list", id=1)
+    assert mcp.rpc_disposition(listing, conversation_tools={"chatty"}) is None
+
+
+def test_conversation_tools_must_be_a_collection() -> None:
+    with pytest.raises(BindingError, match="conversation_tools"):
+        mcp.rpc_disposition(mcp.make_request("tools/list", id=1), conversation_tools="chatty")
+
+
+# -- make_request --------------------------------------------------------------------
+
+
+def test_make_request_keeps_other_meta_first() -> None:
+    built = mcp.make_request("tools/call", {"name": "x", "_meta": {"progressToken": "p"}}, id="r")
+    assert list(built["params"]) == ["name", "_meta"]
+    assert list(built["params"]["_meta"]) == [
+        "progressToken",
+        mcp.PROTOCOL_VERSION_KEY,
+        mcp.CLIENT_CAPABILITIES_KEY,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"method": "", "id": 1}, "method"),
+        ({"method": "tools/list", "id": None}, "id"),
+        ({"method": "tools/list", "id": 1, "revision": "2025-11-25"}, "before"),
+        ({"method": "tools/list", "id": 1, "params": {"_meta": [1]}}, "_meta"),
+    ],
+)
+def test_make_request_refuses_bad_input(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(BindingError, match=match):
+        mcp.make_request(**kwargs)
