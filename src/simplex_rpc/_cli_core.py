@@ -239,15 +239,11 @@ def _cmd_seal(args: argparse.Namespace) -> int:
     impl = _backend.active
     if args.kind == "request":
         _check_one_stdin(args.key, args.ad, args.payload)
-        if args.ad is None:
-            fail("seal request: --ad is required (the session's associated data)")
         key = None if args.key is None else _signing_key(args.key)
         ad = _read_binary(args.ad, "ad")
         payload = read_input(args.payload, what="payload")
         block: bytes = impl.seal_request(payload, ad, key)
     else:
-        if args.key is not None or args.ad is not None:
-            fail("seal response: a response is neither signed nor bound to an AD")
         payload = read_input(args.payload, what="payload")
         block = impl.seal_response(payload)
     _write_binary(block, args)
@@ -273,8 +269,6 @@ def _cmd_open(args: argparse.Namespace) -> int:
     info: dict[str, Any] = {"kind": args.kind}
     if args.kind == "request":
         _check_one_stdin(args.input, args.ad)
-        if args.ad is None:
-            fail("open request: --ad is required (the session's associated data)")
         ad = _read_binary(args.ad, "ad")
         block = _read_block(args)
         try:
@@ -289,8 +283,6 @@ def _cmd_open(args: argparse.Namespace) -> int:
         signer = opened.signer
         info |= {"signed": signer is not None, "signer": signer and signer.encode()}
     else:
-        if args.ad is not None:
-            fail("open response: a response is not bound to an AD")
         block = _read_block(args)
         payload = impl.open_response(block, strict=args.strict)
         signer = None
@@ -453,6 +445,8 @@ def register(subparsers: Any) -> None:
     _add_json(p)
     p.set_defaults(handler=_cmd_verify)
 
+    # "seal request", "open response", "vectors check": nested subcommands, so that
+    # options and the optional positional can come in any order.
     p = subparsers.add_parser(
         "seal",
         help="frame, sign and pad a payload into an 11,106-byte block",
@@ -460,15 +454,26 @@ def register(subparsers: Any) -> None:
         " the padded block. The block is binary: it goes to -o FILE, to a pipe, or as hex"
         " with --hex; never raw to a terminal. " + _INPUTS,
     )
-    p.add_argument("kind", choices=("request", "response"))
-    p.add_argument(
-        "--payload", required=True, metavar="PAYLOAD", help="TEXT, @FILE or - (exact bytes)"
-    )
-    p.add_argument("--ad", metavar="AD", help="request: HEX, @FILE (raw bytes) or -")
-    p.add_argument("--key", metavar="KEY", help="request: private key text, @FILE or - (signs it)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the block to FILE")
-    p.add_argument("--hex", action="store_true", help="write the block as hex text")
-    p.set_defaults(handler=_cmd_seal)
+    kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
+    for kind in ("request", "response"):
+        k = kinds.add_parser(
+            kind,
+            help=f"seal a {kind}",
+            description=f"Seal a {kind} payload into the padded block. " + _INPUTS,
+        )
+        k.add_argument(
+            "--payload", required=True, metavar="PAYLOAD", help="TEXT, @FILE or - (exact bytes)"
+        )
+        if kind == "request":
+            k.add_argument("--ad", required=True, metavar="AD", help="HEX, @FILE (raw bytes) or -")
+            k.add_argument(
+                "--key", metavar="KEY", help="private key text, @FILE or - (signs the request)"
+            )
+        else:
+            k.set_defaults(ad=None, key=None)
+        k.add_argument("-o", "--output", metavar="FILE", help="write the block to FILE")
+        k.add_argument("--hex", action="store_true", help="write the block as hex text")
+        k.set_defaults(handler=_cmd_seal)
 
     p = subparsers.add_parser(
         "open",
@@ -477,27 +482,49 @@ def register(subparsers: Any) -> None:
         " request is verified under --ad: exit status 1 when it does not verify, 2 for a"
         " malformed block. --json adds the signer and the envelope check.",
     )
-    p.add_argument("kind", choices=("request", "response"))
-    p.add_argument("input", nargs="?", default="-", metavar="BLOCK", help="file, or - (default)")
-    p.add_argument("--ad", metavar="AD", help="request: HEX, @FILE (raw bytes) or -")
-    p.add_argument("--hex", action="store_true", help="the block is hex text")
-    p.add_argument("--strict", action="store_true", help="require every fill byte to be '#'")
-    _add_json(p, "print the payload, signer and envelope check as JSON")
-    p.set_defaults(handler=_cmd_open)
+    kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
+    for kind in ("request", "response"):
+        k = kinds.add_parser(
+            kind,
+            help=f"open a {kind} block",
+            description=f"Open a {kind} block and print its payload"
+            + (": a signed request is verified under --ad (exit 1 if it does not verify)."
+               if kind == "request" else "."),
+        )  # fmt: skip
+        k.add_argument(
+            "input", nargs="?", default="-", metavar="BLOCK", help="a file, or - (default)"
+        )
+        if kind == "request":
+            k.add_argument("--ad", required=True, metavar="AD", help="HEX, @FILE (raw bytes) or -")
+        else:
+            k.set_defaults(ad=None)
+        k.add_argument("--hex", action="store_true", help="the block is hex text")
+        k.add_argument("--strict", action="store_true", help="require every fill byte to be '#'")
+        _add_json(k, "print the payload, signer and envelope check as JSON")
+        k.set_defaults(handler=_cmd_open)
 
     p = subparsers.add_parser(
         "vectors",
         help="generate or check the test vectors",
-        description="generate: write vectors/ deterministically (a second run changes"
-        " nothing). check: regenerate in memory, compare byte for byte, and re-verify every"
-        " case against the library; exit status 1 on any difference.",
+        description="Write or check the vector files of wire.md section 7.",
     )
-    p.add_argument("action", choices=("generate", "check"))
-    p.add_argument(
-        "directory", nargs="?", default="vectors", metavar="DIR", help="default: vectors"
-    )
-    _add_json(p)
-    p.set_defaults(handler=_cmd_vectors)
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for action, text in (
+        ("generate", "write the vector files deterministically (a second run changes nothing)"),
+        (
+            "check",
+            "regenerate in memory, compare byte for byte, and re-verify every case against"
+            " the library; exit status 1 on any difference",
+        ),
+    ):
+        a = actions.add_parser(
+            action, help=text.split(";")[0], description=text[0].upper() + text[1:] + "."
+        )
+        a.add_argument(
+            "directory", nargs="?", default="vectors", metavar="DIR", help="default: vectors"
+        )
+        _add_json(a)
+        a.set_defaults(handler=_cmd_vectors)
 
     p = subparsers.add_parser(
         "demo",
