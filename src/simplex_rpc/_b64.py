@@ -28,10 +28,12 @@ def decode(text: str | bytes, what: str, *, secret: bool = False) -> bytes:
     ``secret``, messages name offsets only, never a character of the text.
     """
     if isinstance(text, str):
-        try:
-            raw = text.encode("ascii")
-        except UnicodeEncodeError as exc:
-            raise ValueError(f"{what}: non-ASCII character at offset {exc.start}") from None
+        # Checked without catching UnicodeEncodeError: its args hold the whole text,
+        # and a chained exception must not carry a private key's text.
+        if not text.isascii():
+            at = next(i for i, ch in enumerate(text) if ord(ch) > 127)
+            raise ValueError(f"{what}: non-ASCII character at offset {at}")
+        raw = text.encode("ascii")
     elif isinstance(text, (bytes, bytearray, memoryview)):
         raw = bytes(text)
     else:
