@@ -385,7 +385,7 @@ def link_kind(url: str) -> str | None:
         if data:
             try:
                 client_data = json.loads(data[0])
-            except ValueError:
+            except (ValueError, RecursionError):  # a hostile link can nest deeply
                 client_data = None
             if isinstance(client_data, dict) and "groupLinkId" in client_data:
                 return "group"
