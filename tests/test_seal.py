@@ -331,3 +331,22 @@ def test_rule_tamper_any_byte_anywhere_is_refused(
     tampered = bytearray(SIGNED_BLOCK)
     tampered[position] ^= mask
     _refused(backend, bytes(tampered), position, mask)
+
+
+# -- the documented examples run ---------------------------------------------------
+
+
+def test_core_api_doc_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/core-api.md: every Python example runs as written and prints what it says."""
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "core-api.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 3
+    for block in blocks:
+        exec(compile(block, str(doc), "exec"), {})
+        printed = capsys.readouterr().out
+        # Each "print(...)  # text" comment states what the line prints.
+        for expected in re.findall(r"print\(.*\)[ \t]+# (.+)", block):
+            assert expected.strip() in printed
