@@ -322,6 +322,8 @@ def test_a_network_ending_in_business_before_a_contact_is_refused() -> None:
             "group",
         ),
         ("simplex:/invitation#/?v=2-7&smp=x", "invitation"),
+        ("simplex:/contact#/?data=" + "%5B" * 100_000, "contact"),  # deep nesting: not data
+        ("simplex:/contact#/?data=%7B%22groupLinkId%22%3A1%2C%22groupLinkId%22%3A2%7D", "contact"),
         ("https://smp12.simplex.im/a", None),  # no key
         ("https://smp12.simplex.im/x#abc", None),
         ("https://smp12.simplex.im/ab#abc", None),

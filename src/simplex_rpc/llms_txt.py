@@ -17,7 +17,6 @@ No I/O.
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
 
+from . import _json
 from ._envelope import PROTOCOL_NAME
 from .declarations import CHANGE_FREQUENCIES
 from .errors import LlmsTxtError
@@ -384,8 +384,9 @@ def link_kind(url: str) -> str | None:
         data = parse_qs(parts.fragment[2:]).get("data")
         if data:
             try:
-                client_data = json.loads(data[0])
-            except (ValueError, RecursionError):  # a hostile link can nest deeply
+                # Strict JSON: a hostile link's deep nesting is refused, not recursed into.
+                client_data = _json.loads(data[0])
+            except _json.JsonError:
                 client_data = None
             if isinstance(client_data, dict) and "groupLinkId" in client_data:
                 return "group"
