@@ -106,6 +106,27 @@ def test_sealing_counts_bytes_of_wide_buffers(backend: Backend) -> None:
     assert backend.open_request(block, AD).payload == small.tobytes()
 
 
+def test_rule_payload_is_the_request_exactly_as_sent(backend: Backend) -> None:
+    """§2: the payload is the envelope's JSON bytes as sent: opened byte for byte, never
+    re-serialized, and the signature covers exactly those bytes."""
+    sent = b'{ "request" : {"id" : 1.0},\n  "protocol":"mcp" , "x":"\\u00e9"}'
+    opened = backend.open_request(backend.seal_request(sent, AD, KEY), AD)
+    assert opened.payload == sent
+    envelope = sx.Request.parse(opened.payload)
+    assert envelope.to_json() != sent  # a re-serialization is other bytes...
+    with pytest.raises(BadSignature):  # ...which the signature does not cover
+        KEY.public_key.verify_request(AD, envelope.to_json(), KEY.sign_request(AD, sent))
+
+
+def test_rule_size_hard_limit_is_the_block_not_10000(backend: Backend) -> None:
+    """§3 size: 10,000 bytes is a SHOULD; a JSON envelope up to the block's limit is sealed."""
+    filler = "a" * (MAX_SIGNED_REQUEST - len(b'{"protocol":"p","request":""}'))
+    envelope = sx.Request(protocol="p", request=filler).to_json()
+    assert len(envelope) == MAX_SIGNED_REQUEST > 10000
+    opened = backend.open_request(backend.seal_request(envelope, AD, KEY), AD)
+    assert sx.Request.parse(opened.payload).request == filler
+
+
 # -- size limits ---------------------------------------------------------------
 
 
