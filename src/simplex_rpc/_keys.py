@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Final
+from typing import Final, NoReturn
 
 import nacl.bindings
 import nacl.exceptions
@@ -299,5 +299,5 @@ class SigningKey:
 
     __str__ = __repr__
 
-    def __reduce__(self) -> object:
+    def __reduce__(self) -> NoReturn:
         raise TypeError("SigningKey is not picklable: encode() it explicitly if you must")
