@@ -98,6 +98,9 @@ async def run_call(args: argparse.Namespace) -> int:
         request_key=sign_key.public_key if args.request_key and sign_key is not None else None,
     )
     async with ChatCore.connect(args.core) as core:
+        if args.start:
+            # A core that is running already answers chatRunning and is unchanged.
+            await core.start(service_requests=False)
         response = await core.service_request(
             args.user,
             args.target,
@@ -258,6 +261,12 @@ def register(subparsers: Any) -> None:
         default=None,
         metavar="S",
         help="do not repeat when retryAfter exceeds S seconds",
+    )
+    p.add_argument(
+        "--no-start",
+        dest="start",
+        action="store_false",
+        help="do not send /_start main=on first (a running core answers chatRunning)",
     )
     p.set_defaults(handler=_cmd_call)
 

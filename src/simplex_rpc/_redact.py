@@ -65,31 +65,45 @@ def show(value: object, limit: int = 200) -> str:
     """Render peer-supplied data for a log line: redacted, escaped and truncated.
 
     Strings and bytes are shown with ``repr`` (so control characters and line
-    breaks cannot forge log lines), cut to ``limit`` characters with the full
-    length noted. Other values are shown through their ``repr``, likewise.
+    breaks cannot forge log lines), redacted whole and then cut to ``limit``
+    characters with the full length noted. Other values are shown through
+    their ``repr``, likewise.
     """
     if isinstance(value, (bytes, bytearray, memoryview)):
         raw = bytes(value)
-        text = raw[:limit].decode("utf-8", "backslashreplace")
+        text = raw.decode("utf-8", "backslashreplace")
         size = len(raw)
         unit = "bytes"
     else:
         text = value if isinstance(value, str) else repr(value)
         size = len(text)
-        text = text[:limit]
         unit = "chars"
-    shown = repr(redact(text))
+    shown = repr(redact(text)[:limit])
     if size > limit:
         shown += f"... ({size} {unit})"
     return shown
 
 
+def _summarize(arg: object) -> object:
+    """A ``websockets`` data frame as its kind and size only: never its payload.
+
+    The library logs a frame's start and end; a key in the middle of a frame
+    could be cut so that its tail stands alone, which no pattern recognizes.
+    """
+    opcode = getattr(arg, "opcode", None)
+    data = getattr(arg, "data", None)
+    name = getattr(opcode, "name", None)
+    if type(arg).__name__ == "Frame" and name in ("TEXT", "BINARY", "CONT") and data is not None:
+        return f"{name} [{len(data)} bytes]"
+    return arg
+
+
 class RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
     """A logger adapter that formats each record itself and passes it through :func:`redact`.
 
-    Given to ``websockets`` as its ``logger``, it redacts the frames that
-    library logs at DEBUG level; the adapter and the simulator log through it
-    too. Tracebacks (``exc_info``) are formatted here and redacted as well.
+    Given to ``websockets`` as its ``logger``, it reduces the data frames that
+    library logs at DEBUG level to their kind and size; the adapter and the
+    simulator log through it too. Tracebacks (``exc_info``) are formatted here and redacted as well.
     """
 
     def __init__(self, logger: logging.Logger) -> None:
@@ -103,6 +117,7 @@ class RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
     def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
         if not self.isEnabledFor(level):
             return
+        args = tuple(_summarize(arg) for arg in args)
         try:
             text = str(msg) % args if args else str(msg)
         except (TypeError, ValueError):

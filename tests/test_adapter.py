@@ -1,0 +1,476 @@
+"""The adapter's requester side and its connection to the core, over real loopback WebSockets.
+
+Rules pinned: the exact ``/_service_request`` text ("Service RPC transport",
+Exchange), ``responseData`` as the response, the retry rule ("A requester
+treats an unknown code as final, unless the error has retryAfter"), the
+core's refusals as ChatCoreError with the core's object, and the connection's
+lifecycle (corrId matching, a dropped connection, a clean close).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+from typing import Any
+
+import pytest
+
+import simplex_rpc as sx
+from simplex_rpc import ErrorCode, Request, Response
+from simplex_rpc.adapter import (
+    ChatCore,
+    ChatCoreClosed,
+    ChatCoreTimeout,
+    ServiceAddress,
+    ServiceRequest,
+    service_request_command,
+)
+from simplex_rpc.errors import ChatCoreError, EnvelopeError, SimplexRpcError
+from simplex_rpc.testing import CoreSimulator
+from test_adapter_support import FakeCore, pair, run
+
+LINK = "simplex:/a#abc?h=example"
+
+
+def echo(request: ServiceRequest) -> Any:
+    return {
+        "echo": request.request.request,
+        "signer": request.signer.encode() if request.signer else None,
+    }
+
+
+# -- the command text ----------------------------------------------------------
+
+
+def test_service_request_command_is_exact() -> None:
+    """/_service_request <userId> <target> [timeout=<seconds>] [sign_key=<key>] <json>."""
+    key = sx.SigningKey.from_seed(bytes(range(32)))
+    request = Request(protocol="mcp", request={"a": [1, "é"]})
+    assert (
+        service_request_command(1, LINK, request, timeout=None)
+        == '/_service_request 1 simplex:/a#abc?h=example {"protocol":"mcp","request":{"a":[1,"é"]}}'
+    )
+    assert service_request_command(7, LINK, request, timeout=45, sign_key=key) == (
+        f"/_service_request 7 {LINK} timeout=45 sign_key={key.encode()} "
+        '{"protocol":"mcp","request":{"a":[1,"é"]}}'
+    )
+    assert service_request_command(2, LINK, request).startswith(
+        f"/_service_request 2 {LINK} timeout=30 {{"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        ((0, LINK), {}),
+        ((True, LINK), {}),
+        ((1, ""), {}),
+        ((1, "two words"), {}),
+        ((1, "line\nbreak"), {}),
+        ((1, "timeout=5"), {}),
+        ((1, "sign_key=x"), {}),
+        ((1, LINK), {"timeout": 0}),
+        ((1, LINK), {"timeout": True}),
+        ((1, LINK), {"timeout": 1.5}),
+    ],
+)
+def test_service_request_command_refuses_bad_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    request = Request(protocol="mcp", request=1)
+    with pytest.raises(SimplexRpcError):
+        service_request_command(*args, request, **kwargs)
+
+
+def test_service_request_command_type_checks() -> None:
+    with pytest.raises(TypeError):
+        service_request_command(1, LINK, {"protocol": "mcp"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        service_request_command(1, LINK, Request(protocol="mcp", request=1), sign_key="k")  # type: ignore[arg-type]
+
+
+# -- round trips ------------------------------------------------------------------
+
+
+def test_unsigned_round_trip() -> None:
+    """An unsigned request has only the payload: the responder sees no signer."""
+
+    async def main() -> None:
+        async with pair(echo) as p:
+            response = await p.alice.service_request(
+                1, p.link, Request(protocol="mcp", request={"q": "anvil"}), timeout=5
+            )
+            assert response == Response.success({"echo": {"q": "anvil"}, "signer": None})
+
+    run(main)
+
+
+def test_signed_round_trip_with_request_key() -> None:
+    """A signed request: the core reports the verified key; requestKey matches it."""
+    key = sx.SigningKey.generate()
+
+    async def main() -> None:
+        async with pair(echo) as p:
+            request = Request(protocol="mcp", request=[1, 2], request_key=key.public_key)
+            response = await p.alice.service_request(1, p.link, request, timeout=5, sign_key=key)
+            assert response.ok
+            assert response.response == {"echo": [1, 2], "signer": key.public_key.encode()}
+
+    run(main)
+
+
+@pytest.mark.parametrize("value", [None, 0, "text", [1, {"b": None}], {"nested": {"deep": True}}])
+def test_any_json_value_is_a_success(value: Any) -> None:
+    async def main() -> None:
+        async with pair(lambda r: Response.success(value)) as p:
+            response = await p.alice.service_request(1, p.link, Request(protocol="mcp", request=1))
+            assert response.ok and response.response == value
+
+    run(main)
+
+
+def test_response_data_may_be_a_json_string() -> None:
+    """responseData: a JSON value, or the response's JSON text as a string."""
+
+    async def main() -> None:
+        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
+            fake.answers["/_service_request"] = {
+                "type": "serviceResponse",
+                "responseData": json.dumps({"response": {"ok": 1}}),
+            }
+            response = await core.service_request(1, LINK, Request(protocol="mcp", request=1))
+            assert response == Response.success({"ok": 1})
+            fake.answers["/_service_request"] = {
+                "type": "serviceResponse",
+                "responseData": {"response": 1, "error": {"code": "internal"}},
+            }
+            with pytest.raises(EnvelopeError, match="both"):
+                await core.service_request(1, LINK, Request(protocol="mcp", request=1))
+            fake.answers["/_service_request"] = {"type": "serviceResponse", "responseData": 5}
+            with pytest.raises(EnvelopeError):
+                await core.service_request(1, LINK, Request(protocol="mcp", request=1))
+            fake.answers["/_service_request"] = {"type": "cmdOk"}
+            with pytest.raises(ChatCoreError, match="unexpected answer"):
+                await core.service_request(1, LINK, Request(protocol="mcp", request=1))
+
+    run(main)
+
+
+# -- core errors -------------------------------------------------------------------
+
+
+def test_core_errors_carry_the_core_error_object() -> None:
+    """A request to an address without ratchet keys fails at once, as a ChatCoreError."""
+
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await bob.start()
+            created = await bob.command("/_address 1")  # no pq_ratchet: no ratchet keys
+            link = created["connLinkContact"]["connShortLink"]
+            await alice.start(service_requests=False)
+            with pytest.raises(ChatCoreError) as info:
+                await alice.service_request(
+                    1, link, Request(protocol="mcp", request=1), timeout=3600
+                )
+            err = info.value
+            assert isinstance(err.chat_error, dict)
+            assert err.chat_error["agentError"]["agentErr"]["serviceError"] == {
+                "type": "ASENotDRAddress"
+            }
+            assert err.type_path == "errorAgent/AGENT/A_SERVICE/ASENotDRAddress"
+            assert "ASENotDRAddress" in str(err) and "/_service_request" in str(err)
+            # service_address adds the keys to the existing address.
+            address = await bob.service_address(1)
+            assert address.short_link == link
+            assert "&rk=" in address.full_link
+
+    run(main)
+
+
+def test_a_dropped_request_times_out() -> None:
+    """Without service_requests=on the responder's core drops the request."""
+
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await bob.start(service_requests=False)
+            link = (await bob.service_address(1)).link
+            await alice.start(service_requests=False)
+            with pytest.raises(ChatCoreError) as info:
+                await alice.service_request(1, link, Request(protocol="mcp", request=1), timeout=1)
+            assert info.value.type_path.endswith("A_SERVICE/ASETimeout")
+
+    run(main)
+
+
+# -- retries ------------------------------------------------------------------------
+
+
+class Flaky:
+    """Answers ``error`` for the first ``failures`` calls, then a success."""
+
+    def __init__(self, error: Response, failures: int) -> None:
+        self.error = error
+        self.failures = failures
+        self.calls = 0
+
+    def __call__(self, request: ServiceRequest) -> Response:
+        self.calls += 1
+        return self.error if self.calls <= self.failures else Response.success("done")
+
+
+def test_retry_after_is_repeated_up_to_the_bound() -> None:
+    """retryAfter: the number of seconds after which a repeated request can succeed."""
+
+    async def main() -> None:
+        flaky = Flaky(Response.failure(ErrorCode.RATE_LIMITED, retry_after=0), failures=2)
+        async with pair(flaky) as p:
+            request = Request(protocol="mcp", request=1)
+            response = await p.alice.service_request(1, p.link, request, retries=2)
+            assert response == Response.success("done") and flaky.calls == 3
+            flaky.calls = 0
+            response = await p.alice.service_request(1, p.link, request, retries=1)
+            assert response.error is not None and response.error.retry_after == 0
+            assert flaky.calls == 2
+
+    run(main)
+
+
+def test_unknown_code_without_retry_after_is_final() -> None:
+    """A requester treats an unknown code as final, unless the error has retryAfter."""
+
+    async def main() -> None:
+        final = Flaky(Response.failure("no_such_code"), failures=5)
+        async with pair(final) as p:
+            response = await p.alice.service_request(
+                1, p.link, Request(protocol="mcp", request=1), retries=3
+            )
+            assert response.error is not None and response.error.code == "no_such_code"
+            assert response.error.known_code is None
+            assert final.calls == 1
+        unknown_retry = Flaky(Response.failure("no_such_code", retry_after=0), failures=1)
+        async with pair(unknown_retry) as p:
+            response = await p.alice.service_request(
+                1, p.link, Request(protocol="mcp", request=1), retries=3
+            )
+            assert response.ok and unknown_retry.calls == 2
+
+    run(main)
+
+
+def test_retry_after_beyond_the_callers_bound_is_not_waited_for() -> None:
+    async def main() -> None:
+        slow = Flaky(Response.failure(ErrorCode.RATE_LIMITED, retry_after=3600), failures=1)
+        async with pair(slow) as p:
+            response = await p.alice.service_request(
+                1, p.link, Request(protocol="mcp", request=1), retries=5, max_retry_after=60
+            )
+            assert response.error is not None and response.error.retry_after == 3600
+            assert slow.calls == 1
+            with pytest.raises(SimplexRpcError):
+                await p.alice.service_request(
+                    1, p.link, Request(protocol="mcp", request=1), retries=-1
+                )
+
+    run(main)
+
+
+# -- the connection ---------------------------------------------------------------------
+
+
+def test_answers_are_matched_by_corr_id() -> None:
+    """Answers arrive in any order; each reaches its own command."""
+
+    async def main() -> None:
+        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
+            fake.silent.add("/slow")
+            slow = asyncio.create_task(core.command("/slow"))
+            assert await fake.commands.get() == "/slow"
+            fast = await core.command("/fast")
+            assert fast == {"type": "cmdOk"}
+            assert not slow.done()
+            # An answer to no pending command, and odd messages, are ignored.
+            await fake.send_raw(json.dumps({"corrId": "999", "resp": {"type": "late"}}))
+            await fake.send_raw("not json")
+            await fake.send_raw(json.dumps({"corrId": "1"}))
+            await fake.send_raw(b"\x00binary")
+            # The slow command is number 1: a numeric corrId is accepted too.
+            await fake.send_raw(json.dumps({"corrId": 1, "resp": {"type": "slowOk"}}))
+            assert await slow == {"type": "slowOk"}
+
+    run(main)
+
+
+def test_a_command_without_answer_times_out() -> None:
+    async def main() -> None:
+        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
+            fake.silent.add("/never")
+            with pytest.raises(ChatCoreTimeout, match="/never"):
+                await core.command("/never", timeout=0.2)
+            assert await core.command("/other") == {"type": "cmdOk"}
+            with pytest.raises(SimplexRpcError):
+                await core.command("/two\nlines")
+
+    run(main)
+
+
+def test_the_connection_dropped_mid_request_fails_every_pending_command() -> None:
+    async def main() -> None:
+        release = asyncio.Event()
+
+        async def hold(request: ServiceRequest) -> str:
+            await release.wait()
+            return "late"
+
+        async with pair(hold) as p:
+            calls = [
+                asyncio.create_task(
+                    p.alice.service_request(
+                        1, p.link, Request(protocol="mcp", request=i), timeout=30
+                    )
+                )
+                for i in range(5)
+            ]
+            events = p.alice.events()
+            await asyncio.sleep(0.2)
+            assert await p.sim.drop_connections("alice") == 1
+            results = await asyncio.gather(*calls, return_exceptions=True)
+            assert all(isinstance(r, ChatCoreClosed) for r in results)
+            assert "closed" in str(results[0])
+            with pytest.raises(ChatCoreClosed):
+                await p.alice.command("/user")
+            with pytest.raises(ChatCoreClosed):
+                async for _ in events:
+                    pass
+            assert p.alice.closed
+            release.set()
+            # The responder is unaffected.
+            async with ChatCore.connect(p.sim.url_for("alice")) as again:
+                response = await again.service_request(
+                    1, p.link, Request(protocol="mcp", request=0)
+                )
+                assert response.response == "late"
+
+    run(main)
+
+
+def test_the_responder_connection_dropped_ends_serve() -> None:
+    async def main() -> None:
+        async with pair(echo) as p:
+            await p.sim.drop_connections("bob")
+            with pytest.raises(ChatCoreClosed):
+                await p.serving
+
+    run(main)
+
+
+def test_clean_close() -> None:
+    """Closing fails what is pending, ends event streams, and refuses new commands."""
+
+    async def main() -> None:
+        async with FakeCore() as fake:
+            fake.silent.add("/wait")
+            async with ChatCore.connect(fake.url) as core:
+                pending = asyncio.create_task(core.command("/wait"))
+                events = core.events()
+                await asyncio.sleep(0.05)
+            with pytest.raises(ChatCoreClosed):
+                await pending
+            assert [e async for e in events] == []
+            assert core.closed and "closed" in repr(core)
+            with pytest.raises(ChatCoreClosed):
+                await core.command("/user")
+            assert [e async for e in core.events()] == []
+            await core.close()  # idempotent
+
+    run(main)
+
+
+def test_the_core_closing_the_connection_fails_pending_commands() -> None:
+    async def main() -> None:
+        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
+            fake.silent.add("/wait")
+            pending = asyncio.create_task(core.command("/wait"))
+            await asyncio.sleep(0.05)
+            await fake.close_connection(code=1000)
+            with pytest.raises(ChatCoreClosed, match="code 1000"):
+                await pending
+
+    run(main)
+
+
+def test_connecting_to_nothing_fails_clearly() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    async def main() -> None:
+        with pytest.raises(ChatCoreClosed, match="cannot connect"):
+            async with ChatCore.connect(f"ws://127.0.0.1:{port}", open_timeout=2):
+                pass
+
+    run(main)
+
+
+def test_start_reports_a_running_chat(caplog: pytest.LogCaptureFixture) -> None:
+    async def main() -> None:
+        async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
+            assert await core.start(service_requests=True) is True
+            with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
+                assert await core.start(service_requests=True) is False
+            assert "already running" in caplog.text
+
+    run(main)
+
+
+def test_events_are_delivered_to_every_stream() -> None:
+    async def main() -> None:
+        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
+            first, second = core.events(), core.events()
+            await fake.event({"type": "contactConnected"})
+            assert (await anext(first))["type"] == "contactConnected"
+            assert (await anext(second))["type"] == "contactConnected"
+            second.close()
+            await fake.event({"type": "newChatItems"})
+            assert (await anext(first))["type"] == "newChatItems"
+
+    run(main)
+
+
+def test_a_full_event_stream_drops_events_without_blocking_answers() -> None:
+    async def main() -> None:
+        async with FakeCore() as fake, ChatCore.connect(fake.url, event_buffer=2) as core:
+            stream = core.events()
+            for i in range(5):
+                await fake.event({"type": f"e{i}"})
+            assert await core.command("/still-answered") == {"type": "cmdOk"}
+            assert stream.dropped == 3
+            assert [(await anext(stream))["type"] for _ in range(2)] == ["e0", "e1"]
+
+    run(main)
+
+
+def test_service_address_creates_then_reuses() -> None:
+    async def main() -> None:
+        async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
+            first = await core.service_address(1)
+            again = await core.service_address(1, pq_ratchet=False)
+            assert isinstance(first, ServiceAddress)
+            assert first == again and first.link == first.short_link
+            with pytest.raises(ChatCoreError) as info:
+                await core.service_address(9)
+            assert info.value.type_path == "errorStore/userNotFound"
+        with pytest.raises(ChatCoreError):
+            ServiceAddress.from_created_link({"connShortLink": "x"})
+        assert ServiceAddress.from_created_link({"connFullLink": "f"}).link == "f"
+
+    run(main)

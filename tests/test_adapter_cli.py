@@ -1,0 +1,246 @@
+"""``simplex-rpc call`` and ``simplex-rpc serve`` against the simulator.
+
+The simulator and the responder run in a background thread with their own
+event loop; the command line runs in the test's thread, as a user runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import simplex_rpc as sx
+from simplex_rpc import _cli_adapter
+from simplex_rpc.adapter import ServiceRequest
+from simplex_rpc.cli import CliError, build_parser, main
+from simplex_rpc.testing import CoreSimulator
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mcp_two_tools.py"
+
+
+class Background:
+    """The simulator, and optionally a responder, on an event loop in another thread."""
+
+    def __init__(self, responder: Callable[[CoreSimulator], Any] | None) -> None:
+        self.responder = responder
+        self.ready = threading.Event()
+        self.url = ""
+        self.sim: CoreSimulator | None = None
+        self.link = ""
+        self.error: BaseException | None = None
+        self._stop: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # reported to the test thread
+            self.error = exc
+            self.ready.set()
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        async with CoreSimulator() as sim:
+            self.sim = sim
+            self.url = sim.url
+            task = None
+            if self.responder is not None:
+                task = asyncio.create_task(self.responder(self))
+            else:
+                self.ready.set()
+            await self._stop.wait()
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+    def __enter__(self) -> Background:
+        self._thread.start()
+        assert self.ready.wait(20), "the background simulator did not start"
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._loop is not None and self._stop is not None
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(20)
+
+
+def serve_args(sim: CoreSimulator, *extra: str) -> argparse.Namespace:
+    return build_parser().parse_args(["serve", "--core", sim.url_for("bob"), "--address", *extra])
+
+
+@contextlib.contextmanager
+def serving(*extra: str) -> Iterator[Background]:
+    """A simulator with ``simplex-rpc serve`` (its async body) answering on core bob."""
+
+    async def responder(bg: Background) -> None:
+        assert bg.sim is not None
+
+        def ready(link: str) -> None:
+            bg.link = link
+            bg.ready.set()
+
+        await _cli_adapter.run_serve(serve_args(bg.sim, *extra), on_ready=ready)
+
+    with Background(responder) as bg:
+        yield bg
+
+
+def call(bg: Background, *args: str) -> list[str]:
+    return ["call", "--core", f"{bg.url}/alice", "--timeout", "5", bg.link, *args]
+
+
+def test_call_prints_the_response(capsys: pytest.CaptureFixture[str]) -> None:
+    with serving("--echo") as bg:
+        assert main(call(bg, "echo", '{"q": [1, 2]}')) == 0
+    assert json.loads(capsys.readouterr().out) == {"response": {"q": [1, 2]}}
+
+
+def test_call_signed_with_a_key_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    key = sx.SigningKey.generate()
+    key_file = tmp_path / "key.txt"
+    key_file.write_text(key.encode() + "\n")
+    with serving("--echo") as bg:
+        status = main(call(bg, "echo", "7", "--sign-key", f"@{key_file}", "--request-key"))
+    out, err = capsys.readouterr()
+    assert status == 0 and json.loads(out) == {"response": 7}
+    assert key.encode() not in out + err
+
+
+def test_call_exit_status_1_for_an_error_response(capsys: pytest.CaptureFixture[str]) -> None:
+    with serving("--echo") as bg:
+        assert main(call(bg, "mcp", "{}")) == 1
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "unsupported_protocol"
+
+
+def test_call_reports_refusals_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with serving("--echo") as bg:
+        assert main(["call", "--core", bg.url, "--timeout", "2", "nowhere", "echo", "{}"]) == 2
+        err = capsys.readouterr().err.splitlines()[-1]  # the responder printed its address before
+        assert err.startswith("simplex-rpc call: chat core refused /_service_request")
+        assert "invalidConnReq" in err and "Traceback" not in err
+        assert main(call(bg, "echo", "{not json")) == 2
+        assert "JSON" in capsys.readouterr().err
+        bad_key = tmp_path / "bad"
+        bad_key.write_text("AAAA")
+        assert main(call(bg, "echo", "1", "--sign-key", f"@{bad_key}")) == 2
+        assert "--sign-key" in capsys.readouterr().err
+        assert main(call(bg, "echo", "1", "--request-key")) == 2
+        assert "needs --sign-key" in capsys.readouterr().err
+        assert main(call(bg, "Not-A-Name", "1")) == 2
+        assert "protocol name" in capsys.readouterr().err
+
+
+def test_call_with_a_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with serving("--echo", "--protocol", "echo") as bg:
+        assert main(call(bg, "echo", "1", "--version", '"1.0"', "--retries", "1")) == 0
+    assert json.loads(capsys.readouterr().out) == {"response": 1}
+
+
+def test_serve_an_mcp_server_module(capsys: pytest.CaptureFixture[str]) -> None:
+    """--mcp-module: an MCP SDK server behind McpBridge (the protocol text's MCP example)."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "availability",
+            "arguments": {"item": "anvil"},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    }
+    with serving("--mcp-module", f"{EXAMPLE}:build_server", "--conversation-tool", "catalog") as bg:
+        assert main(call(bg, "mcp", json.dumps(request))) == 0
+        answer = json.loads(capsys.readouterr().out)["response"]
+        assert answer["id"] == 1
+        assert answer["result"]["content"][0]["text"] == "12 anvils are in stock."
+        request["params"] = {**request["params"], "name": "catalog", "arguments": {}}  # type: ignore[dict-item]
+        assert main(call(bg, "mcp", json.dumps(request))) == 1
+        assert json.loads(capsys.readouterr().out)["error"]["code"] == "conversation_required"
+
+
+def test_echo_handler_returns_the_request_value() -> None:
+    request = ServiceRequest(
+        request_id="r", signer=None, request=sx.Request(protocol="x", request=[1]), user_id=1
+    )
+    assert _cli_adapter.echo_handler(request) == [1]
+
+
+def test_load_object() -> None:
+    assert _cli_adapter.load_object("json:dumps") is json.dumps
+    assert callable(_cli_adapter.load_object(f"{EXAMPLE}:build_server"))
+    for spec in ("nocolon", "json:", ":x", "no_such_module_xyz:x", "json:no_such_name"):
+        with pytest.raises(CliError):
+            _cli_adapter.load_object(spec)
+    with pytest.raises(CliError):
+        _cli_adapter.load_object("/nonexistent/file.py:x")
+
+
+def test_serve_arguments() -> None:
+    parser = build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["serve", "--core", "ws://x"])  # --echo or --mcp-module
+    with pytest.raises(SystemExit):
+        parser.parse_args(["serve", "--core", "ws://x", "--echo", "--rate-limit", "x/y"])
+    args = parser.parse_args(
+        ["serve", "--core", "ws://x", "--echo", "--rate-limit", "5/10", "--deadline", "3"]
+    )
+    assert args.rate_limit.requests == 5 and args.rate_limit.per == 10.0
+    assert args.deadline == 3.0 and args.start is True
+    with pytest.raises(SystemExit):
+        parser.parse_args(["call", "--core", "ws://x", "t", "p", "1", "--timeout", "0"])
+    with pytest.raises(SystemExit):
+        parser.parse_args(["call", "--core", "ws://x", "t", "p", "1", "--retries", "-1"])
+
+
+def test_serve_until_the_core_goes_away(capsys: pytest.CaptureFixture[str]) -> None:
+    """serve ends with a one-line error when the connection is lost."""
+    finished = threading.Event()
+    status: list[int] = []
+
+    async def responder(bg: Background) -> None:
+        assert bg.sim is not None
+
+        async def drop_soon() -> None:
+            assert bg.sim is not None
+            while not await bg.sim.drop_connections("bob"):
+                await asyncio.sleep(0.05)
+
+        dropper = asyncio.create_task(drop_soon())
+        bg.ready.set()
+        argv = ["serve", "--core", bg.sim.url_for("bob"), "--echo"]
+        status.append(await asyncio.to_thread(main, argv))
+        await dropper
+        finished.set()
+
+    with Background(responder):
+        assert finished.wait(20)
+    assert status == [2]
+    assert "connection to the chat core" in capsys.readouterr().err
+
+
+def test_connecting_to_a_closed_port_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["call", "--core", f"ws://127.0.0.1:{port}", "t", "echo", "1"]) == 2
+    assert "cannot connect" in capsys.readouterr().err

@@ -1,0 +1,138 @@
+"""Shared helpers of the adapter tests (no tests here).
+
+``run`` bounds a test's event loop; ``Pair`` starts the simulator with a
+responder core ``bob`` serving a handler and a requester core ``alice``;
+``FakeCore`` is a scripted WebSocket core for events the simulator never
+sends (a malformed ``signerKey``, a hostile ``requestId``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from simplex_rpc.adapter import ChatCore, Handler
+from simplex_rpc.testing import CoreSimulator
+
+
+def run(main: Callable[[], Awaitable[None]], limit: float = 60) -> None:
+    """Run ``main`` in a fresh event loop; a hung test fails after ``limit`` seconds."""
+
+    async def bounded() -> None:
+        async with asyncio.timeout(limit):
+            await main()
+
+    asyncio.run(bounded())
+
+
+@dataclass
+class Pair:
+    sim: CoreSimulator
+    alice: ChatCore
+    bob: ChatCore
+    link: str
+    serving: asyncio.Task[Any]
+
+
+@contextlib.asynccontextmanager
+async def pair(
+    handler: Handler,
+    *,
+    protocols: tuple[str, ...] = ("mcp", "a2a"),
+    response_window: float = 180.0,
+    **serve_options: Any,
+) -> AsyncIterator[Pair]:
+    """A responder ``bob`` serving ``handler`` and a requester ``alice``, over the simulator."""
+    async with (
+        CoreSimulator(response_window=response_window) as sim,
+        ChatCore.connect(sim.url_for("bob")) as bob,
+        ChatCore.connect(sim.url_for("alice")) as alice,
+    ):
+        assert await bob.start(service_requests=True)
+        address = await bob.service_address(1)
+        assert await alice.start(service_requests=False)
+        serving = asyncio.create_task(bob.serve(1, handler, protocols=protocols, **serve_options))
+        await asyncio.sleep(0)  # the responder subscribes to events
+        try:
+            yield Pair(sim=sim, alice=alice, bob=bob, link=address.link, serving=serving)
+        finally:
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await serving
+
+
+class FakeCore:
+    """A scripted chat core: records commands, answers them, sends the events it is given."""
+
+    def __init__(self) -> None:
+        self.commands: asyncio.Queue[str] = asyncio.Queue()
+        self.connected = asyncio.Event()
+        self._ws: Any = None
+        self._server: Any = None
+        self.answers: dict[str, dict[str, Any]] = {}
+        self.silent: set[str] = set()
+
+    async def __aenter__(self) -> FakeCore:
+        from websockets.asyncio.server import serve
+
+        self._server = await serve(self._handle, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._server.close()
+        await self._server.wait_closed()
+
+    @property
+    def url(self) -> str:
+        port = self._server.sockets[0].getsockname()[1]
+        return f"ws://127.0.0.1:{port}"
+
+    def answer(self, cmd: str) -> dict[str, Any]:
+        name = cmd.split(" ", 1)[0]
+        if name in self.answers:
+            return self.answers[name]
+        if name == "/_service_response":
+            return {"type": "serviceReplyAccepted", "user": {"userId": 1}, "connectionId": "c"}
+        return {"type": "cmdOk"}
+
+    async def _handle(self, ws: Any) -> None:
+        self._ws = ws
+        self.connected.set()
+        async for message in ws:
+            msg = json.loads(message)
+            await self.commands.put(msg["cmd"])
+            if msg["cmd"].split(" ", 1)[0] in self.silent:
+                continue
+            await ws.send(json.dumps({"corrId": msg["corrId"], "resp": self.answer(msg["cmd"])}))
+
+    async def send_raw(self, text: str) -> None:
+        await self.connected.wait()
+        await self._ws.send(text)
+
+    async def event(self, resp: dict[str, Any]) -> None:
+        await self.send_raw(json.dumps({"resp": resp}))
+
+    async def close_connection(self, code: int = 1011) -> None:
+        await self._ws.close(code=code)
+
+
+def service_request_event(
+    request_id: str = "r1",
+    *,
+    data: Any = None,
+    signer: Any = None,
+    user_id: int = 1,
+) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "type": "serviceRequest",
+        "user": {"userId": user_id},
+        "requestId": request_id,
+        "requestData": data if data is not None else {"protocol": "mcp", "request": {}},
+    }
+    if signer is not None:
+        event["signerKey"] = signer
+    return event

@@ -1,0 +1,569 @@
+"""CoreSimulator: the chat core's Service RPC behaviour, as the protocol text states it.
+
+Each test names the rule of "Service RPC transport" (Requirements, Exchange)
+it pins. The simulator is driven with raw commands over a real loopback
+WebSocket, through ChatCore.command, so these tests see exactly what a client
+of the core sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+import simplex_rpc as sx
+from simplex_rpc import testing
+from simplex_rpc.adapter import ChatCore, ChatCoreClosed
+from simplex_rpc.errors import ChatCoreError
+from simplex_rpc.testing import CoreSimulator
+
+
+def run(main: Callable[[], Awaitable[None]]) -> None:
+    async def bounded() -> None:
+        async with asyncio.timeout(60):  # a hung test fails instead of hanging the run
+            await main()
+
+    asyncio.run(bounded())
+
+
+def envelope(protocol: str = "mcp", request: Any = None, **extra: Any) -> str:
+    return json.dumps({"protocol": protocol, "request": request or {"n": 1}, **extra})
+
+
+async def started(core: ChatCore, service_requests: bool) -> None:
+    cmd = "/_start main=on" + (" service_requests=on" if service_requests else "")
+    assert (await core.command(cmd))["type"] == "chatStarted"
+
+
+async def address(core: ChatCore, pq: bool = True) -> dict[str, Any]:
+    resp = await core.command("/_address 1" + (" pq_ratchet=on" if pq else ""))
+    assert resp["type"] == "userContactLinkCreated"
+    link: dict[str, Any] = resp["connLinkContact"]
+    return link
+
+
+async def next_request(events: Any) -> dict[str, Any]:
+    async for event in events:
+        if event["type"] == "serviceRequest":
+            return dict(event)
+    raise AssertionError("the event stream ended")
+
+
+def test_start_answers_chat_started_then_chat_running() -> None:
+    """/_start starts the chat once; a running chat answers chatRunning (COMMANDS.md StartChat)."""
+
+    async def main() -> None:
+        async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
+            assert (await core.command("/_start service_requests=on"))["type"] == "chatStarted"
+            assert (await core.command("/_start main=on"))["type"] == "chatRunning"
+            assert (await core.command("/_stop"))["type"] == "chatStopped"
+            assert (await core.command("/_start main=on snd_files=off"))["type"] == "chatStarted"
+            with pytest.raises(ChatCoreError) as info:
+                await core.command("/_start bogus=on")
+            assert info.value.type_path == "error/commandError"
+
+    run(main)
+
+
+def test_unknown_command_and_unknown_user_are_chat_cmd_errors() -> None:
+    """A failed command answers chatCmdError with a chatError object."""
+
+    async def main() -> None:
+        async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
+            with pytest.raises(ChatCoreError) as info:
+                await core.command("/no such command")
+            assert info.value.chat_error == {
+                "type": "error",
+                "errorType": {"type": "commandError", "message": "unknown command"},
+            }
+            with pytest.raises(ChatCoreError) as info:
+                await core.command("/_address 7 pq_ratchet=on")
+            assert info.value.type_path == "errorStore/userNotFound"
+
+    run(main)
+
+
+def test_requests_need_a_started_chat() -> None:
+    async def main() -> None:
+        async with CoreSimulator() as sim, ChatCore.connect(sim.url_for("b")) as b:
+            await started(b, True)
+            link = (await address(b))["connShortLink"]
+            async with ChatCore.connect(sim.url_for("a")) as a:
+                with pytest.raises(ChatCoreError) as info:
+                    await a.command(f"/_service_request 1 {link} timeout=1 {envelope()}")
+                assert info.value.type_path == "error/chatNotStarted"
+
+    run(main)
+
+
+def test_relays_a_request_as_a_service_request_event_and_returns_the_response() -> None:
+    """Exchange: the responder's core reports serviceRequest (requestId, signerKey,
+    requestData); /_service_response answers it; the requester's command returns
+    serviceResponse with responseData."""
+
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await started(bob, True)
+            await started(alice, False)
+            link = (await address(bob))["connShortLink"]
+            events = bob.events()
+            call = asyncio.create_task(
+                alice.command(f"/_service_request 1 {link} timeout=5 {envelope(request={'q': 2})}")
+            )
+            event = await next_request(events)
+            assert event["user"]["userId"] == 1
+            assert "signerKey" not in event  # unsigned: no signer
+            assert event["requestData"] == {"protocol": "mcp", "request": {"q": 2}}
+            accepted = await bob.command(
+                f"/_service_response 1 {event['requestId']} " + json.dumps({"response": 42})
+            )
+            assert accepted["type"] == "serviceReplyAccepted"
+            assert isinstance(accepted["connectionId"], str)
+            resp = await call
+            assert resp["type"] == "serviceResponse"
+            assert resp["responseData"] == {"response": 42}
+            assert sim.stats.delivered == 1 and sim.stats.responses == 1
+
+    run(main)
+
+
+def test_signer_key_is_derived_from_sign_key() -> None:
+    """Signed requests: the agent verifies the signature and the core reports the key."""
+
+    async def main() -> None:
+        key = sx.SigningKey.generate()
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await started(bob, True)
+            await started(alice, False)
+            link = (await address(bob))["connShortLink"]
+            events = bob.events()
+            call = asyncio.create_task(
+                alice.command(
+                    f"/_service_request 1 {link} timeout=5 sign_key={key.encode()} {envelope()}"
+                )
+            )
+            event = await next_request(events)
+            assert sx.PublicKey.decode(event["signerKey"]) == key.public_key
+            assert event["signerKey"] == key.public_key.encode()
+            await bob.command(f'/_service_response 1 {event["requestId"]} {{"response":1}}')
+            assert (await call)["responseData"] == {"response": 1}
+
+    run(main)
+
+
+def test_each_request_is_sealed_with_a_fresh_112_byte_ad(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Signed requests are bound to the ratchet session: a new AD per request."""
+    seen: list[bytes] = []
+    real = os.urandom
+
+    def recording(n: int) -> bytes:
+        value = real(n)
+        if n == testing.AD_LENGTH:
+            seen.append(value)
+        return value
+
+    monkeypatch.setattr(testing.os, "urandom", recording)
+
+    async def main() -> None:
+        key = sx.SigningKey.generate()
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await started(bob, True)
+            await started(alice, False)
+            link = (await address(bob))["connShortLink"]
+            events = bob.events()
+            for _ in range(3):
+                call = asyncio.create_task(
+                    alice.command(
+                        f"/_service_request 1 {link} timeout=5 sign_key={key.encode()} {envelope()}"
+                    )
+                )
+                event = await next_request(events)
+                await bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
+                await call
+
+    run(main)
+    assert len(seen) == 3 and len(set(seen)) == 3
+    assert all(len(ad) == 112 for ad in seen)
+
+
+def test_an_address_without_ratchet_keys_fails_at_once() -> None:
+    """Requirements: a request to an address without ratchet keys fails at once."""
+
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await started(bob, True)
+            await started(alice, False)
+            links = await address(bob, pq=False)
+            assert "&rk=" not in links["connFullLink"]
+            for link in (links["connShortLink"], links["connFullLink"]):
+                with pytest.raises(ChatCoreError) as info:
+                    # A long timeout: the failure must not wait for it.
+                    await alice.command(
+                        f"/_service_request 1 {link} timeout=3600 {envelope()}", timeout=10
+                    )
+                assert info.value.type_path == "errorAgent/AGENT/A_SERVICE/ASENotDRAddress"
+            # The core adds the keys to an address updated with pq_ratchet=on.
+            updated = await bob.command(
+                '/_address_settings 1 pq_ratchet=on {"businessAddress":false}'
+            )
+            full = updated["contactLink"]["connLinkContact"]["connFullLink"]
+            assert "&rk=" in full
+            events = bob.events()
+            for link in (links["connShortLink"], full):
+                call = asyncio.create_task(
+                    alice.command(f"/_service_request 1 {link} timeout=5 {envelope()}")
+                )
+                event = await next_request(events)
+                await bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
+                assert (await call)["type"] == "serviceResponse"
+            # The old full link still carries no ratchet keys.
+            with pytest.raises(ChatCoreError) as info:
+                await alice.command(
+                    f"/_service_request 1 {links['connFullLink']} timeout=5 {envelope()}"
+                )
+            assert info.value.type_path.endswith("ASENotDRAddress")
+
+    run(main)
+
+
+def test_requests_are_dropped_when_service_requests_are_off() -> None:
+    """Requirements: without service_requests=on the core drops each request and the
+    requester waits until its timeout."""
+
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await started(bob, False)
+            await started(alice, False)
+            link = (await address(bob))["connShortLink"]
+            events = bob.events()
+            with pytest.raises(ChatCoreError) as info:
+                await alice.command(f"/_service_request 1 {link} timeout=1 {envelope()}")
+            assert info.value.type_path == "errorAgent/AGENT/A_SERVICE/ASETimeout"
+            assert sim.stats.dropped == 1 and sim.stats.delivered == 0
+            assert sim.stats.requester_timeouts == 1
+            events.close()
+
+    run(main)
+
+
+def test_the_requester_times_out_after_timeout() -> None:
+    """timeout: how long the requester waits for the response."""
+
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await started(bob, True)
+            await started(alice, False)
+            link = (await address(bob))["connShortLink"]
+            events = bob.events()
+            with pytest.raises(ChatCoreError) as info:
+                await alice.command(f"/_service_request 1 {link} timeout=1 {envelope()}")
+            assert info.value.type_path.endswith("ASETimeout")
+            event = await next_request(events)
+            # Within the window the responder's core still takes the answer.
+            accepted = await bob.command(
+                f'/_service_response 1 {event["requestId"]} {{"response":0}}'
+            )
+            assert accepted["type"] == "serviceReplyAccepted"
+
+    run(main)
+
+
+def test_a_response_after_the_window_is_refused() -> None:
+    """Requirements: the core accepts a response within 180 seconds (here a short window)."""
+
+    async def main() -> None:
+        async with (
+            CoreSimulator(response_window=0.05) as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await started(bob, True)
+            await started(alice, False)
+            link = (await address(bob))["connShortLink"]
+            events = bob.events()
+            call = asyncio.create_task(
+                alice.command(f"/_service_request 1 {link} timeout=1 {envelope()}")
+            )
+            event = await next_request(events)
+            await asyncio.sleep(0.3)
+            with pytest.raises(ChatCoreError) as info:
+                await bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
+            assert info.value.type_path.endswith("ASETimeout")
+            assert sim.stats.late_responses == 1
+            with pytest.raises(ChatCoreError):
+                await call
+
+    run(main)
+
+
+def test_a_request_is_answered_once() -> None:
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await started(bob, True)
+            await started(alice, False)
+            link = (await address(bob))["connShortLink"]
+            events = bob.events()
+            call = asyncio.create_task(
+                alice.command(f"/_service_request 1 {link} timeout=5 {envelope()}")
+            )
+            event = await next_request(events)
+            rid = event["requestId"]
+            await bob.command(f'/_service_response 1 {rid} {{"response":1}}')
+            with pytest.raises(ChatCoreError) as info:
+                await bob.command(f'/_service_response 1 {rid} {{"response":2}}')
+            assert info.value.type_path.endswith("ASENoPendingRequest")
+            assert sim.stats.duplicate_responses == 1
+            with pytest.raises(ChatCoreError) as info:
+                await bob.command('/_service_response 1 nosuchrequest {"response":2}')
+            assert info.value.type_path.endswith("ASENoPendingRequest")
+            assert (await call)["responseData"] == {"response": 1}
+
+    run(main)
+
+
+def test_an_oversized_request_fails_as_the_core_would() -> None:
+    """Before encryption the agent pads a request to 11,106 bytes, its framing
+    included, and a longer one fails: signed and unsigned limits differ by the
+    signer's key and signature."""
+
+    def sized(size: int) -> str:
+        base = json.dumps({"protocol": "mcp", "request": ""}, separators=(",", ":"))
+        text = json.dumps(
+            {"protocol": "mcp", "request": "x" * (size - len(base))}, separators=(",", ":")
+        )
+        assert len(text) == size
+        return text
+
+    async def main() -> None:
+        key = sx.SigningKey.generate()
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await started(bob, True)
+            await started(alice, False)
+            link = (await address(bob))["connShortLink"]
+            events = bob.events()
+            cases = [
+                (sx.MAX_UNSIGNED_REQUEST, ""),
+                (sx.MAX_SIGNED_REQUEST, f"sign_key={key.encode()} "),
+            ]
+            for limit, option in cases:
+                with pytest.raises(ChatCoreError) as info:
+                    await alice.command(
+                        f"/_service_request 1 {link} timeout=5 {option}{sized(limit + 1)}"
+                    )
+                assert info.value.type_path == "errorAgent/CMD/LARGE"
+                call = asyncio.create_task(
+                    alice.command(f"/_service_request 1 {link} timeout=5 {option}{sized(limit)}")
+                )
+                event = await next_request(events)
+                assert len(json.dumps(event["requestData"], separators=(",", ":"))) == limit
+                await bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
+                await call
+
+    run(main)
+
+
+def test_an_oversized_response_fails_and_the_request_stays_open() -> None:
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await started(bob, True)
+            await started(alice, False)
+            link = (await address(bob))["connShortLink"]
+            events = bob.events()
+            call = asyncio.create_task(
+                alice.command(f"/_service_request 1 {link} timeout=5 {envelope()}")
+            )
+            event = await next_request(events)
+            rid = event["requestId"]
+            big = json.dumps({"response": "x" * sx.MAX_RESPONSE}, separators=(",", ":"))
+            with pytest.raises(ChatCoreError) as info:
+                await bob.command(f"/_service_response 1 {rid} {big}")
+            assert info.value.type_path == "errorAgent/CMD/LARGE"
+            await bob.command(f'/_service_response 1 {rid} {{"response":"ok"}}')
+            assert (await call)["responseData"] == {"response": "ok"}
+
+    run(main)
+
+
+@pytest.mark.parametrize(
+    ("options", "json_text", "what"),
+    [
+        ("timeout=0 ", envelope(), "timeout"),
+        ("timeout=x ", envelope(), "timeout"),
+        ("sign_key=AAAA ", envelope(), "sign_key"),
+        ("", "[1, 2]", "JSON object"),
+        ("", "{not json", "not JSON"),
+    ],
+)
+def test_malformed_service_requests_are_command_errors(
+    options: str, json_text: str, what: str
+) -> None:
+    async def main() -> None:
+        async with CoreSimulator() as sim, ChatCore.connect(sim.url_for("bob")) as bob:
+            await started(bob, True)
+            link = (await address(bob))["connShortLink"]
+            with pytest.raises(ChatCoreError) as info:
+                await bob.command(f"/_service_request 1 {link} {options}{json_text}")
+            assert info.value.type_path == "error/commandError"
+            assert what in str(info.value)
+
+    run(main)
+
+
+def test_unknown_targets() -> None:
+    async def main() -> None:
+        async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
+            await started(core, True)
+            with pytest.raises(ChatCoreError) as info:
+                await core.command(f"/_service_request 1 https://example.com {envelope()}")
+            assert info.value.type_path == "error/invalidConnReq"
+            gone = "simplex:/a#AAAAAAAAAAAAAAAAAAAAAAAA?h=simulator.local"
+            with pytest.raises(ChatCoreError) as info:
+                await core.command(f"/_service_request 1 {gone} {envelope()}")
+            assert info.value.type_path == "errorAgent/SMP/AUTH"
+
+    run(main)
+
+
+def test_address_commands() -> None:
+    """/_address, /_show_address, /_address_settings, /_delete_address (COMMANDS.md)."""
+
+    async def main() -> None:
+        async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
+            with pytest.raises(ChatCoreError) as info:
+                await core.command("/_show_address 1")
+            assert info.value.type_path == "errorStore/userContactLinkNotFound"
+            created = await address(core)
+            with pytest.raises(ChatCoreError) as info:
+                await core.command("/_address 1")
+            assert info.value.type_path == "errorStore/duplicateContactLink"
+            shown = await core.command("/_show_address 1")
+            assert shown["contactLink"]["connLinkContact"] == created
+            assert shown["contactLink"]["addressSettings"] == {"businessAddress": False}
+            deleted = await core.command("/_delete_address 1")
+            assert deleted["type"] == "userContactLinkDeleted"
+            assert (await core.command("/user"))["user"]["userId"] == 1
+
+    run(main)
+
+
+def test_events_go_to_every_connection_of_the_core() -> None:
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob1,
+            ChatCore.connect(sim.url_for("bob")) as bob2,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await started(bob1, True)
+            assert (await bob2.command("/_start main=on"))["type"] == "chatRunning"
+            await started(alice, False)
+            link = (await address(bob1))["connShortLink"]
+            events1, events2 = bob1.events(), bob2.events()
+            call = asyncio.create_task(
+                alice.command(f"/_service_request 1 {link} timeout=5 {envelope()}")
+            )
+            first, second = await next_request(events1), await next_request(events2)
+            assert first["requestId"] == second["requestId"]
+            await bob2.command(f'/_service_response 1 {first["requestId"]} {{"response":2}}')
+            assert (await call)["responseData"] == {"response": 2}
+
+    run(main)
+
+
+def test_drop_connections_fails_pending_commands() -> None:
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            await started(bob, True)
+            await started(alice, False)
+            link = (await address(bob))["connShortLink"]
+            call = asyncio.create_task(
+                alice.command(f"/_service_request 1 {link} timeout=30 {envelope()}")
+            )
+            await asyncio.sleep(0.1)
+            assert await sim.drop_connections("alice") == 1
+            with pytest.raises(ChatCoreClosed):
+                await call
+            assert alice.closed and not bob.closed
+
+    run(main)
+
+
+def test_native_handle_speaks_result_and_error() -> None:
+    """The native API's results: {"result": resp} or {"error": chatError}."""
+
+    async def main() -> None:
+        async with CoreSimulator() as sim:
+            handle = sim.native_handle("n")
+
+            def commands() -> list[dict[str, Any]]:
+                return [
+                    json.loads(handle.chat_send_cmd("/_start main=on service_requests=on")),
+                    json.loads(handle.chat_send_cmd("/_show_address 1")),
+                    json.loads(handle.chat_recv_msg_wait(1000) or "{}"),
+                ]
+
+            started_, missing, nothing = await asyncio.to_thread(commands)
+            assert started_ == {"result": {"type": "chatStarted"}}
+            assert missing == {
+                "error": {"type": "errorStore", "storeError": {"type": "userContactLinkNotFound"}}
+            }
+            assert nothing == {}
+            await asyncio.to_thread(handle.close)
+
+    run(main)
+
+
+def test_simulator_rejects_bad_configuration() -> None:
+    with pytest.raises(ValueError):
+        CoreSimulator(users=())
+    with pytest.raises(ValueError):
+        CoreSimulator(response_window=0)
+    with pytest.raises(ValueError):
+        CoreSimulator().url_for("no/slash")
+    with pytest.raises(RuntimeError):
+        CoreSimulator().native_handle()
