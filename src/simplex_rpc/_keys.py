@@ -33,6 +33,12 @@ def _as_bytes(value: object, what: str) -> bytes:
     raise TypeError(f"{what}: expected a bytes-like object, got {type(value).__name__}")
 
 
+def _brief(exc: Exception) -> str:
+    """The crypto library's message, bounded: it can quote the input (a PEM label)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
 def session_tag(ad: bytes) -> bytes:
     """Return SHA3-256(SIGNING_DOMAIN ‖ ad), the 32 bytes that bind a signature to a session.
 
@@ -101,10 +107,12 @@ class PublicKey:
         try:
             key = serialization.load_pem_public_key(pem)
         except (ValueError, TypeError) as exc:
-            raise KeyFormatError(f"public key PEM: not a PEM public key ({exc})") from None
+            raise KeyFormatError(f"public key PEM: not a PEM public key ({_brief(exc)})") from None
         except UnsupportedAlgorithm as exc:
             # An SPKI of an unknown algorithm or curve: not an Ed25519 key either.
-            raise KeyFormatError(f"public key PEM: the key is not an Ed25519 key ({exc})") from None
+            raise KeyFormatError(
+                f"public key PEM: the key is not an Ed25519 key ({_brief(exc)})"
+            ) from None
         if not isinstance(key, ed25519.Ed25519PublicKey):
             raise KeyFormatError("public key PEM: the key is not an Ed25519 key")
         der = key.public_bytes(
