@@ -37,3 +37,11 @@ vectors: $(STAMP)
 
 clean:
 	rm -rf build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+
+# Bounded fuzzing (docs/security.md): libFuzzer + ASan + UBSan on the C functions,
+# atheris on the Python decoders, valgrind memcheck over the C corpus. Each fuzzer
+# runs FUZZ_SECONDS; seeds in fuzz/corpus/ (from vectors/), findings in build/fuzz/.
+FUZZ_SECONDS ?= 20
+.PHONY: fuzz
+fuzz: $(STAMP)
+	PY=$(PY) FUZZ_SECONDS=$(FUZZ_SECONDS) bash fuzz/run.sh

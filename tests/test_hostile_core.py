@@ -74,6 +74,62 @@ WRONG_TYPES: list[object] = [None, 0, 1.5, [], {}, object(), ["a"], {"a": 1}]
 
 
 # --------------------------------------------------------------------------
+# Errors raised for a memoryview input survive garbage collection
+
+_GC_SCRIPT = """
+import gc
+import simplex_rpc as sx
+impl = sx.backends[{name!r}]
+calls = [
+    lambda v: impl.decode_frame(v),
+    lambda v: impl.unpad(v),
+    lambda v: impl.unpad(v, length=11106),
+    lambda v: impl.unpad_many(v, 16),
+    lambda v: impl.open_request(v, b"ad"),
+    lambda v: impl.open_response(v),
+]
+def keep_error(call, view):
+    try:
+        call(view)
+    except sx.SimplexRpcError as exc:
+        kept = exc  # exc -> traceback -> this frame -> kept: a reference cycle
+        return kept
+    return None
+for call in calls:
+    for data in (b"", b"\\x00", b"\\xff\\xff\\x00", bytes(37)):
+        keep_error(call, memoryview(bytearray(data)))
+        keep_error(call, memoryview(b"xx" + data)[2:])
+        gc.collect()
+print("collected")
+"""
+
+
+def test_errors_for_memoryview_input_survive_garbage_collection(
+    backend: _backend.Backend,
+) -> None:
+    """A decoder error for a memoryview input, kept in a reference cycle, is collectable.
+
+    Run in a child process, so that a crash fails this test instead of the suite.
+    If C holds the view's buffer (``ffi.from_buffer``) in the frame that raises,
+    the collector meets a memoryview with an exported buffer ("BufferError:
+    memoryview has 1 exported buffer" in tp_clear) and CPython crashes; the
+    wrapper must release the buffer (``ffi.release``) before raising.
+    """
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", _GC_SCRIPT.format(name=backend.name)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0 and "collected" in result.stdout, (
+        f"exit status {result.returncode}: {result.stderr[-600:]}"
+    )
+
+
+# --------------------------------------------------------------------------
 # Keys: base64url text, DER, PEM
 
 
