@@ -294,14 +294,41 @@ class A2aBridge:
         if self.rpc_deadline is None:
             response = await answer
         else:
-            try:
-                response = await asyncio.wait_for(answer, self.rpc_deadline)
-            except TimeoutError:
+            finished = await _within(answer, self.rpc_deadline)
+            if finished is None:
                 return Response.failure(
                     ErrorCode.CONVERSATION_REQUIRED,
                     f"the task did not finish within {self.rpc_deadline:g} seconds",
                 )
+            response = finished
         return a2a.rpc_response(response, limit=self.rpc_limit)
+
+
+async def _within(answer: Awaitable[dict[str, Any]], seconds: float) -> dict[str, Any] | None:
+    """The answer, or None when it is not ready within ``seconds``.
+
+    Not ``asyncio.wait_for``: it waits for the cancelled call to end, and the
+    SDK's ``on_message_send`` swallows the cancellation while it waits for
+    the agent's first event (``ActiveTask.subscribe`` catches
+    ``CancelledError``), so a call whose agent has produced nothing yet would
+    never end. The late call is cancelled and left to finish on its own.
+    """
+    task = asyncio.ensure_future(answer)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if task in done:
+        return task.result()
+    task.cancel()
+    task.add_done_callback(_discard_outcome)
+    return None
+
+
+def _discard_outcome(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("a request that passed its deadline failed afterwards")
 
 
 def _rpc_caller(service_request: object) -> a2a.Caller:
