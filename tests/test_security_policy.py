@@ -19,7 +19,7 @@ library refuses.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import nacl.bindings
@@ -248,21 +248,21 @@ def entry_point_results(
         results[f"{name}.open_request(strict)"] = _accepts(
             lambda impl=impl: impl.open_request(block, ad, strict=True)
         )
-    open_requests = getattr(sx, "open_requests", None)
-    if open_requests is not None:
-        results["open_requests"] = _open_requests_accepts(open_requests, block, ad)
+        batch = getattr(impl, "open_requests", None)
+        if batch is not None:
+            results[f"{name}.open_requests"] = _batch_accepts(batch, [block], ad)[0]
+    if hasattr(sx, "open_requests"):
+        results["open_requests"] = _batch_accepts(sx.open_requests, [block], ad)[0]
     return results
 
 
-def _open_requests_accepts(open_requests: Callable[..., object], block: bytes, ad: bytes) -> bool:
-    """Run the batch entry point on a batch of one; accepted when its one result is no error."""
-    try:
-        result = open_requests([block], ad)
-    except sx.BadSignature:
-        return False
-    items = list(result) if not hasattr(result, "results") else list(result.results)
-    assert len(items) == 1
-    return not isinstance(items[0], BaseException)
+def _batch_accepts(
+    open_requests: Callable[..., Sequence[object]], blocks: list[bytes], ad: bytes, **kw: object
+) -> list[bool]:
+    """Per block, whether the batch entry point opened it (an OpenedRequest, not a failure)."""
+    results = list(open_requests(blocks, ad, **kw))
+    assert len(results) == len(blocks)
+    return [isinstance(r, sx.OpenedRequest) for r in results]
 
 
 # --------------------------------------------------------------------------
@@ -391,6 +391,18 @@ def test_crafted_case_every_entry_point(case: Case) -> None:
     """One policy for every entry point and every backend."""
     results = entry_point_results(case.public, case.signature)
     assert results == dict.fromkeys(results, case.strict)
+
+
+def test_crafted_cases_in_one_batch_on_worker_threads() -> None:
+    """open_requests over all crafted cases at once, on two threads: the same verdicts."""
+    blocks = [_block(c.public, c.signature) for c in CASES]
+    expected = [c.strict for c in CASES]
+    for name, impl in sx.backends.items():
+        batch = getattr(impl, "open_requests", None)
+        if batch is None:
+            pytest.skip(f"backend {name} has no open_requests")
+        for workers in (1, 2):
+            assert _batch_accepts(batch, blocks, AD, workers=workers) == expected, (name, workers)
 
 
 def test_cases_the_core_accepts_and_we_refuse_exist() -> None:
