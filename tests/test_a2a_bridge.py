@@ -457,3 +457,41 @@ def test_cancel_task_in_a_conversation() -> None:
     other, own = run(scenario)
     assert other["error"]["code"] == -32001
     assert own["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
+    """bridge.rpc_handler is the responder's handler: the protocol text's one-shot
+    task over the simulated core, signed, and conversation_required for a stream."""
+    from test_adapter_support import pair
+    from test_adapter_support import run as run_bounded
+
+    key = SigningKey.generate()
+
+    async def main() -> None:
+        bot = make_bot()
+        async with pair(bot.bridge.rpc_handler, protocols=("a2a",)) as p:
+            request = Request.parse(EXAMPLE_ONE_SHOT_REQUEST)
+            done = await p.alice.service_request(1, p.link, request, timeout=10, sign_key=key)
+            assert done.ok
+            assert done.response["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+            stream = a2a.make_request("SendStreamingMessage", {"message": MESSAGE}, id=2)
+            refused = await p.alice.service_request(
+                1, p.link, Request(protocol="a2a", request=stream), timeout=10
+            )
+            assert refused.error is not None
+            assert refused.error.code == "conversation_required"
+
+    run_bounded(main)
+
+
+def test_default_deadline_is_below_the_adapters() -> None:
+    """The bridge's deadline answers before the adapter's and the core's window."""
+    from simplex_rpc._bridge_a2a import DEFAULT_RPC_DEADLINE
+    from simplex_rpc.adapter import DEFAULT_HANDLER_TIMEOUT, RESPONSE_WINDOW
+
+    assert DEFAULT_RPC_DEADLINE < DEFAULT_HANDLER_TIMEOUT < RESPONSE_WINDOW
+
+    async def scenario() -> float | None:
+        return make_bot().bridge.rpc_deadline
+
+    assert run(scenario) == DEFAULT_RPC_DEADLINE

@@ -45,11 +45,15 @@ from ._bridge import (
 from ._envelope import UNSET, ErrorCode, Response
 from ._keys import PublicKey
 
-__all__ = ["A2aBridge", "SimplexCaller"]
+__all__ = ["DEFAULT_RPC_DEADLINE", "A2aBridge", "SimplexCaller"]
 
 logger = logging.getLogger(__name__)
 
 _CALLER_SCOPE_KEY: Final = "simplex_rpc.caller"
+
+DEFAULT_RPC_DEADLINE: Final = 160.0
+"""Seconds a Service RPC task may take: below the adapter's handler deadline
+(170 s) and the core's 180-second window, so conversation_required arrives."""
 
 ReplySink = Callable[[str], Awaitable[None]]
 EventSink = Callable[[dict[str, Any]], Awaitable[None]]
@@ -142,6 +146,13 @@ class A2aBridge:
       reply texts out, each sized for one message (``-32603`` otherwise).
     * :meth:`rpc_handler` is the adapter responder's handler: a request
       envelope in, a response envelope out.
+
+    ``rpc_limit`` is the byte limit of a Service RPC response envelope
+    (default 10,000). ``rpc_deadline`` (default 160 s; None for none) is how
+    long a Service RPC task may take before the answer is
+    ``conversation_required``. The bridge keeps its own deadline because the
+    SDK swallows the cancellation of a call whose agent has not answered yet,
+    so an outer deadline (``asyncio.timeout``) cannot end such a call.
     """
 
     def __init__(
@@ -149,7 +160,7 @@ class A2aBridge:
         request_handler: RequestHandler,
         *,
         rpc_limit: int = RPC_JSON_LIMIT,
-        rpc_deadline: float | None = None,
+        rpc_deadline: float | None = DEFAULT_RPC_DEADLINE,
     ) -> None:
         if not isinstance(request_handler, RequestHandler):
             raise TypeError(
