@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simplex_rpc import MAX_RESPONSE, ErrorCode, Request, Response, chat, mcp
 from simplex_rpc.mcp import BindingError
@@ -433,3 +435,41 @@ def test_make_request_keeps_other_meta_first() -> None:
 def test_make_request_refuses_bad_input(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(BindingError, match=match):
         mcp.make_request(**kwargs)
+
+
+# -- properties: whatever the response, the answer fits its transport --------------------
+
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-(2**53), 2**53), st.text(max_size=40))
+json_values = st.recursive(
+    json_leaf,
+    lambda children: st.one_of(
+        st.lists(children, max_size=6), st.dictionaries(st.text(max_size=8), children, max_size=6)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    result=json_values,
+    padding=st.text(alphabet=st.characters(codec="utf-8"), max_size=3000),
+    repeat=st.integers(1, 12),
+    rid=st.one_of(st.integers(-1000, 1000), st.text(max_size=20)),
+)
+def test_answers_always_fit_their_transport(
+    result: Any, padding: str, repeat: int, rid: Any
+) -> None:
+    """A chat reply always fits one message and is the response or -32603 with its id;
+    an RPC envelope is always at most 10,000 bytes or too_large."""
+    response = {"jsonrpc": "2.0", "id": rid, "result": {"value": result, "pad": padding * repeat}}
+    text = mcp.chat_reply(response)
+    assert chat.fits_message(text)
+    reply = json.loads(text)
+    assert reply == response or (reply["id"] == rid and reply["error"]["code"] == -32603)
+    envelope = mcp.rpc_response(response)
+    if envelope.ok:
+        assert len(envelope.to_json()) <= 10_000
+        assert envelope.response == response
+    else:
+        assert envelope.error is not None and envelope.error.code == "too_large"
+        assert len(Response.success(response).to_json()) > 10_000
