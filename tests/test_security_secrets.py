@@ -261,6 +261,10 @@ def _cli_runs(tmp: Path) -> Iterator[tuple[list[str], bytes]]:
                 TEXT[:40] + " " + TEXT[40:]):
         yield ["sign", "--key", bad, "--ad", ad, "--payload", payload], b""
         yield ["seal", "request", "--key", bad, "--ad", ad, "--payload", payload, "--hex"], b""
+    # The adapter's call, refused before or at the (closed) core: no key in its errors.
+    for spec in (TEXT, TEXT[:40], TEXT + "!", f"@{key_file}"):
+        yield ["call", "--core", "ws://127.0.0.1:9", "--sign-key", spec, "--request-key",
+               "simplex:/a#k", "mcp", "{}"], b""
     # A missing AD or payload file while the key is given.
     yield ["sign", "--key", TEXT, "--ad", "@/nonexistent/ad", "--payload", payload], b""
     yield ["sign", "--key", TEXT, "--ad", "zz", "--payload", payload], b""
