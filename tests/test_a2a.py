@@ -130,7 +130,7 @@ def test_service_parameters_are_case_insensitive() -> None:
     assert len(params) == 2
     assert "Authorization" not in params
     assert params.get("authorization") is None
-    assert 5 not in params
+    assert 5 not in params  # type: ignore[comparison-overlap]
     with pytest.raises(KeyError):
         params["Authorization"]
 

@@ -20,7 +20,7 @@ from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import a2a_pb2 as pb
-from google.protobuf import json_format
+from google.protobuf import json_format  # type: ignore[import-untyped]
 
 from simplex_rpc import MAX_RESPONSE, PublicKey, Request, Response, SigningKey, a2a, chat
 from simplex_rpc.a2a import A2aBridge, Caller

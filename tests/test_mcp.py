@@ -362,7 +362,8 @@ def test_rpc_response_at_the_10000_byte_should() -> None:
     assert len(envelope.to_json()) == 10_000
     over = mcp.rpc_response(_response_of_envelope_size(10_001))
     assert over.error is not None
-    assert over.error.code == ErrorCode.TOO_LARGE == "too_large"
+    assert over.error.code == ErrorCode.TOO_LARGE
+    assert over.error.code == "too_large"
     assert "10001 bytes" in (over.error.message or "")
 
 

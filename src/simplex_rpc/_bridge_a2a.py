@@ -197,18 +197,28 @@ class A2aBridge:
         assert isinstance(request, Mapping)
         parameters = a2a.service_parameters(request)
         body_obj = {k: v for k, v in request.items() if k != a2a.SERVICE_PARAMETERS_MEMBER}
-        body = _json.dumps(body_obj)
+        try:
+            body = _json.dumps(body_obj)
+        except (_json.JsonError, TypeError):
+            yield a2a.error(request["id"], INVALID_REQUEST, "Invalid Request: not JSON")
+            return
         http_request = _http_request(body, parameters.headers(), caller)
         response = await self._dispatcher.handle_requests(http_request)
         iterator = getattr(response, "body_iterator", None)
         if iterator is None:
             yield self._checked(_parse_sdk_json(bytes(response.body)), request)
             return
-        async for event in iterator:
-            data = event.get("data") if isinstance(event, Mapping) else None
-            if data is None:  # pragma: no cover - the SDK sends data in every event
-                continue
-            yield self._checked(_parse_sdk_json(data), request)
+        try:
+            async for event in iterator:
+                data = event.get("data") if isinstance(event, Mapping) else None
+                if data is None:  # pragma: no cover - the SDK sends data in every event
+                    continue
+                yield self._checked(_parse_sdk_json(data), request)
+        finally:
+            # A stream left early (a reply that could not be sent) ends the SDK's stream too.
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     @staticmethod
     def _checked(response: dict[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:

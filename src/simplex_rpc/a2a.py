@@ -7,7 +7,9 @@ helpers check a request, decide what Service RPC may serve, size replies, say
 when a stream ends, and keep each caller's contexts and tasks apart.
 
 :class:`A2aBridge` (extra ``simplex-rpc[a2a]``) serves an agent written with
-the official ``a2a-sdk`` behind both transports; it is imported on first use.
+the official ``a2a-sdk`` behind both transports. It and :class:`SimplexCaller`
+are imported on first use, and left out of ``__all__`` so that ``import *``
+works without the SDK.
 
 Error responses follow the A2A JSON-RPC binding as the SDK writes them: code,
 message, and in ``data`` a ``google.rpc.ErrorInfo`` with the A2A reason.
@@ -33,7 +35,8 @@ from ._bridge import (
 from ._envelope import ErrorCode, Response
 
 if TYPE_CHECKING:
-    from ._bridge_a2a import A2aBridge, SimplexCaller
+    from ._bridge_a2a import A2aBridge as A2aBridge
+    from ._bridge_a2a import SimplexCaller as SimplexCaller
 
 __all__ = [
     "BINDING_URI",
@@ -49,12 +52,10 @@ __all__ = [
     "TERMINAL_STATES",
     "VERSION_NOT_SUPPORTED",
     "VERSION_PARAMETER",
-    "A2aBridge",
     "BindingError",
     "Caller",
     "CallerStore",
     "ServiceParameters",
-    "SimplexCaller",
     "agent_card_interface",
     "chat_disposition",
     "chat_reply",

@@ -9,7 +9,8 @@ for either transport and apply ``conversation_required`` to the tools that
 need a conversation.
 
 :class:`McpBridge` (extra ``simplex-rpc[mcp]``) serves a server written with
-the official ``mcp`` SDK behind both transports; it is imported on first use.
+the official ``mcp`` SDK behind both transports. It is imported on first use,
+and left out of ``__all__`` so that ``import *`` works without the SDK.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ._bridge import (
 from ._envelope import ErrorCode, Response
 
 if TYPE_CHECKING:
-    from ._bridge_mcp import McpBridge
+    from ._bridge_mcp import McpBridge as McpBridge
 
 __all__ = [
     "CLIENT_CAPABILITIES_KEY",
@@ -42,7 +43,6 @@ __all__ = [
     "PROTOCOL_VERSION_KEY",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "BindingError",
-    "McpBridge",
     "chat_reply",
     "check_request",
     "check_revisions",
