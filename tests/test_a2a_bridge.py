@@ -495,3 +495,32 @@ def test_default_deadline_is_below_the_adapters() -> None:
         return make_bot().bridge.rpc_deadline
 
     assert run(scenario) == DEFAULT_RPC_DEADLINE
+
+
+def test_a_stream_left_early_ends_cleanly() -> None:
+    """A reply that cannot be sent ends the answer; the bridge keeps serving."""
+    request = a2a.make_request("SendStreamingMessage", {"message": MESSAGE}, id=1)
+
+    async def scenario() -> dict[str, Any]:
+        bot = make_bot()
+
+        async def gone(text: str) -> None:
+            raise OSError("the chat is gone")
+
+        with pytest.raises(OSError, match="gone"):
+            await bot.bridge.chat_handler(request, caller=ALICE, send=gone)
+        return (await chat_call(bot, send_message("quote", rid=2, messageId="m-5")))[1]
+
+    answer = run(scenario)
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_a_request_that_is_not_json_is_invalid() -> None:
+    async def scenario() -> dict[str, Any]:
+        bot = make_bot()
+        request = send_message("quote")
+        request["params"]["metadata"] = {"x": float("nan")}
+        return await bot.bridge.handle(request, caller=ALICE)
+
+    answer = run(scenario)
+    assert answer["error"]["code"] == -32600
