@@ -244,3 +244,22 @@ def test_connecting_to_a_closed_port_is_one_line(capsys: pytest.CaptureFixture[s
         port = s.getsockname()[1]
     assert main(["call", "--core", f"ws://127.0.0.1:{port}", "t", "echo", "1"]) == 2
     assert "cannot connect" in capsys.readouterr().err
+
+
+def test_simulator_subcommand_serves_until_cancelled(capsys: pytest.CaptureFixture[str]) -> None:
+    """simplex-rpc simulator: a CoreSimulator users can test their bots against."""
+    from simplex_rpc.adapter import ChatCore
+
+    async def scenario() -> None:
+        args = build_parser().parse_args(["simulator", "--port", "0", "--response-window", "5"])
+        ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(_cli_adapter.run_simulator(args, on_ready=ready.set_result))
+        url = await ready
+        async with ChatCore.connect(url + "/x") as core:
+            assert await core.start()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    assert "core simulator at ws://127.0.0.1:" in capsys.readouterr().out

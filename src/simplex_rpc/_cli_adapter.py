@@ -198,6 +198,32 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return asyncio.run(run_serve(args))
 
 
+# -- simulator ------------------------------------------------------------------
+
+
+async def run_simulator(
+    args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
+) -> int:
+    """Run a CoreSimulator until cancelled; print its URL."""
+    from .testing import CoreSimulator
+
+    async with CoreSimulator(
+        host=args.host, port=args.port, response_window=args.response_window
+    ) as sim:
+        print(
+            f"core simulator at {sim.url} (one simulated core per path: {sim.url}/NAME)",
+            flush=True,
+        )
+        if on_ready is not None:
+            on_ready(sim.url)
+        await asyncio.Event().wait()
+    return EXIT_OK  # pragma: no cover - runs until interrupted
+
+
+def _cmd_simulator(args: argparse.Namespace) -> int:
+    return asyncio.run(run_simulator(args))
+
+
 # -- registration ---------------------------------------------------------------
 
 
@@ -330,5 +356,33 @@ def register(subparsers: Any) -> None:
     )
     p.set_defaults(handler=_cmd_serve)
 
+    p = subparsers.add_parser(
+        "simulator",
+        help="run a loopback chat core simulator to test bots against",
+        description="Run simplex_rpc.testing.CoreSimulator: a WebSocket server on the local"
+        " host that speaks the chat core's API for Service RPC. Each URL path is one"
+        " simulated core (ws://HOST:PORT/alice, ws://HOST:PORT/bob). Not the chat core:"
+        " no network, no encryption; for tests.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument(
+        "--port", type=int, default=5225, help="port to listen on (default 5225; 0 for any)"
+    )
+    p.add_argument(
+        "--response-window",
+        type=_positive_float,
+        default=180.0,
+        metavar="S",
+        help="seconds a responder has to answer (default 180, as the core)",
+    )
+    p.set_defaults(handler=_cmd_simulator)
 
-__all__ = ["echo_handler", "load_object", "register", "run_call", "run_serve"]
+
+__all__ = [
+    "echo_handler",
+    "load_object",
+    "register",
+    "run_call",
+    "run_serve",
+    "run_simulator",
+]
