@@ -9,13 +9,21 @@ side, answered, and a tampered block and a signature copied into another
 session are both refused with :class:`BadSignature`.
 
 The round trip is computed first (:func:`round_trip`, plain data) and
-rendered second (:func:`render_text` or the ``--json`` summary), so another
-transport can later carry the block between the two sides without changing
-what is shown.
+rendered second (:func:`render_text` or the ``--json`` summary).
+
+Then the same exchange goes through a chat core (:func:`through_core`): a
+:class:`~simplex_rpc.testing.CoreSimulator` started on a free loopback port,
+a responder core serving an MCP server (through ``McpBridge`` when the
+``mcp`` SDK is installed) with the adapter's ``ChatCore.serve``, and a
+requester core sending with ``ChatCore.service_request``: the signed
+``tools/call`` and its response, the same request unsigned, and refused
+ones. Nothing random is printed (no port, link or request id), so the output
+stays the same from run to run.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sys
@@ -29,7 +37,16 @@ from ._keys import PublicKey, SigningKey, session_tag
 from ._padding import PADDED_LENGTH
 from .errors import BadSignature
 
-__all__ = ["DEMO_AD_LABELS", "DemoResult", "demo_ad", "demo_signing_key", "round_trip", "run_demo"]
+__all__ = [
+    "DEMO_AD_LABELS",
+    "CoreResult",
+    "DemoResult",
+    "demo_ad",
+    "demo_signing_key",
+    "round_trip",
+    "run_demo",
+    "through_core",
+]
 
 #: Labels hashed into the demo's fixed seeds. Public on purpose: the demo key
 #: is a published test key, never one to use for anything real.
@@ -350,15 +367,247 @@ def render_text(result: DemoResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+# -- the same exchange through a chat core (the simulator) ---------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class CoreExchange:
+    """One request sent through the simulated chat cores, and what came back."""
+
+    what: str
+    signed: bool
+    request_key: bool
+    signer_seen: str | None
+    handler_called: bool
+    response: dict[str, Any]
+
+    @property
+    def code(self) -> str | None:
+        error = self.response.get("error")
+        return error.get("code") if isinstance(error, dict) else None
+
+
+@dataclass(slots=True, kw_only=True)
+class CoreResult:
+    """The simulator part of the demo: setup answers, exchanges, counters."""
+
+    server: str
+    started: bool
+    address_has_ratchet_keys: bool
+    exchanges: list[CoreExchange]
+    stats: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        """True when each exchange had the outcome the protocol requires."""
+        if len(self.exchanges) != 4 or not (self.started and self.address_has_ratchet_keys):
+            return False
+        signed, unsigned, mismatch, other = self.exchanges
+        return (
+            signed.code is None
+            and signed.signer_seen == demo_signing_key().public_key.encode()
+            and _result_text(signed.response) == "12 anvils are in stock."
+            and unsigned.code is None
+            and unsigned.signer_seen is None
+            and mismatch.code == "bad_request"
+            and mismatch.signer_seen == signed.signer_seen
+            and not mismatch.handler_called
+            and other.code == "unsupported_protocol"
+            and not other.handler_called
+            and self.stats.get("duplicate_responses") == 0
+        )
+
+
+def _result_text(response: dict[str, Any]) -> str | None:
+    try:
+        return str(response["response"]["result"]["content"][0]["text"])
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+def _mcp_handler() -> tuple[str, Any, Any]:
+    """The responder's MCP server: the SDK behind McpBridge, or the protocol text's example."""
+    try:
+        from mcp.server import MCPServer
+
+        from .mcp import McpBridge
+    except ImportError:
+
+        def example(request: Any) -> Response:
+            return Response.success(MCP_TOOLS_CALL_RESULT)
+
+        return "the protocol text's example answer (the mcp SDK is not installed)", example, None
+    stock = {"anvil": 12, "hammer": 40}
+    server = MCPServer("acme", log_level="WARNING")
+
+    @server.tool(description="Items in stock", structured_output=False)
+    def availability(item: str) -> str:
+        return f"{stock.get(item, 0)} {item}s are in stock."
+
+    bridge = McpBridge(server)
+    return "an MCP SDK server with the tool availability, behind McpBridge", None, bridge
+
+
+async def through_core() -> CoreResult:
+    """Run the exchange through a CoreSimulator on a free loopback port."""
+    from .adapter import ChatCore, ServiceRequest
+    from .testing import CoreSimulator
+
+    described, plain_handler, bridge = _mcp_handler()
+    key = demo_signing_key()
+    stranger = SigningKey.from_seed(hashlib.sha256(b"simplex-rpc demo: another key").digest())
+    called: set[str] = set()
+
+    async def handler(request: ServiceRequest) -> Any:
+        called.add(request.request_id)
+        if bridge is not None:
+            return await bridge.rpc_handler(request)
+        return plain_handler(request)
+
+    async with (
+        CoreSimulator(port=0) as sim,
+        ChatCore.connect(sim.url_for("responder")) as responder,
+        ChatCore.connect(sim.url_for("requester")) as requester,
+    ):
+        started = await responder.start(service_requests=True)
+        address = await responder.service_address(1, pq_ratchet=True)
+        await requester.start(service_requests=False)
+        serving = asyncio.create_task(responder.serve(1, handler, protocols=["mcp"]))
+        # What the responder's core reports, as the adapter receives it.
+        events = responder.events()
+        if bridge is not None:
+            await bridge.__aenter__()
+        try:
+            await asyncio.sleep(0)
+            cases = [
+                ("signed, naming its key", key, key.public_key, "mcp"),
+                ("unsigned", None, None, "mcp"),
+                ("signed, naming another key", key, stranger.public_key, "mcp"),
+                ("a protocol the responder does not serve", None, None, "a2a"),
+            ]
+            exchanges = []
+            for what, sign_key, request_key, protocol in cases:
+                request = Request(
+                    protocol=protocol, request=MCP_TOOLS_CALL, request_key=request_key
+                )
+                response = await requester.service_request(
+                    1, address.link, request, timeout=10, sign_key=sign_key
+                )
+                event: dict[str, Any] = {}
+                while event.get("type") != "serviceRequest":
+                    event = await asyncio.wait_for(anext(events), 10)
+                signer = event.get("signerKey")
+                exchanges.append(
+                    CoreExchange(
+                        what=what,
+                        signed=sign_key is not None,
+                        request_key=request_key is not None,
+                        signer_seen=signer if isinstance(signer, str) else None,
+                        handler_called=event.get("requestId") in called,
+                        response=response.to_dict(),
+                    )
+                )
+        finally:
+            events.close()
+            serving.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
+            if bridge is not None:
+                await bridge.__aexit__(None, None, None)
+        stats = {
+            "requests": sim.stats.requests,
+            "delivered": sim.stats.delivered,
+            "responses": sim.stats.responses,
+            "duplicate_responses": sim.stats.duplicate_responses,
+        }
+    return CoreResult(
+        server=described,
+        started=started,
+        address_has_ratchet_keys="&rk=" in address.full_link,
+        exchanges=exchanges,
+        stats=stats,
+    )
+
+
+def core_summary(core: CoreResult) -> dict[str, Any]:
+    """The ``--json`` form of the simulator part."""
+    return {
+        "ok": core.ok,
+        "transport": "CoreSimulator on a free loopback port, two cores, the adapter's ChatCore",
+        "server": core.server,
+        "responder_started_with_service_requests": core.started,
+        "address_has_ratchet_keys": core.address_has_ratchet_keys,
+        "exchanges": [
+            {
+                "what": e.what,
+                "signed": e.signed,
+                "request_key": e.request_key,
+                "signer_key_reported_by_core": e.signer_seen,
+                "handler_called": e.handler_called,
+                "response": e.response,
+            }
+            for e in core.exchanges
+        ],
+        "stats": core.stats,
+    }
+
+
+def render_core(core: CoreResult) -> str:
+    """The human-readable account of the exchange through the simulated chat cores."""
+    lines = [
+        "Through a chat core: the adapter over the CoreSimulator (loopback WebSocket, free port)",
+        "",
+        "8. Responder core: /_start main=on service_requests=on -> "
+        + ("chatStarted" if core.started else "chatRunning"),
+        "   /_address 1 pq_ratchet=on -> a contact address "
+        + ("with ratchet keys" if core.address_has_ratchet_keys else "WITHOUT ratchet keys"),
+        f"   serving mcp with {core.server}",
+        "",
+        "9. Requester core: /_service_request 1 <address> timeout=10 [sign_key=<redacted>] <json>",
+    ]
+    for n, exchange in enumerate(core.exchanges, start=1):
+        signer = exchange.signer_seen or "none"
+        if exchange.code is None:
+            outcome = f"response: {_result_text(exchange.response)}"
+        else:
+            message = exchange.response["error"].get("message", "")
+            outcome = f"error {exchange.code}: {message}"
+        handled = "called" if exchange.handler_called else "not called (refused before it)"
+        lines += [
+            f"   {chr(ord('a') + n - 1)}. {exchange.what}",
+            f"      serviceRequest signerKey  {signer}",
+            f"      handler                   {handled}",
+            f"      {outcome}",
+        ]
+    stats = core.stats
+    lines += [
+        "",
+        f"10. The simulator relayed {stats['delivered']} of {stats['requests']} requests and"
+        f" accepted {stats['responses']} responses, {stats['duplicate_responses']} duplicate",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def run_demo(*, json_output: bool = False, out: TextIO | None = None) -> int:
     """Run the demo, print it (text, or with ``json_output`` a JSON summary).
 
-    Returns 0 when every step behaved as the protocol requires, else 1.
+    The library's round trip (steps 1 to 7), then the same exchange through
+    the simulated chat cores (steps 8 to 10). Returns 0 when every step
+    behaved as the protocol requires, else 1.
     """
     stream = sys.stdout if out is None else out
     result = round_trip()
+    core = asyncio.run(through_core())
+    ok = result.ok and core.ok
     if json_output:
-        stream.write(json.dumps(summary(result), ensure_ascii=False, indent=2) + "\n")
+        document = summary(result) | {"ok": ok, "core": core_summary(core)}
+        stream.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
     else:
-        stream.write(render_text(result))
-    return 0 if result.ok else 1
+        text = render_text(result)
+        closing = "All steps as expected." if result.ok else "SOMETHING WENT WRONG: see above."
+        text = text[: text.rindex(closing)].rstrip("\n") + "\n\n" + render_core(core)
+        stream.write(
+            text
+            + "\n"
+            + ("All steps as expected.\n" if ok else "SOMETHING WENT WRONG: see above.\n")
+        )
+    return 0 if ok else 1

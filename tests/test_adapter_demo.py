@@ -1,0 +1,48 @@
+"""``simplex-rpc demo``, its second part: the exchange through the simulated chat cores."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import sys
+
+import pytest
+
+from simplex_rpc import _demo
+
+
+def test_through_core_has_every_outcome() -> None:
+    """Signed with requestKey: verified signer, MCP answer; unsigned: no signer; requestKey
+    against the signer: bad_request before the handler; an unserved protocol:
+    unsupported_protocol."""
+    core = asyncio.run(_demo.through_core())
+    assert core.ok
+    signed, unsigned, mismatch, other = core.exchanges
+    assert signed.signer_seen == _demo.demo_signing_key().public_key.encode()
+    assert signed.response["response"]["id"] == 1
+    assert unsigned.signer_seen is None and unsigned.handler_called
+    assert mismatch.code == "bad_request" and not mismatch.handler_called
+    assert other.code == "unsupported_protocol"
+    assert core.stats == {"requests": 4, "delivered": 4, "responses": 4, "duplicate_responses": 0}
+
+
+def test_through_core_without_the_mcp_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the mcp extra the responder answers with the protocol text's example."""
+    monkeypatch.setitem(sys.modules, "mcp.server", None)
+    core = asyncio.run(_demo.through_core())
+    assert core.ok and "not installed" in core.server
+
+
+def test_the_demo_prints_both_parts_the_same_each_run() -> None:
+    first, second = io.StringIO(), io.StringIO()
+    assert _demo.run_demo(out=first) == 0
+    assert _demo.run_demo(out=second) == 0
+    text = first.getvalue()
+    assert text == second.getvalue()
+    assert "Through a chat core" in text and "ws://" not in text and "simplex:/" not in text
+    assert text.rstrip().endswith("All steps as expected.")
+    summary = io.StringIO()
+    assert _demo.run_demo(json_output=True, out=summary) == 0
+    document = json.loads(summary.getvalue())
+    assert document["ok"] is True and document["core"]["ok"] is True
