@@ -3,7 +3,8 @@
 #
 #   1. libFuzzer + ASan + UBSan on the C functions of csrc/ (fuzz/fuzz_c.c);
 #   2. atheris on the Python decoders, one run per target (fuzz/fuzz_decoders.py);
-#   3. valgrind memcheck replaying the C seeds and everything the C fuzzer found.
+#   3. valgrind memcheck replaying the C seeds and everything the C fuzzer found;
+#   4. valgrind memcheck on the C backend through its Python tests (VALGRIND_TESTS).
 #
 # Each fuzzer runs FUZZ_SECONDS (default 20). Seeds: fuzz/corpus/<target>/ (from
 # vectors/, see fuzz/make_corpus.py); working corpora and crash inputs go to
@@ -16,6 +17,8 @@ PY=${PY:-.venv/bin/python}
 SECONDS_EACH=${FUZZ_SECONDS:-20}
 TARGETS=${FUZZ_TARGETS:-"c keys frames open envelopes text"}
 OUT=build/fuzz
+# The C backend's tests run under valgrind (their [c] cases only).
+VALGRIND_TESTS=${VALGRIND_TESTS:-"tests/test_padding.py tests/test_frame.py tests/test_seal.py tests/test_hostile_core.py"}
 CFLAGS_FUZZ="-g -O1 -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Icsrc"
 failed=()
 
@@ -104,6 +107,34 @@ if want c; then
     if ! valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=all \
         "$OUT/replay_c" fuzz/corpus/c "$OUT/corpus/c" fuzz/regressions/c; then
         failed+=("valgrind")
+    fi
+fi
+
+# -- 4. valgrind memcheck on the C backend through its Python tests (the [c] cases)
+if want c; then
+    if ! "$PY" -c 'import sys, simplex_rpc as sx; sys.exit("c" not in sx.backends)'; then
+        say "the C backend is not built: skipping its tests under valgrind"
+        failed+=("valgrind-tests")
+    else
+        ids="$OUT/valgrind-tests.txt"
+        # shellcheck disable=SC2086
+        "$PY" -m pytest --collect-only -q -p no:cacheprovider $VALGRIND_TESTS 2>/dev/null \
+            | grep -E '\[c[]-]' >"$ids" || true
+        say "valgrind memcheck over $(wc -l <"$ids") C-backend test cases"
+        # CPython is not memcheck-clean by itself: keep only errors in our C code.
+        PYTHONMALLOC=malloc valgrind -q --leak-check=no --log-file="$OUT/valgrind-tests.log" \
+            "$PY" -m pytest -q -p no:cacheprovider -x $(cat "$ids") >"$OUT/valgrind-pytest.log" 2>&1
+        status=$?
+        tail -1 "$OUT/valgrind-pytest.log" | sed 's/^/    /'
+        if [ $status -ne 0 ]; then
+            tail -20 "$OUT/valgrind-pytest.log"
+            failed+=("valgrind-tests")
+        fi
+        if ! "$PY" fuzz/valgrind_filter.py "$OUT/valgrind-tests.log" >"$OUT/valgrind-ours.txt"
+        then
+            failed+=("valgrind-tests")
+        fi
+        tail -60 "$OUT/valgrind-ours.txt"
     fi
 fi
 
