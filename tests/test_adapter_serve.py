@@ -479,3 +479,34 @@ def test_serve_validates_its_options(kwargs: dict[str, Any]) -> None:
                 await core.serve(1, ok, **kwargs)
 
     run(main)
+
+
+def test_a_response_the_core_cannot_pad_is_replaced_by_too_large() -> None:
+    """The core pads the response, its framing included: when it refuses the size, the
+    requester still gets one answer, too_large."""
+
+    def core_answer(cmd: str) -> dict[str, Any]:
+        if '"response"' in cmd:
+            return {
+                "type": "chatCmdError",
+                "chatError": {
+                    "type": "errorAgent",
+                    "agentError": {"type": "CMD", "cmdErr": {"type": "LARGE"}, "errContext": ""},
+                    "agentConnId": "",
+                },
+            }
+        return {"type": "serviceReplyAccepted", "user": {"userId": 1}, "connectionId": "c"}
+
+    async def main() -> None:
+        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
+            fake.answers["/_service_response"] = core_answer
+            serving = asyncio.create_task(core.serve(1, ok, protocols=["mcp"]))
+            await asyncio.sleep(0)
+            await fake.event(service_request_event("big"))
+            first = await answer_of(fake)
+            second = await answer_of(fake)
+            assert first == ("big", {"response": {"got": {}}})
+            assert second[0] == "big" and second[1]["error"]["code"] == "too_large"
+            serving.cancel()
+
+    run(main)

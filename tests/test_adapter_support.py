@@ -73,7 +73,8 @@ class FakeCore:
         self.connected = asyncio.Event()
         self._ws: Any = None
         self._server: Any = None
-        self.answers: dict[str, dict[str, Any]] = {}
+        # A command name's answer: an object, or a function of the command text.
+        self.answers: dict[str, Any] = {}
         self.silent: set[str] = set()
 
     async def __aenter__(self) -> FakeCore:
@@ -91,10 +92,11 @@ class FakeCore:
         port = self._server.sockets[0].getsockname()[1]
         return f"ws://127.0.0.1:{port}"
 
-    def answer(self, cmd: str) -> dict[str, Any]:
+    def answer(self, cmd: str) -> Any:
         name = cmd.split(" ", 1)[0]
         if name in self.answers:
-            return self.answers[name]
+            answer = self.answers[name]
+            return answer(cmd) if callable(answer) else answer
         if name == "/_service_response":
             return {"type": "serviceReplyAccepted", "user": {"userId": 1}, "connectionId": "c"}
         return {"type": "cmdOk"}

@@ -1217,7 +1217,7 @@ class _Responder:
         log.debug(
             "request %s: protocol %s, signer %s",
             rid,
-            protocol,
+            show(protocol, 40),
             signer.encode() if signer else "none",
         )
         service_request = ServiceRequest(
@@ -1271,16 +1271,33 @@ class _Responder:
                 f"the response exceeds the size limit of {self.max_response_bytes} bytes",
             )
             payload = response.to_json()
-        cmd = f"/_service_response {self.user_id} {request_id} {payload.decode('utf-8')}"
-        outcome = "response" if response.error is None else f"error {response.error.code}"
         try:
-            await self.core.command(cmd)
+            await self._command(request_id, payload)
         except ChatCoreClosed:
             raise
         except ChatCoreError as exc:
-            log.warning("request %s: the core refused the answer: %s", rid, exc)
-            return
+            # The core's padded block is the final word on size: an answer it
+            # cannot pad is replaced by too_large, once.
+            if response.error is None and exc.type_path.endswith("/LARGE"):
+                log.warning("request %s: the core found the response too large", rid)
+                response = _failure(ErrorCode.TOO_LARGE, "the response exceeds the size limit")
+                try:
+                    await self._command(request_id, response.to_json())
+                except ChatCoreClosed:
+                    raise
+                except ChatCoreError as again:
+                    log.warning("request %s: the core refused the answer: %s", rid, again)
+                    return
+            else:
+                log.warning("request %s: the core refused the answer: %s", rid, exc)
+                return
+        outcome = "response" if response.error is None else f"error {response.error.code}"
         log.info("request %s (%s): answered with %s", rid, show(protocol, 40), show(outcome, 60))
+
+    async def _command(self, request_id: str, payload: bytes) -> None:
+        await self.core.command(
+            f"/_service_response {self.user_id} {request_id} {payload.decode('utf-8')}"
+        )
 
 
 def _failure(code: ErrorCode, message: str) -> Response:
