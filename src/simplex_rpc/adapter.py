@@ -436,18 +436,18 @@ class _WebSocketTransport:
     async def _read(self, core: ChatCore) -> None:
         from websockets.exceptions import ConnectionClosed
 
-        reason = "the connection closed"
+        reason = "closed"
         try:
             async for message in self._ws:
                 core._receive(message)
         except ConnectionClosed as exc:
-            reason = f"the connection closed (code {exc.rcvd.code if exc.rcvd else 1006})"
+            reason = f"closed (code {exc.rcvd.code if exc.rcvd else 1006})"
         except Exception as exc:  # pragma: no cover - defensive: keep failing pending commands
-            reason = f"reading failed ({type(exc).__name__})"
+            reason = f"lost: reading failed ({type(exc).__name__})"
         else:
             code = getattr(self._ws, "close_code", None)
             if code is not None:
-                reason = f"the connection closed (code {code})"
+                reason = f"closed (code {code})"
         core._lost(reason)
 
     async def send(self, core: ChatCore, corr_id: str, cmd: str) -> None:
@@ -516,7 +516,7 @@ class _NativeTransport:
             try:
                 text = self._handle.chat_recv_msg_wait(self._poll_us)
             except Exception as exc:
-                self._post(core._lost, f"chat_recv_msg_wait failed ({type(exc).__name__})")
+                self._post(core._lost, f"lost: chat_recv_msg_wait failed ({type(exc).__name__})")
                 return
             if text:
                 self._post(core._receive_native_event, text)
