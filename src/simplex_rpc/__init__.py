@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from . import _backend
 from ._backend import backend, backends
+from ._batch import BlockFailure, OpenedRequests
 from ._envelope import (
     UNSET,
     ErrorCode,
@@ -45,6 +46,8 @@ seal_request = _backend.active.seal_request
 open_request = _backend.active.open_request
 seal_response = _backend.active.seal_response
 open_response = _backend.active.open_response
+seal_requests = _backend.active.seal_requests
+open_requests = _backend.active.open_requests
 
 __all__ = [
     "MAX_RESPONSE",
@@ -54,6 +57,7 @@ __all__ = [
     "SIGNING_DOMAIN",
     "UNSET",
     "BadSignature",
+    "BlockFailure",
     "EnvelopeError",
     "ErrorCode",
     "ErrorInfo",
@@ -61,6 +65,7 @@ __all__ = [
     "FrameError",
     "KeyFormatError",
     "OpenedRequest",
+    "OpenedRequests",
     "PaddingError",
     "PayloadTooLarge",
     "PublicKey",
@@ -74,10 +79,12 @@ __all__ = [
     "decode_frame",
     "encode_frame",
     "open_request",
+    "open_requests",
     "open_response",
     "pad",
     "pad_many",
     "seal_request",
+    "seal_requests",
     "seal_response",
     "session_tag",
     "unpad",

@@ -1,0 +1,546 @@
+"""The C backend: thin wrappers over ``csrc/`` (wire.md sections 4 to 6).
+
+Each function here has the signature, results and errors of its twin in the
+pure backend (``_padding``, ``_frame``, ``_seal``, ``_batch``). C never
+raises: it returns a length or a negative status, and :func:`_error` maps the
+status to the same exception class with the same message as the pure backend,
+reusing the pure module's checks (``check_pad``, ``check_request_size``, the
+``Frame`` validation, ``PublicKey._verify_tagged``) wherever they build the
+message. The fast path passes ``err=NULL``; only a failure calls C again to
+fill an ``srpc_error`` with the details.
+
+Buffers: every input may be bytes, bytearray or memoryview. Bytes go to C as
+they are; other buffers through ``ffi.from_buffer`` (a non-contiguous view is
+copied once), released before any exception leaves the wrapper so that an
+error kept in a reference cycle never pins the caller's buffer. Outputs are
+written by C into memory allocated once per call (or into the caller's ``out``).
+Signing and verification stay in PyNaCl's libsodium, called on buffers that C
+laid out, so the tagged message is never concatenated in Python.
+
+Importing this module fails when the extension was not built; ``_backend``
+records that error as ``c_unavailable_reason``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import nacl.bindings  # initialises libsodium before any of its functions is called
+import nacl.exceptions
+
+from ._batch import out_too_small, writable_view
+from ._frame import Buffer, Frame, Kind
+from ._keys import SIGNATURE_LENGTH, SPKI_PREFIX, PublicKey, SigningKey, session_tag
+from ._padding import PADDED_LENGTH, check_pad
+from ._seal import OpenedRequest, check_request_size, check_response_size
+from ._simplex_rpc_c import ffi, lib
+from .errors import BadSignature, FrameError, PaddingError, SimplexRpcError
+
+try:  # PyNaCl's own cffi module: libsodium without the copies of nacl.bindings
+    from nacl._sodium import lib as _sodium
+except ImportError:  # pragma: no cover - every PyNaCl release so far has it
+    _sodium = None
+
+__all__ = [
+    "BackendMismatch",
+    "decode_frame",
+    "encode_frame",
+    "memcpy",
+    "open_request",
+    "open_response",
+    "pad",
+    "pad_many",
+    "seal_request",
+    "seal_response",
+    "unpad",
+    "unpad_many",
+]
+
+_NULL: Final = ffi.NULL
+SIZE_MAX: Final[int] = int(ffi.cast("size_t", -1))
+_alloc = ffi.new_allocator(should_clear_after_alloc=False)
+_KEY_RAW_AT: Final = len(SPKI_PREFIX)  # 12: the raw key inside the 44-byte DER
+_SM_HEAD: Final = SIGNATURE_LENGTH + 32  # sig || tag, before the payload
+_SM_MAX: Final = _SM_HEAD + PADDED_LENGTH
+_LEN: Final = PADDED_LENGTH
+_REQUEST: Final[int] = lib.SRPC_REQUEST
+_RESPONSE: Final[int] = lib.SRPC_RESPONSE
+_KIND_CODE: Final = {"request": _REQUEST, "response": _RESPONSE}
+
+
+class BackendMismatch(AssertionError):
+    """C and the pure checks disagree: a bug in simplex-rpc, never bad input."""
+
+
+# -- buffers ------------------------------------------------------------------------
+
+
+def _cbuffer(obj: object, what: str) -> Any:
+    """A C view of a bytes-like object; release it with :func:`_release`."""
+    if type(obj) is bytes:
+        return obj
+    try:
+        return ffi.from_buffer(obj)
+    except TypeError:
+        raise TypeError(f"{what}: expected a bytes-like object, got {type(obj).__name__}") from None
+    except BufferError:  # a non-contiguous view: one copy
+        return ffi.from_buffer(memoryview(obj).tobytes())  # type: ignore[arg-type]
+
+
+def _release(src: Any, obj: object) -> None:
+    """Give back the buffer ``_cbuffer`` took from ``obj`` (nothing for bytes)."""
+    if src is not obj:
+        ffi.release(src)
+
+
+def _slice(obj: Any, src: Any, start: int, stop: int) -> bytes:
+    """``bytes`` of bytes ``start:stop`` of the buffer, one copy."""
+    if src is obj:
+        return obj[start:stop]  # type: ignore[no-any-return]
+    return ffi.buffer(src)[start:stop]  # type: ignore[no-any-return]
+
+
+def _size_arg(length: int) -> int:
+    """``length`` as C's size_t; out-of-range values become one C can never match."""
+    if 0 <= length <= SIZE_MAX:
+        return length
+    return SIZE_MAX if length > 0 else 0
+
+
+# -- errors -------------------------------------------------------------------------
+
+
+def _explain(function: Callable[..., int], *args: Any) -> Any:
+    """Call ``function(*args, err)`` again to get the details of its failure."""
+    err = ffi.new("srpc_error *")
+    function(*args, err)
+    return err
+
+
+def _pad_error(size: int, length: int) -> PaddingError:
+    """The pure backend's error for padding ``size`` bytes into ``length``."""
+    try:
+        check_pad(size, length)
+    except PaddingError as exc:
+        return exc
+    raise BackendMismatch(f"C refused to pad {size} bytes into {length}; the pure check passed")
+
+
+def _error(err: Any, *, length: object = None) -> SimplexRpcError:
+    """The exception of a C status, worded as the pure backend words it.
+
+    ``length`` is the block length the caller gave (C's may be clamped).
+    """
+    s = err.status
+    v = err.value
+    e = lib
+    if s in (e.SRPC_E_PAD_BLOCK_LENGTH, e.SRPC_E_PAD_MESSAGE_MAX, e.SRPC_E_PAD_MESSAGE_FIT):
+        return _pad_error(v, err.bound if length is None else length)  # type: ignore[arg-type]
+    if s == e.SRPC_E_UNPAD_BLOCK_SIZE:
+        return PaddingError(f"unpad: block of {v} bytes where exactly {length} are required")
+    if s == e.SRPC_E_UNPAD_SHORT:
+        return PaddingError(f"unpad: block of {v} bytes is shorter than its 2-byte length")
+    if s == e.SRPC_E_UNPAD_LENGTH_FIELD:
+        return PaddingError(
+            f"unpad: length field {v} at offset 0 exceeds the {err.bound} bytes that follow"
+        )
+    if s == e.SRPC_E_UNPAD_FILL:
+        return PaddingError(f"unpad: fill byte at offset {err.offset} is not '#'")
+    if s == e.SRPC_E_BATCH_BLOCK_LENGTH:
+        return PaddingError(f"unpad_many: block length {length} is less than 2")
+    if s == e.SRPC_E_BATCH_SHAPE:
+        return PaddingError(
+            f"unpad_many: buffer of {v} bytes is not a whole number of {length}-byte blocks"
+        )
+    if s == e.SRPC_E_FRAME_NO_VERSION:
+        return FrameError(f"frame: ends at offset {v}, inside its 2-byte version")
+    if s == e.SRPC_E_FRAME_VERSION:
+        return FrameError(f"frame: unknown version {v} at offset 0")
+    if s == e.SRPC_E_FRAME_NO_TAG:
+        return FrameError("frame: ends before its tag at offset 2")
+    if s == e.SRPC_E_FRAME_TAG:
+        return FrameError(f"frame: unknown tag 0x{v:02x} at offset 2")
+    if s == e.SRPC_E_FRAME_NO_SIGNER:
+        return FrameError("frame: request ends before its signer byte at offset 3")
+    if s == e.SRPC_E_FRAME_SIGNER:
+        return FrameError(f"frame: signer byte 0x{v:02x} at offset 3 is not '0' or '1'")
+    if s == e.SRPC_E_FRAME_NO_KEY_LENGTH:
+        return FrameError("frame: signed request ends before its key length at offset 4")
+    if s == e.SRPC_E_FRAME_KEY_LENGTH:
+        return FrameError(f"frame: key length {v} at offset 4 is not {err.bound}")
+    if s == e.SRPC_E_FRAME_KEY_PREFIX:
+        return FrameError(f"frame: key at offset 5 is not Ed25519 SPKI DER (byte {err.offset})")
+    if s == e.SRPC_E_FRAME_IN_KEY:
+        return FrameError(
+            f"frame: signed request ends at offset {v}, inside its key"
+            f" (offsets 5 to {err.bound - 1})"
+        )
+    if s == e.SRPC_E_FRAME_NO_SIG_LENGTH:
+        return FrameError(
+            f"frame: signed request ends before its signature length at offset {err.offset}"
+        )
+    if s == e.SRPC_E_FRAME_SIG_LENGTH:
+        return FrameError(f"frame: signature length {v} at offset {err.offset} is not {err.bound}")
+    if s == e.SRPC_E_FRAME_IN_SIG:
+        return FrameError(
+            f"frame: signed request ends at offset {v}, inside its signature"
+            f" (offsets 50 to {err.bound - 1})"
+        )
+    if s == e.SRPC_E_FRAME_NOT_REQUEST:
+        return FrameError("frame: a response where a request was expected (offset 2)")
+    if s == e.SRPC_E_FRAME_NOT_RESPONSE:
+        return FrameError("frame: a request where a response was expected (offset 2)")
+    raise BackendMismatch(f"C status {s} (srpc_error value={v} bound={err.bound})")
+
+
+# -- padding (wire.md section 5) ----------------------------------------------------
+
+
+def pad(message: Buffer, length: int = PADDED_LENGTH) -> bytes:
+    """Pad ``message`` to a block of exactly ``length`` bytes."""
+    src = message if type(message) is bytes else _cbuffer(message, "message")
+    try:
+        size = len(src)
+        if not 0 <= length <= SIZE_MAX:
+            check_pad(size, length)
+            raise OverflowError(f"pad: block length {length} is too large")
+        out = _alloc("unsigned char[]", length)
+        if lib.srpc_pad(src, size, length, out, length, _NULL) < 0:
+            raise _pad_error(size, length)
+        return ffi.buffer(out)[:]  # type: ignore[no-any-return]
+    except BaseException:
+        _release(src, message)
+        raise
+
+
+def unpad(block: Buffer, *, length: int | None = None, strict: bool = False) -> bytes:
+    """Return the message inside ``block``.
+
+    ``length`` requires the block to be exactly that many bytes; ``strict``
+    requires every fill byte to be ``#``.
+    """
+    src = block if type(block) is bytes else _cbuffer(block, "block")
+    try:
+        if length is None:
+            args = (src, len(src), 0, 0, strict)
+        else:
+            args = (src, len(src), 1, _size_arg(length), strict)
+        n: int = lib.srpc_unpad(*args, _NULL)
+        if n < 0:
+            raise _error(_explain(lib.srpc_unpad, *args), length=length)
+        return _slice(block, src, 2, 2 + n)
+    except BaseException:
+        _release(src, block)
+        raise
+
+
+def _gather(messages: Iterable[Buffer]) -> tuple[bytes, list[int]]:
+    """The messages back to back (one copy) and their byte lengths."""
+    items = messages if isinstance(messages, (list, tuple)) else list(messages)
+    lens = list(map(len, items))
+    joined = b"".join(items)
+    if len(joined) != sum(lens):  # a memoryview of wide items: len() counts items
+        lens = [memoryview(m).nbytes for m in items]
+    return joined, lens
+
+
+def _pad_many_unsized(lens: list[int], length: int) -> None:
+    """``pad_many`` for a block length C cannot take: the pure checks, or OverflowError."""
+    for index, size in enumerate(lens):
+        try:
+            check_pad(size, length)
+        except PaddingError as exc:
+            raise PaddingError(f"message {index}: {exc}") from None
+    raise OverflowError(f"pad_many: {len(lens)} blocks of {length} bytes are too large")
+
+
+def pad_many(
+    messages: Iterable[Buffer], length: int = PADDED_LENGTH, *, out: Any = None
+) -> bytes | memoryview:
+    """Pad each message to ``length`` bytes; return the blocks back to back.
+
+    With ``out`` (a writable buffer), C writes the blocks at its start and a
+    memoryview of them is returned: nothing else is allocated for the output.
+    The first bad message raises :class:`PaddingError` naming its index.
+    """
+    dst = None if out is None else writable_view(out)
+    joined, lens = _gather(messages)
+    count = len(lens)
+    if count and not 0 <= length <= SIZE_MAX // count:
+        _pad_many_unsized(lens, length)
+    total = count * length if count else 0
+    if dst is None:
+        c_out = _alloc("unsigned char[]", total)
+        room = total
+    else:
+        c_out = ffi.from_buffer(dst)
+        room = len(dst)
+    try:
+        c_lens = ffi.new("size_t[]", lens)
+        args = (joined, len(joined), c_lens, count, _size_arg(length), c_out, min(room, total))
+        if lib.srpc_pad_many(*args, _NULL) < 0:
+            err = _explain(lib.srpc_pad_many, *args)
+            if err.status == lib.SRPC_E_ARGUMENT and room < total:
+                raise out_too_small(room, count, length)
+            raise PaddingError(f"message {err.index}: {_error(err, length=length)}")
+    except BaseException:
+        if dst is not None:
+            ffi.release(c_out)
+        raise
+    if dst is None:
+        return ffi.buffer(c_out)[:]  # type: ignore[no-any-return]
+    return dst[:total]
+
+
+def unpad_many(
+    buffer: Buffer,
+    length: int = PADDED_LENGTH,
+    *,
+    strict: bool = False,
+    views: bool = False,
+) -> list[bytes] | list[memoryview]:
+    """Split ``buffer`` into blocks of ``length`` bytes and unpad each one.
+
+    The first bad block raises :class:`PaddingError` naming its index. With
+    ``views``, the payloads are memoryviews into ``buffer`` (no copy).
+    """
+    src = buffer if type(buffer) is bytes else _cbuffer(buffer, "buffer")
+    try:
+        size = len(src)
+        c_length = _size_arg(length)
+        count = size // c_length if c_length >= 2 else 0
+        lens = ffi.new("size_t[]", count)
+        args = (src, size, c_length, strict, lens, count)
+        if lib.srpc_unpad_many(*args, _NULL) < 0:
+            err = _explain(lib.srpc_unpad_many, *args)
+            exc = _error(err, length=length)
+            if err.status in (lib.SRPC_E_BATCH_BLOCK_LENGTH, lib.SRPC_E_BATCH_SHAPE):
+                raise exc
+            raise PaddingError(f"block {err.index}: {exc}") from None
+    except BaseException:
+        _release(src, buffer)
+        raise
+    sizes = ffi.unpack(lens, count)
+    data: Any = src if src is buffer else ffi.buffer(src)
+    if views:
+        data = memoryview(data)
+    return [data[i * length + 2 : i * length + 2 + n] for i, n in enumerate(sizes)]
+
+
+# -- frames (wire.md section 4) -------------------------------------------------------
+
+
+def encode_frame(
+    kind: Kind,
+    payload: Buffer,
+    *,
+    key: PublicKey | None = None,
+    signature: bytes | None = None,
+) -> bytes:
+    """Encode a frame. A signed request takes both ``key`` and ``signature``."""
+    Frame(kind=kind, payload=b"", key=key, signature=signature)  # the pure checks
+    src = payload if type(payload) is bytes else _cbuffer(payload, "payload")
+    try:
+        size = len(src)
+        signed = key is not None
+        code = _KIND_CODE[kind]
+        head = lib.srpc_frame_head_length(code, signed)
+        total = head + size
+        out = _alloc("unsigned char[]", total)
+        if key is not None:
+            sig = bytes(signature)  # type: ignore[arg-type]
+            status = lib.srpc_frame_encode(code, 1, key.der, sig, src, size, out, total, _NULL)
+        else:
+            status = lib.srpc_frame_encode(code, 0, _NULL, _NULL, src, size, out, total, _NULL)
+        if status < 0:
+            raise BackendMismatch(f"srpc_frame_encode refused a checked frame (status {status})")
+        return ffi.buffer(out)[:]  # type: ignore[no-any-return]
+    except BaseException:
+        _release(src, payload)
+        raise
+
+
+def decode_frame(frame: Buffer) -> Frame:
+    """Decode a frame strictly; an error names the offset of the first bad byte."""
+    src = frame if type(frame) is bytes else _cbuffer(frame, "frame")
+    try:
+        size = len(src)
+        info = ffi.new("srpc_frame *")
+        if lib.srpc_frame_decode(src, size, info, _NULL) < 0:
+            raise _error(_explain(lib.srpc_frame_decode, src, size, info))
+        payload = _slice(frame, src, info.payload_offset, size)
+        if info.kind == _RESPONSE:
+            return Frame(kind="response", payload=payload)
+        if not info.is_signed:
+            return Frame(kind="request", payload=payload)
+        key_at = info.key_offset + _KEY_RAW_AT
+        sig_at = info.sig_offset
+        return Frame(
+            kind="request",
+            payload=payload,
+            key=PublicKey(_slice(frame, src, key_at, key_at + 32)),
+            signature=_slice(frame, src, sig_at, sig_at + SIGNATURE_LENGTH),
+        )
+    except BaseException:
+        _release(src, frame)
+        raise
+
+
+# -- sealing and opening ---------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_tag(ad: bytes) -> bytes:
+    return session_tag(ad)
+
+
+def _tag(ad: bytes) -> bytes:
+    """``session_tag(ad)``, memoized for ``bytes`` ADs: a session seals many requests.
+
+    Errors are never cached: a bad AD raises each time, as ``session_tag`` does.
+    """
+    if type(ad) is bytes:
+        return _cached_tag(ad)
+    return session_tag(ad)
+
+
+def _check_signing_key(signing_key: object) -> None:
+    if signing_key is not None and not isinstance(signing_key, SigningKey):
+        raise TypeError(f"signing_key: expected SigningKey, got {type(signing_key).__name__}")
+
+
+def _sign(sm: Any, tagged_length: int, signing_key: SigningKey) -> None:
+    """Sign the tagged message at ``sm + 64`` into ``sm[0:64]`` (libsodium's combined form)."""
+    sk = signing_key._sk
+    if _sodium is not None:
+        if _sodium.crypto_sign(sm, _NULL, sm + 64, tagged_length, sk) != 0:
+            raise SimplexRpcError("signature: libsodium could not sign the request")
+        return
+    signed = nacl.bindings.crypto_sign(  # pragma: no cover - PyNaCl without _sodium
+        ffi.buffer(sm + 64, tagged_length)[:], sk
+    )
+    ffi.memmove(sm, signed, SIGNATURE_LENGTH)  # pragma: no cover
+
+
+def _verified(sm: Any, sm_length: int, raw_key: bytes) -> bool:
+    """Whether ``sm`` (sig || tagged message) verifies under ``raw_key`` (libsodium, strict)."""
+    if _sodium is not None:
+        return bool(_sodium.crypto_sign_open(_NULL, _NULL, sm, sm_length, raw_key) == 0)
+    try:  # pragma: no cover - PyNaCl without _sodium
+        nacl.bindings.crypto_sign_open(ffi.buffer(sm, sm_length)[:], raw_key)
+    except nacl.exceptions.BadSignatureError:  # pragma: no cover
+        return False
+    return True  # pragma: no cover
+
+
+def seal_request(payload: Buffer, ad: bytes, signing_key: SigningKey | None = None) -> bytes:
+    """Frame, optionally sign (bound to ``ad``), and pad a request payload."""
+    _check_signing_key(signing_key)
+    src = payload if type(payload) is bytes else _cbuffer(payload, "payload")
+    try:
+        size = len(src)
+        check_request_size(size, signing_key is not None)
+        tag = _tag(ad)  # validates the AD even for an unsigned request
+        block = _alloc("unsigned char[]", PADDED_LENGTH)
+        if signing_key is None:
+            status = lib.srpc_seal(_REQUEST, 0, _NULL, _NULL, src, size, block, _LEN, _NULL)
+        else:
+            sm_length = _SM_HEAD + size
+            sm = _alloc("unsigned char[]", sm_length)
+            lib.srpc_tagged(tag, src, size, sm, sm_length)
+            _sign(sm, 32 + size, signing_key)
+            der = signing_key.public_key.der
+            status = lib.srpc_seal(
+                _REQUEST, 1, der, sm, sm + _SM_HEAD, size, block, PADDED_LENGTH, _NULL
+            )
+        if status < 0:
+            raise BackendMismatch(f"srpc_seal refused a checked request (status {status})")
+        return ffi.buffer(block)[:]  # type: ignore[no-any-return]
+    except BaseException:
+        _release(src, payload)
+        raise
+
+
+def _bad_signature(raw_key: bytes, tag: bytes, payload: bytes, signature: bytes) -> BadSignature:
+    """The pure backend's error for a signature that does not verify."""
+    try:
+        PublicKey(raw_key)._verify_tagged(tag, payload, signature)
+    except BadSignature as exc:
+        return exc
+    raise BackendMismatch("libsodium refused a signature that PyNaCl accepts")
+
+
+def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedRequest:
+    """Unpad and decode a request block; verify its signature if it is signed.
+
+    Raises :class:`BadSignature` for a signed block that does not verify under
+    ``ad``; ``strict`` requires every fill byte to be ``#``.
+    """
+    tag = _tag(ad)
+    src = block if type(block) is bytes else _cbuffer(block, "block")
+    try:
+        size = len(src)
+        info = ffi.new("srpc_frame *")
+        sm = _alloc("unsigned char[]", _SM_MAX)
+        args = (src, size, PADDED_LENGTH, strict, _REQUEST, tag, sm, _SM_MAX, info)
+        if lib.srpc_open(*args, _NULL) < 0:
+            raise _error(_explain(lib.srpc_open, *args), length=PADDED_LENGTH)
+        at = info.payload_offset
+        n = info.payload_length
+        if not info.is_signed:
+            return OpenedRequest(payload=_slice(block, src, at, at + n), signer=None)
+        key_at = info.key_offset + _KEY_RAW_AT
+        raw = _slice(block, src, key_at, key_at + 32)
+    except BaseException:
+        _release(src, block)
+        raise
+    payload: bytes = ffi.buffer(sm)[_SM_HEAD : _SM_HEAD + n]
+    if not _verified(sm, _SM_HEAD + n, raw):
+        _release(src, block)
+        raise _bad_signature(raw, tag, payload, ffi.buffer(sm)[:SIGNATURE_LENGTH])
+    return OpenedRequest(payload=payload, signer=PublicKey(raw))
+
+
+def seal_response(payload: Buffer) -> bytes:
+    """Frame and pad a response payload."""
+    src = payload if type(payload) is bytes else _cbuffer(payload, "payload")
+    try:
+        size = len(src)
+        check_response_size(size)
+        block = _alloc("unsigned char[]", PADDED_LENGTH)
+        status = lib.srpc_seal(_RESPONSE, 0, _NULL, _NULL, src, size, block, _LEN, _NULL)
+        if status < 0:
+            raise BackendMismatch(f"srpc_seal refused a checked response (status {status})")
+        return ffi.buffer(block)[:]  # type: ignore[no-any-return]
+    except BaseException:
+        _release(src, payload)
+        raise
+
+
+def open_response(block: Buffer, *, strict: bool = False) -> bytes:
+    """Unpad and decode a response block; return its payload."""
+    src = block if type(block) is bytes else _cbuffer(block, "block")
+    try:
+        size = len(src)
+        info = ffi.new("srpc_frame *")
+        args = (src, size, PADDED_LENGTH, strict, _RESPONSE, _NULL, _NULL, 0, info)
+        if lib.srpc_open(*args, _NULL) < 0:
+            raise _error(_explain(lib.srpc_open, *args), length=PADDED_LENGTH)
+        at = info.payload_offset
+        return _slice(block, src, at, at + info.payload_length)
+    except BaseException:
+        _release(src, block)
+        raise
+
+
+def memcpy(dst: Any, src: Buffer) -> None:
+    """Copy all of ``src`` to the start of the writable buffer ``dst``, in C (one memcpy).
+
+    The floor of the benchmarks: moving the same bytes without looking at them.
+    """
+    c_dst = ffi.from_buffer(dst, require_writable=True)
+    c_src = _cbuffer(src, "src")
+    if lib.srpc_copy(c_dst, len(c_dst), c_src, len(c_src)) < 0:
+        raise ValueError(f"memcpy: {len(c_src)} bytes do not fit {len(c_dst)}")
