@@ -3,6 +3,8 @@
 ``backend`` runs a test on every backend (the cbor2 ``impl`` pattern). When the
 C backend did not load, its cases are skipped with the real reason, unless
 ``SIMPLEX_RPC_BUILD_C=1`` says it must be there, which makes them fail.
+``c_backend`` is the C backend alone, under the same rule, for tests that
+compare the two backends in one process.
 """
 
 from __future__ import annotations
@@ -15,15 +17,24 @@ import simplex_rpc as sx
 from simplex_rpc import _backend
 
 
-@pytest.fixture(params=["python", "c"])
-def backend(request: pytest.FixtureRequest) -> _backend.Backend:
-    name = request.param
+def _require(name: str) -> _backend.Backend:
+    """The backend ``name``; skip (or fail, under SIMPLEX_RPC_BUILD_C=1) when it is missing."""
     if name not in sx.backends:
         reason = f"C backend unavailable: {_backend.c_unavailable_reason}"
         if os.environ.get("SIMPLEX_RPC_BUILD_C") == "1" and not _backend.FORCE_PURE:
             pytest.fail(reason + " (SIMPLEX_RPC_BUILD_C=1 requires it)")
         pytest.skip(reason)
     return sx.backends[name]
+
+
+@pytest.fixture(params=["python", "c"])
+def backend(request: pytest.FixtureRequest) -> _backend.Backend:
+    return _require(request.param)
+
+
+@pytest.fixture
+def c_backend() -> _backend.Backend:
+    return _require("c")
 
 
 @pytest.fixture(scope="session")

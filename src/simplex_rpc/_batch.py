@@ -373,7 +373,8 @@ def open_requests_with(
             try:
                 results[i] = open_request(items[i], ads[i], strict=strict)
             except SimplexRpcError as exc:
-                results[i] = BlockFailure(i, exc)
+                # Without its traceback, a kept error pins no frame (nor its buffers).
+                results[i] = BlockFailure(i, exc.with_traceback(None))
 
     _run_striped(count, _workers(workers, count), work)
     return OpenedRequests(results)

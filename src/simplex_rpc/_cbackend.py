@@ -77,16 +77,23 @@ class BackendMismatch(AssertionError):
 # -- buffers ------------------------------------------------------------------------
 
 
-def _cbuffer(obj: object, what: str) -> Any:
-    """A C view of a bytes-like object; release it with :func:`_release`."""
+def _cbuffer(obj: object, strided: bool = False) -> Any:
+    """A C view of a bytes-like object; release it with :func:`_release`.
+
+    As in the pure backend, anything but a buffer raises memoryview's
+    TypeError, and a non-contiguous view is copied when ``strided`` (the
+    encoders, which take ``bytes(view)``) and refused with the TypeError of
+    ``memoryview.cast`` otherwise (the decoders).
+    """
     if type(obj) is bytes:
         return obj
     try:
         return ffi.from_buffer(obj)
-    except TypeError:
-        raise TypeError(f"{what}: expected a bytes-like object, got {type(obj).__name__}") from None
-    except BufferError:  # a non-contiguous view: one copy
-        return ffi.from_buffer(memoryview(obj).tobytes())  # type: ignore[arg-type]
+    except (TypeError, BufferError):
+        view = memoryview(obj)  # type: ignore[arg-type]
+        if not strided:
+            view.cast("B")
+        return ffi.from_buffer(view.tobytes())
 
 
 def _release(src: Any, obj: object) -> None:
@@ -200,7 +207,7 @@ def _error(err: Any, *, length: object = None) -> SimplexRpcError:
 
 def pad(message: Buffer, length: int = PADDED_LENGTH) -> bytes:
     """Pad ``message`` to a block of exactly ``length`` bytes."""
-    src = message if type(message) is bytes else _cbuffer(message, "message")
+    src = message if type(message) is bytes else _cbuffer(message, True)
     try:
         size = len(src)
         if not 0 <= length <= SIZE_MAX:
@@ -221,7 +228,7 @@ def unpad(block: Buffer, *, length: int | None = None, strict: bool = False) -> 
     ``length`` requires the block to be exactly that many bytes; ``strict``
     requires every fill byte to be ``#``.
     """
-    src = block if type(block) is bytes else _cbuffer(block, "block")
+    src = block if type(block) is bytes else _cbuffer(block)
     try:
         if length is None:
             args = (src, len(src), 0, 0, strict)
@@ -236,24 +243,46 @@ def unpad(block: Buffer, *, length: int | None = None, strict: bool = False) -> 
         raise
 
 
-def _gather(messages: Iterable[Buffer]) -> tuple[bytes, list[int]]:
+def _gather(messages: Iterable[Buffer], length: int) -> tuple[bytes, list[int]]:
     """The messages back to back (one copy) and their byte lengths."""
     items = messages if isinstance(messages, (list, tuple)) else list(messages)
+    try:
+        joined = b"".join(items)
+    except TypeError:  # a non-contiguous view, or not a buffer at all
+        items = _contiguous(items, length)
+        joined = b"".join(items)
     lens = list(map(len, items))
-    joined = b"".join(items)
     if len(joined) != sum(lens):  # a memoryview of wide items: len() counts items
         lens = [memoryview(m).nbytes for m in items]
     return joined, lens
 
 
-def _pad_many_unsized(lens: list[int], length: int) -> None:
-    """``pad_many`` for a block length C cannot take: the pure checks, or OverflowError."""
+def _contiguous(items: Iterable[Any], length: int) -> list[Any]:
+    """Copy the non-contiguous views; at a non-buffer, fail as the pure ``pad_many`` does.
+
+    The pure backend pads message by message, so a message too long before
+    the bad item is reported first.
+    """
+    out: list[Any] = []
+    for item in items:
+        try:
+            view = memoryview(item)
+        except TypeError:
+            _pad_many_unsized([memoryview(m).nbytes for m in out], length, partial=True)
+            raise
+        out.append(item if view.c_contiguous else view.tobytes())
+    return out
+
+
+def _pad_many_unsized(lens: list[int], length: int, *, partial: bool = False) -> None:
+    """The pure checks of ``pad_many`` in order; then OverflowError, unless ``partial``."""
     for index, size in enumerate(lens):
         try:
             check_pad(size, length)
         except PaddingError as exc:
             raise PaddingError(f"message {index}: {exc}") from None
-    raise OverflowError(f"pad_many: {len(lens)} blocks of {length} bytes are too large")
+    if not partial:
+        raise OverflowError(f"pad_many: {len(lens)} blocks of {length} bytes are too large")
 
 
 def pad_many(
@@ -266,7 +295,7 @@ def pad_many(
     The first bad message raises :class:`PaddingError` naming its index.
     """
     dst = None if out is None else writable_view(out)
-    joined, lens = _gather(messages)
+    joined, lens = _gather(messages, length)
     count = len(lens)
     if count and not 0 <= length <= SIZE_MAX // count:
         _pad_many_unsized(lens, length)
@@ -306,11 +335,15 @@ def unpad_many(
     The first bad block raises :class:`PaddingError` naming its index. With
     ``views``, the payloads are memoryviews into ``buffer`` (no copy).
     """
-    src = buffer if type(buffer) is bytes else _cbuffer(buffer, "buffer")
+    c_length = _size_arg(length)
+    if c_length < 2:  # checked before the buffer is looked at, as in the pure backend
+        raise _error(
+            _explain(lib.srpc_unpad_many, _NULL, 0, c_length, strict, _NULL, 0), length=length
+        )
+    src = buffer if type(buffer) is bytes else _cbuffer(buffer)
     try:
         size = len(src)
-        c_length = _size_arg(length)
-        count = size // c_length if c_length >= 2 else 0
+        count = size // c_length
         lens = ffi.new("size_t[]", count)
         args = (src, size, c_length, strict, lens, count)
         if lib.srpc_unpad_many(*args, _NULL) < 0:
@@ -341,7 +374,7 @@ def encode_frame(
 ) -> bytes:
     """Encode a frame. A signed request takes both ``key`` and ``signature``."""
     Frame(kind=kind, payload=b"", key=key, signature=signature)  # the pure checks
-    src = payload if type(payload) is bytes else _cbuffer(payload, "payload")
+    src = payload if type(payload) is bytes else _cbuffer(payload, True)
     try:
         size = len(src)
         signed = key is not None
@@ -364,7 +397,7 @@ def encode_frame(
 
 def decode_frame(frame: Buffer) -> Frame:
     """Decode a frame strictly; an error names the offset of the first bad byte."""
-    src = frame if type(frame) is bytes else _cbuffer(frame, "frame")
+    src = frame if type(frame) is bytes else _cbuffer(frame)
     try:
         size = len(src)
         info = ffi.new("srpc_frame *")
@@ -438,7 +471,7 @@ def _verified(sm: Any, sm_length: int, raw_key: bytes) -> bool:
 def seal_request(payload: Buffer, ad: bytes, signing_key: SigningKey | None = None) -> bytes:
     """Frame, optionally sign (bound to ``ad``), and pad a request payload."""
     _check_signing_key(signing_key)
-    src = payload if type(payload) is bytes else _cbuffer(payload, "payload")
+    src = payload if type(payload) is bytes else _cbuffer(payload, True)
     try:
         size = len(src)
         check_request_size(size, signing_key is not None)
@@ -479,7 +512,7 @@ def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedReq
     ``ad``; ``strict`` requires every fill byte to be ``#``.
     """
     tag = _tag(ad)
-    src = block if type(block) is bytes else _cbuffer(block, "block")
+    src = block if type(block) is bytes else _cbuffer(block)
     try:
         size = len(src)
         info = ffi.new("srpc_frame *")
@@ -505,7 +538,7 @@ def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedReq
 
 def seal_response(payload: Buffer) -> bytes:
     """Frame and pad a response payload."""
-    src = payload if type(payload) is bytes else _cbuffer(payload, "payload")
+    src = payload if type(payload) is bytes else _cbuffer(payload, True)
     try:
         size = len(src)
         check_response_size(size)
@@ -521,7 +554,7 @@ def seal_response(payload: Buffer) -> bytes:
 
 def open_response(block: Buffer, *, strict: bool = False) -> bytes:
     """Unpad and decode a response block; return its payload."""
-    src = block if type(block) is bytes else _cbuffer(block, "block")
+    src = block if type(block) is bytes else _cbuffer(block)
     try:
         size = len(src)
         info = ffi.new("srpc_frame *")
@@ -541,6 +574,6 @@ def memcpy(dst: Any, src: Buffer) -> None:
     The floor of the benchmarks: moving the same bytes without looking at them.
     """
     c_dst = ffi.from_buffer(dst, require_writable=True)
-    c_src = _cbuffer(src, "src")
+    c_src = _cbuffer(src)
     if lib.srpc_copy(c_dst, len(c_dst), c_src, len(c_src)) < 0:
         raise ValueError(f"memcpy: {len(c_src)} bytes do not fit {len(c_dst)}")
