@@ -10,7 +10,7 @@ STAMP := $(VENV)/.simplex-rpc-installed
 # A failed C build is fatal for the project's own targets (see csrc/).
 export SIMPLEX_RPC_BUILD_C ?= 1
 
-.PHONY: demo test install lint typecheck vectors clean
+.PHONY: demo test install lint typecheck vectors clean sanitize bench
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard csrc/*) $(wildcard src/simplex_rpc/_build_c.py)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,3 +45,57 @@ FUZZ_SECONDS ?= 20
 .PHONY: fuzz
 fuzz: $(STAMP)
 	PY=$(PY) FUZZ_SECONDS=$(FUZZ_SECONDS) bash fuzz/run.sh
+
+# Before touching csrc/ (docs/c-backend.md): the C code under AddressSanitizer and
+# UndefinedBehaviorSanitizer, every finding fatal.
+#  1. the extension is built with -fsanitize=address,undefined into build/sanitize/src,
+#     next to a copy of the package (the tree's own extension is never replaced), and
+#     the C-facing tests run against it with gcc's ASan runtime preloaded;
+#  2. libFuzzer (clang) runs on the C functions (fuzz/fuzz_c.c, seeds fuzz/corpus/c)
+#     for SANITIZE_SECONDS.
+# Needs gcc's libasan and clang: installed with apt-get when missing and running as
+# root, otherwise a clear error.
+SANITIZE_SECONDS ?= 60
+SANITIZE_DIR := build/sanitize
+SANITIZE_TESTS := tests/test_c_api.py tests/test_c_differential.py tests/test_backends.py \
+	tests/test_batch.py tests/test_padding.py tests/test_frame.py tests/test_seal.py \
+	tests/test_hostile_core.py
+SANITIZE_ENV = PYTHONPATH=$(SANITIZE_DIR)/src PYTHONMALLOC=malloc \
+	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+sanitize: $(STAMP)
+	@need() { command -v "$$1" >/dev/null 2>&1 && return 0; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make sanitize: installing $$2 ($$3)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$2 >/dev/null \
+	      && command -v "$$1" >/dev/null 2>&1 && return 0; fi; \
+	  echo "make sanitize: $$1 is missing, needed for $$3 (Debian: apt-get install $$2)" >&2; \
+	  exit 2; }; \
+	need gcc gcc "the sanitizer build of the extension"; \
+	need clang clang "libFuzzer on the C functions"; \
+	test -f "$$(gcc -print-file-name=libasan.so)" || { echo "make sanitize: gcc's libasan.so\
+	 is missing (Debian: apt-get install libasan8)" >&2; exit 2; }
+	rm -rf $(SANITIZE_DIR)/src && mkdir -p $(SANITIZE_DIR)/src/simplex_rpc
+	cp src/simplex_rpc/*.py src/simplex_rpc/py.typed $(SANITIZE_DIR)/src/simplex_rpc/
+	$(PY) src/simplex_rpc/_build_c.py --sanitize --outdir $(SANITIZE_DIR)/src
+	$(SANITIZE_ENV) $(PY) -c "import simplex_rpc as sx, simplex_rpc._simplex_rpc_c as m; \
+	  assert sx.backend() == 'c' and '/sanitize/' in m.__file__, m.__file__; \
+	  print('make sanitize: testing', m.__file__)"
+	$(SANITIZE_ENV) $(PY) -m pytest -q -p no:cacheprovider -k "not python" $(SANITIZE_TESTS)
+	clang -g -O1 -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Icsrc \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  fuzz/fuzz_c.c csrc/simplex_rpc.c -o $(SANITIZE_DIR)/fuzz_c
+	mkdir -p $(SANITIZE_DIR)/corpus $(SANITIZE_DIR)/artifacts
+	@echo "make sanitize: libFuzzer on the C functions for $(SANITIZE_SECONDS)s"
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(SANITIZE_DIR)/fuzz_c -max_total_time=$(SANITIZE_SECONDS) -max_len=12000 -timeout=10 \
+	  -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(SANITIZE_DIR)/artifacts/ \
+	  $(SANITIZE_DIR)/corpus fuzz/corpus/c 2>$(SANITIZE_DIR)/fuzz.log \
+	  || { tail -40 $(SANITIZE_DIR)/fuzz.log; exit 1; }
+	@grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' $(SANITIZE_DIR)/fuzz.log
+	@echo "make sanitize: clean (ASan+UBSan tests, $(SANITIZE_SECONDS)s of libFuzzer)"
+
+# The benchmark of docs/c-backend.md: C against pure, libsodium and memcpy (a few minutes).
+bench: $(STAMP)
+	$(CLI) bench
