@@ -120,10 +120,12 @@ if want c; then
         # shellcheck disable=SC2086
         "$PY" -m pytest --collect-only -q -p no:cacheprovider $VALGRIND_TESTS 2>/dev/null \
             | grep -E '\[c[]-]' >"$ids" || true
-        say "valgrind memcheck over $(wc -l <"$ids") C-backend test cases"
+        mapfile -t cases <"$ids"
+        say "valgrind memcheck over ${#cases[@]} C-backend test cases"
         # CPython is not memcheck-clean by itself: keep only errors in our C code.
         PYTHONMALLOC=malloc valgrind -q --leak-check=no --log-file="$OUT/valgrind-tests.log" \
-            "$PY" -m pytest -q -p no:cacheprovider -x $(cat "$ids") >"$OUT/valgrind-pytest.log" 2>&1
+            "$PY" -m pytest -q -p no:cacheprovider -x "${cases[@]}" \
+            >"$OUT/valgrind-pytest.log" 2>&1
         status=$?
         tail -1 "$OUT/valgrind-pytest.log" | sed 's/^/    /'
         if [ $status -ne 0 ]; then
