@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from . import _json
 from ._envelope import ErrorCode, Request, Response
+from ._json import json_type
 from ._seal import MAX_RESPONSE
 from .chat import MAX_MESSAGE_JSON, encoded_size, fits_message
 from .errors import SimplexRpcError
@@ -30,7 +31,9 @@ __all__ = [
     "dumps_text",
     "envelope_of",
     "error_response",
+    "invalid_request",
     "json_type",
+    "request_id",
     "rpc_response",
     "valid_id",
 ]
@@ -51,23 +54,6 @@ class BindingError(SimplexRpcError):
     version list that is not one, and the like. The message names the field."""
 
 
-def json_type(value: object) -> str:
-    """The JSON type of ``value`` in words, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
 def valid_id(value: object, *, allow_null: bool) -> bool:
     """Whether ``value`` is a JSON-RPC request id: a string or an integer.
 
@@ -80,6 +66,38 @@ def valid_id(value: object, *, allow_null: bool) -> bool:
     if isinstance(value, bool):
         return False
     return isinstance(value, (str, int))
+
+
+def request_id(message: object, *, allow_null: bool) -> Any:
+    """The id of ``message`` if it is a valid JSON-RPC id, else None (for error responses)."""
+    if isinstance(message, Mapping):
+        candidate = message.get("id")
+        if valid_id(candidate, allow_null=allow_null):
+            return candidate
+    return None
+
+
+def invalid_request(message: object, *, allow_null_id: bool) -> str | None:
+    """Why ``message`` is not a JSON-RPC 2.0 request that a binding carries, or None.
+
+    Both bindings carry requests, never notifications, so ``id`` is required;
+    MCP forbids a ``null`` id and A2A allows it (``allow_null_id``).
+    """
+    if not isinstance(message, Mapping):
+        return f"expected a JSON-RPC request object, got {json_type(message)}"
+    if message.get("jsonrpc") != "2.0":
+        return "member 'jsonrpc' must be \"2.0\""
+    if "id" not in message:
+        return "member 'id' is missing: the binding carries requests, not notifications"
+    if not valid_id(message["id"], allow_null=allow_null_id):
+        kinds = "a string, an integer or null" if allow_null_id else "a string or an integer"
+        return f"member 'id' must be {kinds}, got {json_type(message['id'])}"
+    method = message.get("method")
+    if not isinstance(method, str) or not method:
+        return "member 'method' must be a non-empty string"
+    if "params" in message and not isinstance(message["params"], Mapping):
+        return f"member 'params' must be an object, got {json_type(message['params'])}"
+    return None
 
 
 def error_response(

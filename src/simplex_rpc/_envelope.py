@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from . import _json
+from ._json import json_type
 from ._keys import PublicKey
 from .errors import EnvelopeError, KeyFormatError
 
@@ -56,7 +57,7 @@ class ErrorCode(enum.StrEnum):
 def check_protocol_name(name: object, where: str = "protocol") -> str:
     """Return ``name`` if it is a protocol name: lowercase ASCII letters, digits, hyphens."""
     if not isinstance(name, str):
-        raise EnvelopeError(f"{where}: expected a string, got {_json_type(name)}")
+        raise EnvelopeError(f"{where}: expected a string, got {json_type(name)}")
     if not PROTOCOL_NAME.fullmatch(name):
         raise EnvelopeError(
             f"{where}: {name[:64]!r} is not a protocol name"
@@ -65,29 +66,13 @@ def check_protocol_name(name: object, where: str = "protocol") -> str:
     return name
 
 
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
 def _load_object(data: bytes | bytearray | memoryview | str, what: str) -> dict[str, Any]:
     try:
         value = _json.loads(data)
     except _json.JsonError as exc:
         raise EnvelopeError(f"{what}: {exc}") from None
     if not isinstance(value, dict):
-        raise EnvelopeError(f"{what}: expected a JSON object, got {_json_type(value)}")
+        raise EnvelopeError(f"{what}: expected a JSON object, got {json_type(value)}")
     return value
 
 
@@ -137,7 +122,7 @@ class Request:
             text = obj.pop("requestKey")
             if not isinstance(text, str):
                 raise EnvelopeError(
-                    f"request envelope: requestKey: expected a string, got {_json_type(text)}"
+                    f"request envelope: requestKey: expected a string, got {json_type(text)}"
                 )
             try:
                 key = PublicKey.decode(text)
@@ -171,11 +156,9 @@ class ErrorInfo:
 
     def __post_init__(self) -> None:
         if not isinstance(self.code, str):
-            raise EnvelopeError(f"error: code: expected a string, got {_json_type(self.code)}")
+            raise EnvelopeError(f"error: code: expected a string, got {json_type(self.code)}")
         if self.message is not None and not isinstance(self.message, str):
-            raise EnvelopeError(
-                f"error: message: expected a string, got {_json_type(self.message)}"
-            )
+            raise EnvelopeError(f"error: message: expected a string, got {json_type(self.message)}")
         if self.retry_after is not None and (
             isinstance(self.retry_after, bool)
             or not isinstance(self.retry_after, int)
@@ -215,14 +198,16 @@ class ErrorInfo:
     @classmethod
     def from_dict(cls, obj: object) -> ErrorInfo:
         if not isinstance(obj, dict):
-            raise EnvelopeError(f"response envelope: error: expected an object, got {_json_type(obj)}")
+            raise EnvelopeError(
+                f"response envelope: error: expected an object, got {json_type(obj)}"
+            )
         obj = dict(obj)
         if "code" not in obj:
             raise EnvelopeError("response envelope: error: member 'code' is missing")
         code = obj.pop("code")
         if not isinstance(code, str):
             raise EnvelopeError(
-                f"response envelope: error: code: expected a string, got {_json_type(code)}"
+                f"response envelope: error: code: expected a string, got {json_type(code)}"
             )
         message = None
         if "message" in obj:
@@ -230,7 +215,7 @@ class ErrorInfo:
             if not isinstance(message, str):
                 raise EnvelopeError(
                     f"response envelope: error: message: expected a string,"
-                    f" got {_json_type(message)}"
+                    f" got {json_type(message)}"
                 )
         retry = None
         if "retryAfter" in obj:
@@ -309,7 +294,9 @@ class Response:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = (
-            {"error": self.error.to_dict()} if self.error is not None else {"response": self.response}
+            {"error": self.error.to_dict()}
+            if self.error is not None
+            else {"response": self.response}
         )
         out.update(self.extra)
         return out
@@ -329,10 +316,12 @@ def check_request_key(request: Request, signer: PublicKey | None) -> ErrorInfo |
         return None
     if signer is None:
         return ErrorInfo(
-            code=ErrorCode.BAD_REQUEST.value, message="requestKey is present but the request is unsigned"
+            code=ErrorCode.BAD_REQUEST.value,
+            message="requestKey is present but the request is unsigned",
         )
     if request.request_key != signer:
         return ErrorInfo(
-            code=ErrorCode.BAD_REQUEST.value, message="requestKey differs from the verified signer key"
+            code=ErrorCode.BAD_REQUEST.value,
+            message="requestKey differs from the verified signer key",
         )
     return None

@@ -24,6 +24,23 @@ class JsonError(ValueError):
     """A strict-JSON violation; callers re-raise it as their own error class."""
 
 
+def json_type(value: object) -> str:
+    """The JSON type of ``value`` in words, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
 def _fail(msg: str) -> NoReturn:
     raise JsonError(msg)
 

@@ -29,7 +29,9 @@ from ._bridge import (
     RPC_JSON_LIMIT,
     BindingError,
     error_response,
+    invalid_request,
     json_type,
+    request_id,
     valid_id,
 )
 from ._envelope import ErrorCode, Response
@@ -285,28 +287,15 @@ def make_request(
 
 
 def _request_id(request: object) -> Any:
-    if isinstance(request, Mapping):
-        candidate = request.get("id")
-        if valid_id(candidate, allow_null=True):
-            return candidate
-    return None
+    return request_id(request, allow_null=True)
 
 
 def _invalid(request: object) -> str | None:
     """Why ``request`` is not a JSON-RPC 2.0 request of this binding, or None."""
-    if not isinstance(request, Mapping):
-        return f"expected a JSON-RPC request object, got {json_type(request)}"
-    if request.get("jsonrpc") != "2.0":
-        return "member 'jsonrpc' must be \"2.0\""
-    if "id" not in request:
-        return "member 'id' is missing: the binding carries requests, not notifications"
-    if not valid_id(request["id"], allow_null=True):
-        return f"member 'id' must be a string, an integer or null, got {json_type(request['id'])}"
-    method = request.get("method")
-    if not isinstance(method, str) or not method:
-        return "member 'method' must be a non-empty string"
-    if "params" in request and not isinstance(request["params"], Mapping):
-        return f"member 'params' must be an object, got {json_type(request['params'])}"
+    reason = invalid_request(request, allow_null_id=True)
+    if reason is not None:
+        return reason
+    assert isinstance(request, Mapping)
     try:
         service_parameters(request)
     except BindingError as exc:

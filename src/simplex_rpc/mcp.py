@@ -26,7 +26,9 @@ from ._bridge import (
     RPC_JSON_LIMIT,
     BindingError,
     error_response,
+    invalid_request,
     json_type,
+    request_id,
     valid_id,
 )
 from ._envelope import ErrorCode, Response
@@ -106,29 +108,12 @@ def check_revisions(supported: Iterable[str]) -> tuple[str, ...]:
 
 
 def _request_id(message: object) -> Any:
-    if isinstance(message, Mapping):
-        candidate = message.get("id")
-        if valid_id(candidate, allow_null=False):
-            return candidate
-    return None
+    return request_id(message, allow_null=False)
 
 
 def _invalid(message: object) -> str | None:
     """Why ``message`` is not a JSON-RPC 2.0 request as MCP has them, or None."""
-    if not isinstance(message, Mapping):
-        return f"expected a JSON-RPC request object, got {json_type(message)}"
-    if message.get("jsonrpc") != "2.0":
-        return "member 'jsonrpc' must be \"2.0\""
-    if "id" not in message:
-        return "member 'id' is missing: the binding carries requests, not notifications"
-    if not valid_id(message["id"], allow_null=False):
-        return f"member 'id' must be a string or an integer, got {json_type(message['id'])}"
-    method = message.get("method")
-    if not isinstance(method, str) or not method:
-        return "member 'method' must be a non-empty string"
-    if "params" in message and not isinstance(message["params"], Mapping):
-        return f"member 'params' must be an object, got {json_type(message['params'])}"
-    return None
+    return invalid_request(message, allow_null_id=False)
 
 
 def unsupported_revision(
