@@ -302,9 +302,9 @@ static size_t check_head(int kind, int is_signed, const unsigned char *key_der,
     return head;
 }
 
-/* Write a checked frame head of `head` bytes. */
-static void write_head(int kind, int is_signed, const unsigned char *key_der,
-                       const unsigned char *sig, unsigned char *out)
+/* Write the fields of a checked frame head, all but the signature bytes. */
+static void write_head_fields(int kind, int is_signed, const unsigned char *key_der,
+                              unsigned char *out)
 {
     out[0] = (unsigned char)(SRPC_FRAME_VERSION >> 8);
     out[1] = (unsigned char)(SRPC_FRAME_VERSION & 0xff);
@@ -321,7 +321,16 @@ static void write_head(int kind, int is_signed, const unsigned char *key_der,
     out[SRPC_OFF_KEY_LENGTH] = SRPC_SPKI_LENGTH;
     memcpy(out + SRPC_OFF_KEY, key_der, SRPC_SPKI_LENGTH);
     out[SRPC_OFF_SIG_LENGTH] = SRPC_SIGNATURE_LENGTH;
-    memcpy(out + SRPC_OFF_SIG, sig, SRPC_SIGNATURE_LENGTH);
+}
+
+/* Write a checked frame head. */
+static void write_head(int kind, int is_signed, const unsigned char *key_der,
+                       const unsigned char *sig, unsigned char *out)
+{
+    write_head_fields(kind, is_signed, key_der, out);
+    if (kind == SRPC_REQUEST && is_signed) {
+        memcpy(out + SRPC_OFF_SIG, sig, SRPC_SIGNATURE_LENGTH);
+    }
 }
 
 int srpc_frame_encode(int kind, int is_signed, const unsigned char *key_der,
@@ -410,16 +419,43 @@ int srpc_open(const unsigned char *block, size_t size, size_t length, int strict
     return SRPC_OK;
 }
 
-int srpc_tagged(const unsigned char *tag, const unsigned char *payload,
-                size_t payload_len, unsigned char *sm, size_t sm_len)
+int srpc_seal_signed_begin(const unsigned char *tag, const unsigned char *payload,
+                           size_t payload_len, unsigned char *block, size_t length,
+                           srpc_error *err)
 {
-    if (tag == NULL || sm == NULL || (payload == NULL && payload_len != 0)
-        || payload_len > SIZE_MAX - (SRPC_SIGNATURE_LENGTH + SRPC_TAG_LENGTH)
-        || sm_len != SRPC_SIGNATURE_LENGTH + SRPC_TAG_LENGTH + payload_len) {
+    size_t frame_len;
+    int status;
+
+    if (tag == NULL || (payload == NULL && payload_len != 0)
+        || payload_len > SIZE_MAX - SRPC_SIGNED_REQUEST_OVERHEAD) {
+        return fail(err, SRPC_E_ARGUMENT, 0, payload_len, 0);
+    }
+    frame_len = SRPC_SIGNED_REQUEST_OVERHEAD + payload_len;
+    status = check_pad(frame_len, length, err);
+    if (status != SRPC_OK) {
+        return status;
+    }
+    if (block == NULL) {
+        return fail(err, SRPC_E_ARGUMENT, 0, 0, length);
+    }
+    block[0] = (unsigned char)(frame_len >> 8);
+    block[1] = (unsigned char)(frame_len & 0xffu);
+    copy_bytes(block + SRPC_PAYLOAD_AT, payload, payload_len);
+    memset(block + 2 + frame_len, SRPC_FILL, length - 2 - frame_len);
+    memcpy(block + SRPC_SIGN_M_AT, tag, SRPC_TAG_LENGTH);
+    return SRPC_OK;
+}
+
+int srpc_seal_signed_end(const unsigned char *key_der, unsigned char *block,
+                         size_t length)
+{
+    if (key_der == NULL || block == NULL || length < SRPC_PAYLOAD_AT
+        || memcmp(key_der, spki_prefix, SRPC_SPKI_PREFIX_LENGTH) != 0) {
         return SRPC_E_ARGUMENT;
     }
-    memcpy(sm + SRPC_SIGNATURE_LENGTH, tag, SRPC_TAG_LENGTH);
-    copy_bytes(sm + SRPC_SIGNATURE_LENGTH + SRPC_TAG_LENGTH, payload, payload_len);
+    /* 2 + the signature's frame offset is where it belongs: 52. */
+    memmove(block + 2 + SRPC_OFF_SIG, block + SRPC_SIGN_SM_AT, SRPC_SIGNATURE_LENGTH);
+    write_head_fields(SRPC_REQUEST, 1, key_der, block + 2);
     return SRPC_OK;
 }
 

@@ -146,11 +146,32 @@ int srpc_open(const unsigned char *block, size_t size, size_t length, int strict
               int expect, const unsigned char *tag, unsigned char *sm, size_t sm_len,
               srpc_frame *out, srpc_error *err);
 
-/* Write tag || payload at sm + 64, the message of libsodium's combined
- * crypto_sign(sm, NULL, sm + 64, 32 + payload_len, sk); sm_len must be
- * 96 + payload_len. The first 64 bytes are left for the signature. */
-int srpc_tagged(const unsigned char *tag, const unsigned char *payload,
-                size_t payload_len, unsigned char *sm, size_t sm_len);
+/* Signing in place, so that the payload is copied once, into the block:
+ *
+ *   srpc_seal_signed_begin writes a signed request block but its head: the
+ *   length field, the payload at SRPC_PAYLOAD_AT, the fill, and the 32-byte
+ *   session tag right before the payload, at SRPC_SIGN_M_AT (84), so that
+ *   tag || payload, the message of wire.md section 2, is contiguous;
+ *   libsodium's combined crypto_sign(block + SRPC_SIGN_SM_AT, NULL,
+ *   block + SRPC_SIGN_M_AT, 32 + payload_len, sk) then signs it in place (it
+ *   moves the message onto itself, since sm + 64 == m, and writes the
+ *   signature at offsets 20 to 83);
+ *   srpc_seal_signed_end moves the signature to its place (52 to 115) and
+ *   writes the head (version, "R1", key length, key_der, signature length).
+ *
+ * payload must not overlap block. */
+enum {
+    SRPC_SIGN_SM_AT = 20,
+    SRPC_SIGN_M_AT = 84,
+    SRPC_PAYLOAD_AT = 116
+};
+
+int srpc_seal_signed_begin(const unsigned char *tag, const unsigned char *payload,
+                           size_t payload_len, unsigned char *block, size_t length,
+                           srpc_error *err);
+
+int srpc_seal_signed_end(const unsigned char *key_der, unsigned char *block,
+                         size_t length);
 
 /* Copy n bytes (the memcpy floor of the benchmarks). */
 int srpc_copy(unsigned char *dst, size_t dst_len, const unsigned char *src, size_t n);

@@ -190,17 +190,53 @@ def test_rule_open_lays_out_the_signed_message_for_libsodium(c: Any) -> None:
     assert lib.srpc_open(*args) == lib.SRPC_E_FRAME_NOT_RESPONSE
 
 
-def test_rule_tagged_and_copy_check_their_sizes(c: Any) -> None:
+def test_rule_signing_in_place_gives_the_pure_block(c: Any) -> None:
+    """begin, libsodium's crypto_sign at offsets 20/84, end: the block of wire.md 2, 4, 5."""
+    from nacl.bindings import crypto_sign
+
     ffi, lib = c.ffi, c.lib
-    sm = ffi.new("unsigned char[]", 99)
-    assert lib.srpc_tagged(bytes(32), b"abc", 3, sm, 99) == 0
-    assert ffi.buffer(sm)[64:] == bytes(32) + b"abc"
-    assert lib.srpc_tagged(bytes(32), b"abc", 3, sm, 98) == lib.SRPC_E_ARGUMENT
-    assert lib.srpc_tagged(ffi.NULL, b"abc", 3, sm, 99) == lib.SRPC_E_ARGUMENT
+    payload = b'{"protocol":"x","request":[1,2,3]}'
+    n = sx.PADDED_LENGTH
+    tag = sx.session_tag(AD)
+    block = ffi.new("unsigned char[]", n)
+    assert lib.srpc_seal_signed_begin(tag, payload, len(payload), block, n, ffi.NULL) == 0
+    at = lib.SRPC_SIGN_M_AT
+    assert ffi.buffer(block)[at : at + 32 + len(payload)] == tag + payload
+    signed = crypto_sign(tag + payload, KEY._sk)  # what libsodium writes at sm
+    ffi.memmove(block + lib.SRPC_SIGN_SM_AT, signed, len(signed))
+    assert lib.srpc_seal_signed_end(KEY.public_key.der, block, n) == 0
+    assert ffi.buffer(block)[:] == sx.backends["python"].seal_request(payload, AD, KEY)
+
+
+def test_rule_signing_in_place_checks_its_arguments(c: Any) -> None:
+    ffi, lib = c.ffi, c.lib
+    err = ffi.new("srpc_error *")
+    block = ffi.new("unsigned char[]", 200)
+    tag = bytes(32)
+    size_max = int(ffi.cast("size_t", -1))
+    begin = lib.srpc_seal_signed_begin
+    assert begin(ffi.NULL, b"x", 1, block, 200, err) == lib.SRPC_E_ARGUMENT
+    assert begin(tag, ffi.NULL, 1, block, 200, err) == lib.SRPC_E_ARGUMENT
+    assert begin(tag, b"x", size_max - 100, block, 200, err) == lib.SRPC_E_ARGUMENT
+    assert begin(tag, b"x", 1, ffi.NULL, 200, err) == lib.SRPC_E_ARGUMENT
+    assert begin(tag, b"x" * 85, 85, block, 200, err) == lib.SRPC_E_PAD_MESSAGE_FIT
+    assert (err.value, err.bound) == (114 + 85, 200)
+    assert begin(tag, b"x" * 84, 84, block, 200, err) == 0
+    end = lib.srpc_seal_signed_end
+    assert end(KEY.public_key.der, block, 200) == 0
+    assert end(bytes(44), block, 200) == lib.SRPC_E_ARGUMENT
+    assert end(ffi.NULL, block, 200) == lib.SRPC_E_ARGUMENT
+    assert end(KEY.public_key.der, ffi.NULL, 200) == lib.SRPC_E_ARGUMENT
+    assert end(KEY.public_key.der, block, 115) == lib.SRPC_E_ARGUMENT
+
+
+def test_rule_copy_checks_its_size(c: Any) -> None:
+    ffi, lib = c.ffi, c.lib
     dst = bytearray(4)
     assert lib.srpc_copy(ffi.from_buffer(dst), 4, b"abcd", 4) == 0
     assert dst == b"abcd"
     assert lib.srpc_copy(ffi.from_buffer(dst), 4, b"abcde", 5) == lib.SRPC_E_ARGUMENT
+    assert lib.srpc_copy(ffi.NULL, 0, ffi.NULL, 0) == 0
 
 
 def test_rule_wrapper_releases_buffers_before_raising(c_backend: _backend.Backend) -> None:

@@ -60,7 +60,9 @@ __all__ = [
 
 _NULL: Final = ffi.NULL
 SIZE_MAX: Final[int] = int(ffi.cast("size_t", -1))
-_alloc = ffi.new_allocator(should_clear_after_alloc=False)
+_alloc = ffi.new_allocator(should_clear_after_alloc=False)  # C writes every byte
+_CHAR: Final = ffi.typeof("char[]")  # ffi.unpack of char[] is one memcpy into bytes
+_unpack = ffi.unpack
 _KEY_RAW_AT: Final = len(SPKI_PREFIX)  # 12: the raw key inside the 44-byte DER
 _SM_HEAD: Final = SIGNATURE_LENGTH + 32  # sig || tag, before the payload
 _SM_MAX: Final = _SM_HEAD + PADDED_LENGTH
@@ -68,6 +70,13 @@ _LEN: Final = PADDED_LENGTH
 _REQUEST: Final[int] = lib.SRPC_REQUEST
 _RESPONSE: Final[int] = lib.SRPC_RESPONSE
 _KIND_CODE: Final = {"request": _REQUEST, "response": _RESPONSE}
+_SIGN_SM_AT: Final[int] = lib.SRPC_SIGN_SM_AT
+_SIGN_M_AT: Final[int] = lib.SRPC_SIGN_M_AT
+# Bound once: the hot paths below call these without attribute lookups.
+_srpc_pad = lib.srpc_pad
+_srpc_unpad = lib.srpc_unpad
+_srpc_open = lib.srpc_open
+_srpc_seal = lib.srpc_seal
 
 
 class BackendMismatch(AssertionError):
@@ -207,16 +216,21 @@ def _error(err: Any, *, length: object = None) -> SimplexRpcError:
 
 def pad(message: Buffer, length: int = PADDED_LENGTH) -> bytes:
     """Pad ``message`` to a block of exactly ``length`` bytes."""
-    src = message if type(message) is bytes else _cbuffer(message, True)
+    if type(message) is bytes and 2 <= length <= SIZE_MAX:  # the fast path
+        out = _alloc(_CHAR, length)
+        if _srpc_pad(message, len(message), length, out, length, _NULL) >= 0:
+            return _unpack(out, length)  # type: ignore[no-any-return]
+        raise _pad_error(len(message), length)
+    src = _cbuffer(message, True)
     try:
         size = len(src)
         if not 0 <= length <= SIZE_MAX:
             check_pad(size, length)
             raise OverflowError(f"pad: block length {length} is too large")
-        out = _alloc("unsigned char[]", length)
-        if lib.srpc_pad(src, size, length, out, length, _NULL) < 0:
+        out = _alloc(_CHAR, length)
+        if _srpc_pad(src, size, length, out, length, _NULL) < 0:
             raise _pad_error(size, length)
-        return ffi.buffer(out)[:]  # type: ignore[no-any-return]
+        return _unpack(out, length)  # type: ignore[no-any-return]
     except BaseException:
         _release(src, message)
         raise
@@ -228,13 +242,17 @@ def unpad(block: Buffer, *, length: int | None = None, strict: bool = False) -> 
     ``length`` requires the block to be exactly that many bytes; ``strict``
     requires every fill byte to be ``#``.
     """
+    if type(block) is bytes and length is None:  # the fast path
+        n: int = _srpc_unpad(block, len(block), 0, 0, strict, _NULL)
+        if n >= 0:
+            return block[2 : 2 + n]
     src = block if type(block) is bytes else _cbuffer(block)
     try:
         if length is None:
             args = (src, len(src), 0, 0, strict)
         else:
             args = (src, len(src), 1, _size_arg(length), strict)
-        n: int = lib.srpc_unpad(*args, _NULL)
+        n = _srpc_unpad(*args, _NULL)
         if n < 0:
             raise _error(_explain(lib.srpc_unpad, *args), length=length)
         return _slice(block, src, 2, 2 + n)
@@ -301,7 +319,7 @@ def pad_many(
         _pad_many_unsized(lens, length)
     total = count * length if count else 0
     if dst is None:
-        c_out = _alloc("unsigned char[]", total)
+        c_out = _alloc(_CHAR, total)
         room = total
     else:
         c_out = ffi.from_buffer(dst)
@@ -319,7 +337,7 @@ def pad_many(
             ffi.release(c_out)
         raise
     if dst is None:
-        return ffi.buffer(c_out)[:]  # type: ignore[no-any-return]
+        return _unpack(c_out, total)  # type: ignore[no-any-return]
     return dst[:total]
 
 
@@ -381,7 +399,7 @@ def encode_frame(
         code = _KIND_CODE[kind]
         head = lib.srpc_frame_head_length(code, signed)
         total = head + size
-        out = _alloc("unsigned char[]", total)
+        out = _alloc(_CHAR, total)
         if key is not None:
             sig = bytes(signature)  # type: ignore[arg-type]
             status = lib.srpc_frame_encode(code, 1, key.der, sig, src, size, out, total, _NULL)
@@ -389,7 +407,7 @@ def encode_frame(
             status = lib.srpc_frame_encode(code, 0, _NULL, _NULL, src, size, out, total, _NULL)
         if status < 0:
             raise BackendMismatch(f"srpc_frame_encode refused a checked frame (status {status})")
-        return ffi.buffer(out)[:]  # type: ignore[no-any-return]
+        return _unpack(out, total)  # type: ignore[no-any-return]
     except BaseException:
         _release(src, payload)
         raise
@@ -429,6 +447,12 @@ def _cached_tag(ad: bytes) -> bytes:
     return session_tag(ad)
 
 
+@functools.lru_cache(maxsize=256)
+def _public_key(raw: bytes) -> PublicKey:
+    """The PublicKey of 32 raw bytes; a service meets the same signers again and again."""
+    return PublicKey(raw)
+
+
 def _tag(ad: bytes) -> bytes:
     """``session_tag(ad)``, memoized for ``bytes`` ADs: a session seals many requests.
 
@@ -444,17 +468,20 @@ def _check_signing_key(signing_key: object) -> None:
         raise TypeError(f"signing_key: expected SigningKey, got {type(signing_key).__name__}")
 
 
-def _sign(sm: Any, tagged_length: int, signing_key: SigningKey) -> None:
-    """Sign the tagged message at ``sm + 64`` into ``sm[0:64]`` (libsodium's combined form)."""
+def _sign(block: Any, tagged_length: int, signing_key: SigningKey) -> None:
+    """libsodium's crypto_sign over the block laid out by srpc_seal_signed_begin."""
     sk = signing_key._sk
     if _sodium is not None:
-        if _sodium.crypto_sign(sm, _NULL, sm + 64, tagged_length, sk) != 0:
+        status = _sodium.crypto_sign(
+            block + _SIGN_SM_AT, _NULL, block + _SIGN_M_AT, tagged_length, sk
+        )
+        if status != 0:
             raise SimplexRpcError("signature: libsodium could not sign the request")
         return
     signed = nacl.bindings.crypto_sign(  # pragma: no cover - PyNaCl without _sodium
-        ffi.buffer(sm + 64, tagged_length)[:], sk
+        ffi.buffer(block + _SIGN_M_AT, tagged_length)[:], sk
     )
-    ffi.memmove(sm, signed, SIGNATURE_LENGTH)  # pragma: no cover
+    ffi.memmove(block + _SIGN_SM_AT, signed, SIGNATURE_LENGTH)  # pragma: no cover
 
 
 def _verified(sm: Any, sm_length: int, raw_key: bytes) -> bool:
@@ -469,28 +496,29 @@ def _verified(sm: Any, sm_length: int, raw_key: bytes) -> bool:
 
 
 def seal_request(payload: Buffer, ad: bytes, signing_key: SigningKey | None = None) -> bytes:
-    """Frame, optionally sign (bound to ``ad``), and pad a request payload."""
+    """Frame, optionally sign (bound to ``ad``), and pad a request payload.
+
+    A signed request is signed in place: C lays out the block with the session
+    tag right before the payload, libsodium signs that span where it lies, and
+    C moves the signature to its place; the payload is copied once.
+    """
     _check_signing_key(signing_key)
     src = payload if type(payload) is bytes else _cbuffer(payload, True)
     try:
         size = len(src)
         check_request_size(size, signing_key is not None)
-        tag = _tag(ad)  # validates the AD even for an unsigned request
-        block = _alloc("unsigned char[]", PADDED_LENGTH)
+        tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)  # checks the AD
+        block = _alloc(_CHAR, _LEN)
         if signing_key is None:
-            status = lib.srpc_seal(_REQUEST, 0, _NULL, _NULL, src, size, block, _LEN, _NULL)
+            status = _srpc_seal(_REQUEST, 0, _NULL, _NULL, src, size, block, _LEN, _NULL)
         else:
-            sm_length = _SM_HEAD + size
-            sm = _alloc("unsigned char[]", sm_length)
-            lib.srpc_tagged(tag, src, size, sm, sm_length)
-            _sign(sm, 32 + size, signing_key)
-            der = signing_key.public_key.der
-            status = lib.srpc_seal(
-                _REQUEST, 1, der, sm, sm + _SM_HEAD, size, block, PADDED_LENGTH, _NULL
-            )
+            status = lib.srpc_seal_signed_begin(tag, src, size, block, _LEN, _NULL)
+            if status >= 0:
+                _sign(block, 32 + size, signing_key)
+                status = lib.srpc_seal_signed_end(signing_key.public_key.der, block, _LEN)
         if status < 0:
-            raise BackendMismatch(f"srpc_seal refused a checked request (status {status})")
-        return ffi.buffer(block)[:]  # type: ignore[no-any-return]
+            raise BackendMismatch(f"C refused to seal a checked request (status {status})")
+        return _unpack(block, _LEN)  # type: ignore[no-any-return]
     except BaseException:
         _release(src, payload)
         raise
@@ -509,16 +537,17 @@ def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedReq
     """Unpad and decode a request block; verify its signature if it is signed.
 
     Raises :class:`BadSignature` for a signed block that does not verify under
-    ``ad``; ``strict`` requires every fill byte to be ``#``.
+    ``ad``; ``strict`` requires every fill byte to be ``#``. C lays out
+    sig || tag || payload for libsodium while it decodes, in one pass.
     """
-    tag = _tag(ad)
+    tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)
     src = block if type(block) is bytes else _cbuffer(block)
     try:
         size = len(src)
         info = ffi.new("srpc_frame *")
-        sm = _alloc("unsigned char[]", _SM_MAX)
-        args = (src, size, PADDED_LENGTH, strict, _REQUEST, tag, sm, _SM_MAX, info)
-        if lib.srpc_open(*args, _NULL) < 0:
+        sm = _alloc(_CHAR, _SM_MAX)
+        if _srpc_open(src, size, _LEN, strict, _REQUEST, tag, sm, _SM_MAX, info, _NULL) < 0:
+            args = (src, size, _LEN, strict, _REQUEST, tag, sm, _SM_MAX, info)
             raise _error(_explain(lib.srpc_open, *args), length=PADDED_LENGTH)
         at = info.payload_offset
         n = info.payload_length
@@ -533,7 +562,7 @@ def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedReq
     if not _verified(sm, _SM_HEAD + n, raw):
         _release(src, block)
         raise _bad_signature(raw, tag, payload, ffi.buffer(sm)[:SIGNATURE_LENGTH])
-    return OpenedRequest(payload=payload, signer=PublicKey(raw))
+    return OpenedRequest(payload=payload, signer=_public_key(raw))
 
 
 def seal_response(payload: Buffer) -> bytes:
@@ -542,11 +571,11 @@ def seal_response(payload: Buffer) -> bytes:
     try:
         size = len(src)
         check_response_size(size)
-        block = _alloc("unsigned char[]", PADDED_LENGTH)
-        status = lib.srpc_seal(_RESPONSE, 0, _NULL, _NULL, src, size, block, _LEN, _NULL)
+        block = _alloc(_CHAR, _LEN)
+        status = _srpc_seal(_RESPONSE, 0, _NULL, _NULL, src, size, block, _LEN, _NULL)
         if status < 0:
-            raise BackendMismatch(f"srpc_seal refused a checked response (status {status})")
-        return ffi.buffer(block)[:]  # type: ignore[no-any-return]
+            raise BackendMismatch(f"C refused to seal a checked response (status {status})")
+        return _unpack(block, _LEN)  # type: ignore[no-any-return]
     except BaseException:
         _release(src, payload)
         raise

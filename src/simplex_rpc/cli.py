@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 from .errors import SimplexRpcError
 
 #: Modules that add subcommands, in the order of ``--help``.
-COMMAND_MODULES: tuple[str, ...] = ("_cli_core", "_cli_adapter", "_cli_chat")
+COMMAND_MODULES: tuple[str, ...] = ("_cli_core", "_cli_adapter", "_cli_chat", "_cli_bench")
 
 EXIT_OK = 0
 EXIT_INVALID = 1
