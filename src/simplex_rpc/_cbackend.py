@@ -24,6 +24,7 @@ records that error as ``c_unavailable_reason``.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
@@ -303,6 +304,38 @@ def _pad_many_unsized(lens: list[int], length: int, *, partial: bool = False) ->
         raise OverflowError(f"pad_many: {len(lens)} blocks of {length} bytes are too large")
 
 
+class _Scratch(threading.local):
+    """This thread's reusable output buffer of ``pad_many`` (None while in use)."""
+
+    buffer: Any = None
+
+
+_scratch = _Scratch()
+
+#: The largest output ``pad_many`` keeps for reuse (per thread); larger ones are
+#: allocated per call. Writing into memory already mapped spares the page faults of
+#: a fresh buffer, which on some machines cost more than the padding itself.
+SCRATCH_MAX: Final = 16 << 20
+
+
+def _take_scratch(size: int) -> Any:
+    """A C buffer of at least ``size`` bytes: this thread's reusable one when it can be."""
+    if size > SCRATCH_MAX:
+        return _alloc(_CHAR, size)
+    buffer = _scratch.buffer
+    _scratch.buffer = None  # taken: a re-entrant call (a signal handler) gets its own
+    if buffer is None or len(buffer) < size:
+        buffer = _alloc(_CHAR, size)
+    return buffer
+
+
+def _give_scratch(buffer: Any) -> None:
+    if len(buffer) <= SCRATCH_MAX and (
+        _scratch.buffer is None or len(_scratch.buffer) < len(buffer)
+    ):
+        _scratch.buffer = buffer
+
+
 def pad_many(
     messages: Iterable[Buffer], length: int = PADDED_LENGTH, *, out: Any = None
 ) -> bytes | memoryview:
@@ -310,6 +343,8 @@ def pad_many(
 
     With ``out`` (a writable buffer), C writes the blocks at its start and a
     memoryview of them is returned: nothing else is allocated for the output.
+    Without it, C writes into this thread's reusable buffer (up to
+    ``SCRATCH_MAX`` bytes are kept) and the result is one copy of it.
     The first bad message raises :class:`PaddingError` naming its index.
     """
     dst = None if out is None else writable_view(out)
@@ -319,7 +354,7 @@ def pad_many(
         _pad_many_unsized(lens, length)
     total = count * length if count else 0
     if dst is None:
-        c_out = _alloc(_CHAR, total)
+        c_out = _take_scratch(total)
         room = total
     else:
         c_out = ffi.from_buffer(dst)
@@ -332,12 +367,15 @@ def pad_many(
             if err.status == lib.SRPC_E_ARGUMENT and room < total:
                 raise out_too_small(room, count, length)
             raise PaddingError(f"message {err.index}: {_error(err, length=length)}")
+        if dst is None:
+            return _unpack(c_out, total)  # type: ignore[no-any-return]
     except BaseException:
         if dst is not None:
             ffi.release(c_out)
         raise
-    if dst is None:
-        return _unpack(c_out, total)  # type: ignore[no-any-return]
+    finally:
+        if dst is None:
+            _give_scratch(c_out)
     return dst[:total]
 
 
