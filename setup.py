@@ -33,6 +33,20 @@ class optional_build_ext(build_ext):
         except Exception as exc:
             self._failed(exc)
 
+    def copy_file(self, infile: Any, outfile: Any, *args: Any, **kwargs: Any) -> Any:
+        """Copy, then rename into place: a process that has the old extension mapped
+        (another test run in the same tree) keeps its file instead of a truncated one."""
+        if not self.inplace or not str(outfile).endswith((".so", ".pyd")):
+            return super().copy_file(infile, outfile, *args, **kwargs)
+        partial = f"{outfile}.{os.getpid()}.partial"
+        try:
+            super().copy_file(infile, partial, *args, **kwargs)
+            os.replace(partial, outfile)
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
+        return outfile, True
+
     def _failed(self, exc: BaseException) -> None:
         if BUILD_C == "1":
             raise exc

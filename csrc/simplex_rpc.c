@@ -7,7 +7,11 @@
  */
 #include "simplex_rpc.h"
 
+#include <limits.h>
 #include <string.h>
+
+/* srpc_unpad returns a 16-bit length as int. */
+_Static_assert(INT_MAX >= 0xffff, "int must hold a 16-bit length");
 
 #define SRPC_FILL ((unsigned char)0x23) /* '#' */
 #define SRPC_TAG_REQUEST ((unsigned char)0x52) /* 'R' */
@@ -152,7 +156,8 @@ int srpc_pad_many(const unsigned char *src, size_t src_len, const size_t *lens,
         return fail(err, SRPC_E_ARGUMENT, 0, out_len, length);
     }
     for (i = 0; i < count; i++) {
-        write_padded(src + at, lens[i], out + i * length, length);
+        /* src may be NULL when every message is empty: no arithmetic on it then. */
+        write_padded(lens[i] != 0 ? src + at : NULL, lens[i], out + i * length, length);
         at += lens[i];
     }
     return SRPC_OK;

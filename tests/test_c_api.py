@@ -102,6 +102,9 @@ def test_rule_pad_many_checks_sizes_and_overflow(c: Any) -> None:
     assert lib.srpc_pad_many(b"abc", 3, lens, 2, 3, out, 6, err) == lib.SRPC_E_PAD_MESSAGE_FIT
     assert err.index == 1
     assert lib.srpc_pad_many(ffi.NULL, 0, ffi.NULL, 0, 0, ffi.NULL, 0, err) == 0
+    empty = ffi.new("size_t[]", [0, 0])  # no bytes at all: src may be NULL
+    assert lib.srpc_pad_many(ffi.NULL, 0, empty, 2, 5, out, 10, err) == 0
+    assert ffi.buffer(out)[:] == b"\x00\x00###" * 2
 
 
 def test_rule_unpad_many_checks_count(c: Any) -> None:
