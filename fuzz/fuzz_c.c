@@ -1,6 +1,6 @@
 /*
- * libFuzzer harness for the C functions of csrc/ (make fuzz), built with
- * -fsanitize=fuzzer,address,undefined. Built with -DSRPC_FUZZ_STANDALONE it
+ * libFuzzer harness for the C functions of csrc/ (make fuzz and make sanitize),
+ * built with -fsanitize=fuzzer,address,undefined. Built with -DSRPC_FUZZ_STANDALONE it
  * is a plain program that replays files and directories of inputs, for
  * valgrind memcheck and for replaying a crash without libFuzzer.
  *
