@@ -47,7 +47,7 @@ SEED: Final = bytes(range(32))
 TWIN: Final = "<twin>"
 
 #: (rounds, seconds per timed sample) of a full and of a quick run.
-FULL: Final = (61, 0.004)
+FULL: Final = (101, 0.004)
 QUICK: Final = (9, 0.001)
 
 
@@ -695,7 +695,7 @@ def register(subparsers: Any) -> None:
         description="Time padding, framing, sealing and opening on every backend, in one"
         " process on the same bytes, against the pure backend, raw libsodium and a memcpy"
         " floor; print a table (or JSON) and the targets of the C backend. A full run takes"
-        " about a minute; --quick a few seconds.",
+        " under a minute; --quick a few seconds.",
     )
     parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -703,7 +703,7 @@ def register(subparsers: Any) -> None:
         "--rounds",
         type=_positive,
         default=None,
-        help="rounds per measure (default 61, or 9 with --quick)",
+        help="rounds per measure (default 101, or 9 with --quick)",
     )
     parser.add_argument(
         "--only",
