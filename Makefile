@@ -37,6 +37,7 @@ vectors: $(STAMP)
 
 clean:
 	rm -rf build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -f src/simplex_rpc/_simplex_rpc_c*.so src/simplex_rpc/_simplex_rpc_c.c $(STAMP)
 
 # Bounded fuzzing (docs/security.md): libFuzzer + ASan + UBSan on the C functions,
 # atheris on the Python decoders, valgrind memcheck over the C corpus. Each fuzzer

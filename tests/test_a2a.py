@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _shared import protocol_text_path
 from simplex_rpc import Request, Response, a2a, chat
 from simplex_rpc.a2a import BindingError, Caller, CallerStore
 
@@ -34,7 +34,7 @@ EXAMPLE_ONE_SHOT_REQUEST = """{
   }
 }"""
 
-SPEC = Path("/work/shared/seeds/agent-protocols-over-simplex.txt")
+SPEC = protocol_text_path()
 MESSAGE = {
     "messageId": "m-1",
     "role": "ROLE_USER",

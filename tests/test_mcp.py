@@ -9,13 +9,13 @@ order.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _shared import protocol_text_path
 from simplex_rpc import MAX_RESPONSE, ErrorCode, Request, Response, chat, mcp
 from simplex_rpc.mcp import BindingError
 
@@ -74,7 +74,7 @@ EXAMPLE_CALL_RESPONSE = """{
   }
 }"""
 
-SPEC = Path("/work/shared/seeds/agent-protocols-over-simplex.txt")
+SPEC = protocol_text_path()
 SERVED = ("2026-07-28",)
 
 

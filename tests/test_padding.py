@@ -238,3 +238,10 @@ def test_top_level_pad_is_the_active_backend() -> None:
     assert sx.pad is _backend.active.pad
     assert sx.unpad is _backend.active.unpad
     assert sx.backend() in ("c", "python")
+
+
+@pytest.mark.parametrize("not_a_buffer", [5, None, "text", [1, 2]])
+def test_pad_takes_only_buffers(backend: Backend, not_a_buffer: object) -> None:
+    """``pad(5)`` is not five zero bytes: a message must be a bytes-like object."""
+    with pytest.raises(TypeError):
+        backend.pad(not_a_buffer)

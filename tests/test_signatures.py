@@ -30,11 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 import simplex_rpc as sx
 from simplex_rpc import BadSignature, PublicKey, SigningKey, SimplexRpcError, session_tag
 
-WYCHEPROOF = Path("/work/shared/reference/wycheproof/ed25519_test.json")
-if not WYCHEPROOF.exists():  # pragma: no cover - a checkout next to the shared tree
-    WYCHEPROOF = (
-        Path(__file__).resolve().parents[2] / "shared/reference/wycheproof/ed25519_test.json"
-    )
+WYCHEPROOF = Path(__file__).resolve().parent / "data/wycheproof/ed25519_test.json"
 
 AD = bytes(range(56)) + bytes(range(100, 156))  # the agent's shape: two X448 keys
 

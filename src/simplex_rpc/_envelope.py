@@ -285,7 +285,8 @@ class Response:
         if has_response == has_error:
             which = "both" if has_response else "neither"
             raise EnvelopeError(
-                f"response envelope: has {which} of 'response' and 'error' (exactly one is required)"
+                f"response envelope: has {which} of 'response' and 'error'"
+                " (exactly one is required)"
             )
         if has_error:
             error = ErrorInfo.from_dict(obj.pop("error"))

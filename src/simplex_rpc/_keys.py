@@ -84,7 +84,7 @@ class PublicKey:
             raise KeyFormatError(
                 f"public key DER: {len(der)} bytes where {SPKI_LENGTH} are required"
             )
-        for i, (got, want) in enumerate(zip(der, SPKI_PREFIX)):
+        for i, (got, want) in enumerate(zip(der, SPKI_PREFIX, strict=False)):
             if got != want:
                 raise KeyFormatError(
                     f"public key DER: byte {i} is 0x{got:02x}, not the Ed25519 SPKI prefix"
@@ -122,7 +122,7 @@ class PublicKey:
 
     @classmethod
     def decode(cls, text: str | bytes) -> PublicKey:
-        """Decode the core's ``signerKey``/``requestKey`` text: base64url SPKI DER, padded or not."""
+        """Decode ``signerKey``/``requestKey`` text: base64url SPKI DER, padded or not."""
         try:
             der = _b64.decode(text, "public key")
         except ValueError as exc:
@@ -213,7 +213,7 @@ class SigningKey:
     asks for explicitly.
     """
 
-    __slots__ = ("_seed", "_sk", "_public")
+    __slots__ = ("_public", "_seed", "_sk")
     _seed: bytes
     _sk: bytes
     _public: PublicKey
@@ -250,7 +250,7 @@ class SigningKey:
             raise KeyFormatError(
                 f"private key DER: {len(der)} bytes where {PKCS8_LENGTH} are required"
             )
-        for i, (got, want) in enumerate(zip(der, PKCS8_PREFIX)):
+        for i, (got, want) in enumerate(zip(der, PKCS8_PREFIX, strict=False)):
             if got != want:
                 raise KeyFormatError(
                     f"private key DER: byte {i} is not the Ed25519 PKCS#8 prefix"

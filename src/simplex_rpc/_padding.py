@@ -36,7 +36,9 @@ def check_pad(size: int, length: int) -> None:
 
 def pad(message: Buffer, length: int = PADDED_LENGTH) -> bytes:
     """Pad ``message`` to a block of exactly ``length`` bytes."""
-    data = bytes(message)  # len() of a memoryview counts items, not bytes
+    # bytes(5) would be five zero bytes: take only buffers, and count their
+    # bytes (len() of a memoryview counts items).
+    data = message if type(message) is bytes else memoryview(message).tobytes()
     size = len(data)
     check_pad(size, length)
     return size.to_bytes(2, "big") + data + b"#" * (length - 2 - size)

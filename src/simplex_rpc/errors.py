@@ -8,18 +8,18 @@ the same messages. No message ever contains private key material.
 from __future__ import annotations
 
 __all__ = [
-    "SimplexRpcError",
-    "KeyFormatError",
     "BadSignature",
-    "PaddingError",
-    "PayloadTooLarge",
-    "FrameError",
-    "EnvelopeError",
-    "ChatCoreError",
     "CallSyntaxError",
+    "ChatCoreError",
     "CollectorError",
     "DeclarationError",
+    "EnvelopeError",
+    "FrameError",
+    "KeyFormatError",
     "LlmsTxtError",
+    "PaddingError",
+    "PayloadTooLarge",
+    "SimplexRpcError",
 ]
 
 
