@@ -23,13 +23,15 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(CLI) demo
 
-test: $(STAMP)
+test: $(STAMP) lint typecheck
 	$(PY) -m pytest -q
 	SIMPLEX_RPC_PURE=1 $(PY) -m pytest -q
 	$(CLI) vectors check
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks examples fuzz
+
+typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 vectors: $(STAMP)
@@ -97,6 +99,6 @@ sanitize: $(STAMP)
 	@grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' $(SANITIZE_DIR)/fuzz.log
 	@echo "make sanitize: clean (ASan+UBSan tests, $(SANITIZE_SECONDS)s of libFuzzer)"
 
-# The benchmark of docs/c-backend.md: C against pure, libsodium and memcpy (a few minutes).
+# The benchmark of docs/c-backend.md: C against pure, libsodium and memcpy.
 bench: $(STAMP)
 	$(CLI) bench
