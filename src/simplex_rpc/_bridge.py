@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from . import _json
-from ._envelope import ErrorCode, Request, Response
+from ._envelope import UNSET, ErrorCode, Request, Response
 from ._json import json_type
 from ._seal import MAX_RESPONSE
 from .chat import MAX_MESSAGE_JSON, encoded_size, fits_message
@@ -33,6 +33,7 @@ __all__ = [
     "error_response",
     "invalid_request",
     "json_type",
+    "refuse_envelope",
     "request_id",
     "rpc_response",
     "valid_id",
@@ -202,3 +203,23 @@ def envelope_of(service_request: object) -> Request:
         f"expected a Request or an object whose .request is a Request,"
         f" got {type(service_request).__name__}"
     )
+
+
+def refuse_envelope(envelope: Request, protocol: str, version_note: str) -> Response | None:
+    """The envelope error for a request a binding's handler cannot take, or None.
+
+    ``unsupported_protocol`` for another protocol; ``bad_request`` when the
+    envelope carries ``version``, which both bindings omit (``version_note``
+    says where the binding's version travels instead).
+    """
+    if envelope.protocol != protocol:
+        return Response.failure(
+            ErrorCode.UNSUPPORTED_PROTOCOL,
+            f"this handler serves {protocol}, not {envelope.protocol}",
+        )
+    if envelope.version is not UNSET:
+        return Response.failure(
+            ErrorCode.BAD_REQUEST,
+            f"the {protocol} binding omits the envelope's version: {version_note}",
+        )
+    return None

@@ -41,8 +41,9 @@ from ._bridge import (
     RPC_JSON_LIMIT,
     dumps_text,
     envelope_of,
+    refuse_envelope,
 )
-from ._envelope import UNSET, ErrorCode, Response
+from ._envelope import ErrorCode, Response
 from ._keys import PublicKey
 
 __all__ = ["DEFAULT_RPC_DEADLINE", "A2aBridge", "SimplexCaller"]
@@ -296,15 +297,11 @@ class A2aBridge:
         caller for an unsigned request.
         """
         envelope = envelope_of(service_request)
-        if envelope.protocol != a2a.PROTOCOL:
-            return Response.failure(
-                ErrorCode.UNSUPPORTED_PROTOCOL, f"this handler serves a2a, not {envelope.protocol}"
-            )
-        if envelope.version is not UNSET:
-            return Response.failure(
-                ErrorCode.BAD_REQUEST,
-                "the a2a binding omits the envelope's version: A2A-Version is a service parameter",
-            )
+        refused = refuse_envelope(
+            envelope, a2a.PROTOCOL, "A2A-Version is a service parameter"
+        )
+        if refused is not None:
+            return refused
         message = envelope.request
         if a2a._invalid(message) is None:
             # A request that is not one is answered -32600 by handle().

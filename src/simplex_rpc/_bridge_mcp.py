@@ -51,8 +51,9 @@ from ._bridge import (
     dumps_text,
     envelope_of,
     error_response,
+    refuse_envelope,
 )
-from ._envelope import UNSET, ErrorCode, Response
+from ._envelope import Response
 from .chat import fits_message
 
 __all__ = ["McpBridge"]
@@ -329,15 +330,9 @@ class McpBridge:
         ``too_large`` for a response over the limit.
         """
         envelope = envelope_of(service_request)
-        if envelope.protocol != mcp.PROTOCOL:
-            return Response.failure(
-                ErrorCode.UNSUPPORTED_PROTOCOL, f"this handler serves mcp, not {envelope.protocol}"
-            )
-        if envelope.version is not UNSET:
-            return Response.failure(
-                ErrorCode.BAD_REQUEST,
-                "the mcp binding omits the envelope's version: the revision is in _meta",
-            )
+        refused = refuse_envelope(envelope, mcp.PROTOCOL, "the revision is in _meta")
+        if refused is not None:
+            return refused
         message = envelope.request
         if isinstance(message, Mapping):
             refused = mcp.rpc_disposition(message, conversation_tools=self.conversation_tools)
