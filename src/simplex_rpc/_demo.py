@@ -32,6 +32,7 @@ from typing import Any, Final, TextIO
 
 from . import _backend
 from ._envelope import Request, Response, check_request_key
+from ._examples import mcp_tools_call_request, mcp_tools_call_response
 from ._frame import SIGNED_REQUEST_OVERHEAD
 from ._keys import PublicKey, SigningKey, session_tag
 from ._padding import PADDED_LENGTH
@@ -60,34 +61,19 @@ _OTHER_AD_LABELS: Final = (
     b"simplex-rpc demo: responder X448 identity key, another session",
 )
 
-#: The MCP binding's example request of the protocol text ("Calling a tool
-#: over Service RPC"); the demo adds ``requestKey``.
-MCP_TOOLS_CALL: Final[dict[str, Any]] = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "tools/call",
-    "params": {
-        "name": "availability",
-        "arguments": {"item": "anvil"},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-        },
-    },
-}
-
-#: The protocol text's example response to that request.
-MCP_TOOLS_CALL_RESULT: Final[dict[str, Any]] = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "result": {
-        "resultType": "complete",
-        "content": [{"type": "text", "text": "12 anvils are in stock."}],
-        "isError": False,
-    },
-}
-
 _HEAD_BYTES: Final = 48
+
+
+def _tools_call() -> dict[str, Any]:
+    """The MCP binding's example ``tools/call`` request (a new copy); the demo adds requestKey."""
+    request: dict[str, Any] = mcp_tools_call_request()["request"]
+    return request
+
+
+def _tools_call_result() -> dict[str, Any]:
+    """The protocol text's example JSON-RPC response to that request (a new copy)."""
+    result: dict[str, Any] = mcp_tools_call_response()["response"]
+    return result
 
 
 def demo_signing_key() -> SigningKey:
@@ -172,7 +158,7 @@ def round_trip() -> DemoResult:
     ad = demo_ad()
 
     # Requester: the MCP example, naming its key, signed and sealed.
-    request = Request(protocol="mcp", request=MCP_TOOLS_CALL, request_key=key.public_key)
+    request = Request(protocol="mcp", request=_tools_call(), request_key=key.public_key)
     request_json = request.to_json()
     tag = session_tag(ad)
     signature = key.sign_request(ad, request_json)
@@ -185,7 +171,7 @@ def round_trip() -> DemoResult:
     problem_text = None if problem is None else f"{problem.code}: {problem.message}"
 
     # The answer: the protocol text's example response, sealed and opened.
-    response_json = Response.success(MCP_TOOLS_CALL_RESULT).to_json()
+    response_json = Response.success(_tools_call_result()).to_json()
     response_block: bytes = impl.seal_response(response_json)
     response_payload: bytes = impl.open_response(response_block)
     response = Response.parse(response_payload)
@@ -434,7 +420,7 @@ def _mcp_handler() -> tuple[str, Any, Any]:
     except ImportError:
 
         def example(request: Any) -> Response:
-            return Response.success(MCP_TOOLS_CALL_RESULT)
+            return Response.success(_tools_call_result())
 
         return "the protocol text's example answer (the mcp SDK is not installed)", example, None
     stock = {"anvil": 12, "hammer": 40}
@@ -488,7 +474,7 @@ async def through_core() -> CoreResult:
             exchanges = []
             for what, sign_key, request_key, protocol in cases:
                 request = Request(
-                    protocol=protocol, request=MCP_TOOLS_CALL, request_key=request_key
+                    protocol=protocol, request=_tools_call(), request_key=request_key
                 )
                 response = await requester.service_request(
                     1, address.link, request, timeout=10, sign_key=sign_key

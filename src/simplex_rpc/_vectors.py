@@ -30,6 +30,12 @@ import cbor2
 from . import _b64, _backend
 from ._backend import Backend
 from ._envelope import Request, Response
+from ._examples import (
+    A2A_SEND_MESSAGE_REQUEST_TEXT,
+    MCP_TOOLS_CALL_REQUEST_TEXT,
+    MCP_TOOLS_CALL_RESPONSE_TEXT,
+    mcp_tools_call_request,
+)
 from ._keys import PKCS8_PREFIX, SPKI_PREFIX, PublicKey, SigningKey, session_tag
 from ._padding import PADDED_LENGTH
 from ._seal import MAX_RESPONSE, MAX_SIGNED_REQUEST, MAX_UNSIGNED_REQUEST
@@ -129,54 +135,6 @@ _L: Final = 2**252 + 27742317777372353535851937790883648493
 # Encodings of small-order points: the identity, and the point of order 2.
 _IDENTITY: Final = bytes([1]) + bytes(31)
 _ORDER_2: Final = bytes([0xEC]) + b"\xff" * 30 + bytes([0x7F])
-
-# The protocol text's examples, verbatim ("MCP binding", "A2A binding").
-MCP_REQUEST_TEXT: Final = """{
-  "protocol": "mcp",
-  "request": {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "tools/call",
-    "params": {
-      "name": "availability",
-      "arguments": {"item": "anvil"},
-      "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}
-      }
-    }
-  }
-}"""
-
-MCP_RESPONSE_TEXT: Final = """{
-  "response": {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "result": {
-      "resultType": "complete",
-      "content": [{"type": "text", "text": "12 anvils are in stock."}],
-      "isError": false
-    }
-  }
-}"""
-
-A2A_REQUEST_TEXT: Final = """{
-  "protocol": "a2a",
-  "request": {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "SendMessage",
-    "a2a-service-parameters": {"A2A-Version": "1.0"},
-    "params": {
-      "message": {
-        "messageId": "m-1",
-        "role": "ROLE_USER",
-        "parts": [{"text": "Price of two anvils delivered to Lisbon"}]
-      }
-    }
-  }
-}"""
-
 
 def _derived(label: str, size: int = 32) -> bytes:
     """Fixed bytes for ``label``: SHAKE-256 of ``simplex-rpc vectors: <label>``."""
@@ -435,7 +393,7 @@ def _signatures_document() -> Document:
     key = SigningKey.from_seed(seed)
     pk = key.public_key
     ad = _ad("alice-bob")
-    payload = _compact(MCP_REQUEST_TEXT)
+    payload = _compact(MCP_TOOLS_CALL_REQUEST_TEXT)
     sig = key.sign_request(ad, payload)
 
     def good(name: str, s: bytes, a: bytes, p: bytes) -> None:
@@ -453,7 +411,7 @@ def _signatures_document() -> Document:
         )
 
     good("MCP tools/call request, 112-byte AD", seed, ad, payload)
-    a2a = _compact(A2A_REQUEST_TEXT)
+    a2a = _compact(A2A_SEND_MESSAGE_REQUEST_TEXT)
     good("A2A SendMessage request, 112-byte AD", _seed(11), _ad("carol-dave"), a2a)
     good("empty payload", seed, ad, b"")
     good("one-byte AD", seed, b"\x00", b"{}")
@@ -554,7 +512,7 @@ def _padding_document() -> Document:
         _pad_case("short message", b"hello"),
         _pad_case("message ending in '#'", b"ab##"),
         _pad_case("message of only '#'", b"#" * 10),
-        _pad_case("MCP tools/call request", _compact(MCP_REQUEST_TEXT)),
+        _pad_case("MCP tools/call request", _compact(MCP_TOOLS_CALL_REQUEST_TEXT)),
         _pad_case("largest message for 11106 (11104 bytes)", _pattern(11104, "max")),
         _pad_case("empty message in the smallest block (2)", b"", 2),
         _pad_case("three bytes in a block of 5, no fill", b"abc", 5),
@@ -697,14 +655,14 @@ def _frame_case(
 def _frames_document() -> Document:
     key = SigningKey.from_seed(_seed(20))
     ad = _ad("frames")
-    request = Request.parse(MCP_REQUEST_TEXT)
+    request = Request.parse(MCP_TOOLS_CALL_REQUEST_TEXT)
     signed_payload = Request(
         protocol=request.protocol, request=request.request, request_key=key.public_key
     ).to_json()
     cases: list[Case] = [
-        _frame_case("unsigned MCP request", "request", _compact(MCP_REQUEST_TEXT)),
+        _frame_case("unsigned MCP request", "request", _compact(MCP_TOOLS_CALL_REQUEST_TEXT)),
         _frame_case("signed MCP request with requestKey", "request", signed_payload, key, ad),
-        _frame_case("MCP response", "response", _compact(MCP_RESPONSE_TEXT)),
+        _frame_case("MCP response", "response", _compact(MCP_TOOLS_CALL_RESPONSE_TEXT)),
         _frame_case("unsigned request, empty payload", "request", b""),
         _frame_case("signed request, empty payload", "request", b"", key, ad),
         _frame_case("response, empty payload", "response", b""),
@@ -811,7 +769,7 @@ def _envelopes_document() -> Document:
     cases: list[Case] = []
     key = _find_key_with("-_").public_key
     key_text = key.encode()
-    mcp = json.loads(MCP_REQUEST_TEXT)["request"]
+    mcp = mcp_tools_call_request()["request"]
     mcp_json = json.dumps(mcp, separators=(",", ":"))
 
     def request(name: str, text: str, *, request_key: PublicKey | None = None) -> None:
@@ -852,8 +810,8 @@ def _envelopes_document() -> Document:
         case |= {"valid": False, "error": "EnvelopeError", "code": "bad_request"}
         cases.append(case)
 
-    request("protocol text: MCP tools/call over Service RPC", MCP_REQUEST_TEXT)
-    request("protocol text: A2A one-shot SendMessage", A2A_REQUEST_TEXT)
+    request("protocol text: MCP tools/call over Service RPC", MCP_TOOLS_CALL_REQUEST_TEXT)
+    request("protocol text: A2A one-shot SendMessage", A2A_SEND_MESSAGE_REQUEST_TEXT)
     request(
         "MCP request with requestKey",
         f'{{"protocol":"mcp","request":{mcp_json},"requestKey":"{key_text}"}}',
@@ -882,7 +840,7 @@ def _envelopes_document() -> Document:
     request("nesting of 64 levels (the limit)", f'{{"protocol":"x","request":{depth_ok}}}')
     request("integer of 64 digits", '{"protocol":"x","request":' + "9" * 64 + "}")
 
-    response("protocol text: MCP tools/call response", MCP_RESPONSE_TEXT)
+    response("protocol text: MCP tools/call response", MCP_TOOLS_CALL_RESPONSE_TEXT)
     response("response null", '{"response":null}')
     response("response with unknown members", '{"response":1,"meta":{"a":1}}')
     response("error with a code only", '{"error":{"code":"unsupported_protocol"}}')
