@@ -29,7 +29,7 @@ from simplex_rpc.adapter import (
 )
 from simplex_rpc.errors import ChatCoreError, EnvelopeError, SimplexRpcError
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import FakeCore, pair, run
+from test_adapter_support import FakeCore, Held, cores, pair, run
 
 LINK = "simplex:/a#abc?h=example"
 
@@ -165,11 +165,7 @@ def test_core_errors_carry_the_core_error_object() -> None:
     """A request to an address without ratchet keys fails at once, as a ChatCoreError."""
 
     async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
+        async with cores() as (_, bob, alice):
             await bob.start()
             created = await bob.command("/_address 1")  # no pq_ratchet: no ratchet keys
             link = created["connLinkContact"]["connShortLink"]
@@ -197,11 +193,7 @@ def test_a_dropped_request_times_out() -> None:
     """Without service_requests=on the responder's core drops the request."""
 
     async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
+        async with cores() as (_, bob, alice):
             await bob.start(service_requests=False)
             link = (await bob.service_address(1)).link
             await alice.start(service_requests=False)
@@ -325,12 +317,7 @@ def test_a_command_without_answer_times_out() -> None:
 
 def test_the_connection_dropped_mid_request_fails_every_pending_command() -> None:
     async def main() -> None:
-        release = asyncio.Event()
-
-        async def hold(request: ServiceRequest) -> str:
-            await release.wait()
-            return "late"
-
+        hold = Held("late")
         async with pair(hold) as p:
             calls = [
                 asyncio.create_task(
@@ -352,7 +339,7 @@ def test_the_connection_dropped_mid_request_fails_every_pending_command() -> Non
                 async for _ in events:
                     pass
             assert p.alice.closed
-            release.set()
+            hold.release.set()
             # The responder is unaffected.
             async with ChatCore.connect(p.sim.url_for("alice")) as again:
                 response = await again.service_request(

@@ -21,7 +21,7 @@ from simplex_rpc import Request, Response
 from simplex_rpc.adapter import ChatCore, ChatCoreClosed, LibsimplexHandle, ServiceRequest
 from simplex_rpc.errors import ChatCoreError
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
+from test_adapter_support import background_serve, run
 
 
 def test_round_trip_with_a_native_responder_and_requester() -> None:
@@ -40,25 +40,25 @@ def test_round_trip_with_a_native_responder_and_requester() -> None:
             assert await bob.start(service_requests=True)
             link = (await bob.service_address(1)).link
             await alice.start(service_requests=False)
-            serving = asyncio.create_task(bob.serve(1, handler, protocols=["mcp"]))
-            await asyncio.sleep(0)
-            signed = await alice.service_request(
-                1, link, Request(protocol="mcp", request=[1]), sign_key=key, timeout=5
-            )
-            unsigned = await alice.service_request(1, link, Request(protocol="mcp", request=[2]))
-            assert signed == Response.success({"echo": [1], "signed": True})
-            assert unsigned == Response.success({"echo": [2], "signed": False})
-            many = await asyncio.gather(
-                *(
-                    alice.service_request(1, link, Request(protocol="mcp", request=n))
-                    for n in range(30)
+            async with background_serve(bob, handler, protocols=["mcp"]):
+                signed = await alice.service_request(
+                    1, link, Request(protocol="mcp", request=[1]), sign_key=key, timeout=5
                 )
-            )
-            assert [r.response["echo"] for r in many] == list(range(30))
-            with pytest.raises(ChatCoreError) as info:
-                await alice.command("/_show_address 1")
-            assert info.value.type_path == "errorStore/userContactLinkNotFound"
-            serving.cancel()
+                unsigned = await alice.service_request(
+                    1, link, Request(protocol="mcp", request=[2])
+                )
+                assert signed == Response.success({"echo": [1], "signed": True})
+                assert unsigned == Response.success({"echo": [2], "signed": False})
+                many = await asyncio.gather(
+                    *(
+                        alice.service_request(1, link, Request(protocol="mcp", request=n))
+                        for n in range(30)
+                    )
+                )
+                assert [r.response["echo"] for r in many] == list(range(30))
+                with pytest.raises(ChatCoreError) as info:
+                    await alice.command("/_show_address 1")
+                assert info.value.type_path == "errorStore/userContactLinkNotFound"
 
     run(main)
 

@@ -23,7 +23,14 @@ import simplex_rpc as sx
 from simplex_rpc import ErrorCode, Request, Response
 from simplex_rpc.adapter import ChatCore, RateLimit, ServiceRequest, _Limiter
 from simplex_rpc.errors import SimplexRpcError
-from test_adapter_support import FakeCore, pair, run, service_request_event
+from test_adapter_support import (
+    FakeCore,
+    Held,
+    fake_serving,
+    pair,
+    run,
+    service_request_event,
+)
 
 
 def ok(request: ServiceRequest) -> Any:
@@ -355,31 +362,25 @@ def test_invalid_requests_from_the_core_are_answered_bad_request(
     """bad_request: the envelope is invalid. A signerKey that is not a key is too."""
 
     async def main() -> None:
-        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
-            serving = asyncio.create_task(core.serve(1, ok, protocols=["mcp"]))
-            await asyncio.sleep(0)
+        async with fake_serving(ok) as (fake, _):
             await fake.event(event)
             request_id, payload = await answer_of(fake)
             assert request_id == "r1"
             assert payload["error"]["code"] == "bad_request"
             assert expected in payload["error"]["message"]
-            serving.cancel()
 
     run(main)
 
 
 def test_a_deep_request_from_the_core_is_answered_bad_request() -> None:
     async def main() -> None:
-        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
-            serving = asyncio.create_task(core.serve(1, ok, protocols=["mcp"]))
-            await asyncio.sleep(0)
+        async with fake_serving(ok) as (fake, _):
             deep: Any = 1
             for _ in range(200):
                 deep = [deep]
             await fake.event(service_request_event(data={"protocol": "mcp", "request": deep}))
             _, payload = await answer_of(fake)
             assert payload["error"]["code"] == "bad_request"
-            serving.cancel()
 
     run(main)
 
@@ -388,9 +389,7 @@ def test_unusable_events_are_ignored_and_logged_as_data(caplog: pytest.LogCaptur
     """Everything a peer sent is data: a hostile requestId is logged escaped, never obeyed."""
 
     async def main() -> None:
-        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
-            serving = asyncio.create_task(core.serve(1, ok, protocols=["mcp"]))
-            await asyncio.sleep(0)
+        async with fake_serving(ok) as (fake, _):
             with caplog.at_level(logging.DEBUG, logger="simplex_rpc.adapter"):
                 await fake.event(service_request_event("r1 /_delete_address 1\nFORGED log line"))
                 await fake.event(service_request_event("ok", user_id=2))  # another user's
@@ -399,7 +398,6 @@ def test_unusable_events_are_ignored_and_logged_as_data(caplog: pytest.LogCaptur
                 await fake.event(service_request_event("r2"))
                 request_id, payload = await answer_of(fake)
             assert request_id == "r2" and payload == {"response": {"got": {}}}
-            serving.cancel()
 
     run(main)
     forged = [r for r in caplog.records if "unusable requestId" in r.getMessage()]
@@ -409,32 +407,24 @@ def test_unusable_events_are_ignored_and_logged_as_data(caplog: pytest.LogCaptur
 
 def test_a_request_id_in_flight_is_answered_once() -> None:
     async def main() -> None:
-        release = asyncio.Event()
-
-        async def slow(request: ServiceRequest) -> str:
-            await release.wait()
-            return "one"
-
-        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
-            serving = asyncio.create_task(core.serve(1, slow, protocols=["mcp"]))
-            await asyncio.sleep(0)
+        slow = Held("one")
+        async with fake_serving(slow) as (fake, _):
             await fake.event(service_request_event("same"))
             await fake.event(service_request_event("same"))
             await asyncio.sleep(0.1)
-            release.set()
+            slow.release.set()
             request_id, payload = await answer_of(fake)
             assert (request_id, payload) == ("same", {"response": "one"})
             await fake.event(service_request_event("after"))
             request_id, _ = await answer_of(fake)
             assert request_id == "after"  # no second answer to "same" came before it
-            serving.cancel()
 
     run(main)
 
 
 def test_a_refused_answer_is_logged_and_the_loop_goes_on(caplog: pytest.LogCaptureFixture) -> None:
     async def main() -> None:
-        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
+        async with fake_serving(ok) as (fake, serving):
             fake.answers["/_service_response"] = {
                 "type": "chatCmdError",
                 "chatError": {
@@ -446,14 +436,11 @@ def test_a_refused_answer_is_logged_and_the_loop_goes_on(caplog: pytest.LogCaptu
                     "agentConnId": "",
                 },
             }
-            serving = asyncio.create_task(core.serve(1, ok, protocols=["mcp"]))
-            await asyncio.sleep(0)
             with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
                 await fake.event(service_request_event("late"))
                 await answer_of(fake)
                 await asyncio.sleep(0.05)
             assert not serving.done()
-            serving.cancel()
 
     run(main)
     assert "refused the answer" in caplog.text and "ASETimeout" in caplog.text
@@ -498,15 +485,12 @@ def test_a_response_the_core_cannot_pad_is_replaced_by_too_large() -> None:
         return {"type": "serviceReplyAccepted", "user": {"userId": 1}, "connectionId": "c"}
 
     async def main() -> None:
-        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
+        async with fake_serving(ok) as (fake, _):
             fake.answers["/_service_response"] = core_answer
-            serving = asyncio.create_task(core.serve(1, ok, protocols=["mcp"]))
-            await asyncio.sleep(0)
             await fake.event(service_request_event("big"))
             first = await answer_of(fake)
             second = await answer_of(fake)
             assert first == ("big", {"response": {"got": {}}})
             assert second[0] == "big" and second[1]["error"]["code"] == "too_large"
-            serving.cancel()
 
     run(main)

@@ -1,9 +1,11 @@
 """Shared helpers of the adapter tests (no tests here).
 
-``run`` bounds a test's event loop; ``Pair`` starts the simulator with a
-responder core ``bob`` serving a handler and a requester core ``alice``;
-``FakeCore`` is a scripted WebSocket core for events the simulator never
-sends (a malformed ``signerKey``, a hostile ``requestId``).
+``run`` bounds a test's event loop; ``cores`` connects a responder core
+``bob`` and a requester core ``alice`` to the simulator, not yet started;
+``pair`` starts them, with ``bob`` serving a handler; ``Held`` is a handler
+that answers once the test releases it; ``FakeCore`` is a scripted WebSocket
+core for events the simulator never sends (a malformed ``signerKey``, a
+hostile ``requestId``), and ``fake_serving`` a core serving a handler over one.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from simplex_rpc.adapter import ChatCore, Handler
+from simplex_rpc.adapter import ChatCore, Handler, ServiceRequest
 from simplex_rpc.testing import CoreSimulator
 
 
@@ -27,6 +29,34 @@ def run(main: Callable[[], Awaitable[None]], limit: float = 60) -> None:
             await main()
 
     asyncio.run(bounded())
+
+
+@contextlib.asynccontextmanager
+async def cores(
+    response_window: float = 180.0,
+) -> AsyncIterator[tuple[CoreSimulator, ChatCore, ChatCore]]:
+    """The simulator with two cores connected and not started: ``(sim, bob, alice)``."""
+    async with (
+        CoreSimulator(response_window=response_window) as sim,
+        ChatCore.connect(sim.url_for("bob")) as bob,
+        ChatCore.connect(sim.url_for("alice")) as alice,
+    ):
+        yield sim, bob, alice
+
+
+@contextlib.asynccontextmanager
+async def background_serve(
+    core: ChatCore, handler: Handler, **serve_options: Any
+) -> AsyncIterator[asyncio.Task[Any]]:
+    """``core`` serving ``handler`` as user 1 in a task, subscribed to events; cancelled after."""
+    task = asyncio.create_task(core.serve(1, handler, **serve_options))
+    await asyncio.sleep(0)  # the responder subscribes to events
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
 
 
 @dataclass
@@ -47,22 +77,27 @@ async def pair(
     **serve_options: Any,
 ) -> AsyncIterator[Pair]:
     """A responder ``bob`` serving ``handler`` and a requester ``alice``, over the simulator."""
-    async with (
-        CoreSimulator(response_window=response_window) as sim,
-        ChatCore.connect(sim.url_for("bob")) as bob,
-        ChatCore.connect(sim.url_for("alice")) as alice,
-    ):
+    async with cores(response_window) as (sim, bob, alice):
         assert await bob.start(service_requests=True)
         address = await bob.service_address(1)
         assert await alice.start(service_requests=False)
-        serving = asyncio.create_task(bob.serve(1, handler, protocols=protocols, **serve_options))
-        await asyncio.sleep(0)  # the responder subscribes to events
-        try:
-            yield Pair(sim=sim, alice=alice, bob=bob, link=address.link, serving=serving)
-        finally:
-            serving.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await serving
+        async with background_serve(bob, handler, protocols=protocols, **serve_options) as task:
+            yield Pair(sim=sim, alice=alice, bob=bob, link=address.link, serving=task)
+
+
+class Held:
+    """A handler that answers ``answer`` to every request once ``release`` is set.
+
+    Create it inside the test's event loop.
+    """
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.release = asyncio.Event()
+
+    async def __call__(self, request: ServiceRequest) -> Any:
+        await self.release.wait()
+        return self.answer
 
 
 class FakeCore:
@@ -120,6 +155,19 @@ class FakeCore:
 
     async def close_connection(self, code: int = 1011) -> None:
         await self._ws.close(code=code)
+
+
+@contextlib.asynccontextmanager
+async def fake_serving(
+    handler: Handler, *, protocols: tuple[str, ...] = ("mcp",), **serve_options: Any
+) -> AsyncIterator[tuple[FakeCore, asyncio.Task[Any]]]:
+    """A scripted core and a ``ChatCore`` on it serving ``handler``: ``(fake, serving)``."""
+    async with (
+        FakeCore() as fake,
+        ChatCore.connect(fake.url) as core,
+        background_serve(core, handler, protocols=protocols, **serve_options) as task,
+    ):
+        yield fake, task
 
 
 def service_request_event(

@@ -9,9 +9,11 @@ of the core sees.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -21,14 +23,7 @@ from simplex_rpc import testing
 from simplex_rpc.adapter import ChatCore, ChatCoreClosed
 from simplex_rpc.errors import ChatCoreError
 from simplex_rpc.testing import CoreSimulator
-
-
-def run(main: Callable[[], Awaitable[None]]) -> None:
-    async def bounded() -> None:
-        async with asyncio.timeout(60):  # a hung test fails instead of hanging the run
-            await main()
-
-    asyncio.run(bounded())
+from test_adapter_support import cores, run
 
 
 def envelope(protocol: str = "mcp", request: Any = None, **extra: Any) -> str:
@@ -45,6 +40,41 @@ async def address(core: ChatCore, pq: bool = True) -> dict[str, Any]:
     assert resp["type"] == "userContactLinkCreated"
     link: dict[str, Any] = resp["connLinkContact"]
     return link
+
+
+@dataclass
+class Exchange:
+    """The simulator, a responder core ``bob`` with an address, and a requester core ``alice``."""
+
+    sim: CoreSimulator
+    bob: ChatCore
+    alice: ChatCore
+    links: dict[str, Any]
+    """Bob's address as ``/_address`` created it (``connShortLink``, ``connFullLink``)."""
+
+    @property
+    def link(self) -> str:
+        """The short link of bob's address."""
+        return str(self.links["connShortLink"])
+
+
+@contextlib.asynccontextmanager
+async def exchange(
+    *,
+    service_requests: bool = True,
+    pq: bool = True,
+    requester_started: bool = True,
+    response_window: float = 180.0,
+) -> AsyncIterator[Exchange]:
+    """Bob started (with service_requests=on unless told otherwise) and given an address
+    (with ratchet keys unless ``pq`` is false); alice started without service requests
+    (unless ``requester_started`` is false). All through raw commands."""
+    async with cores(response_window) as (sim, bob, alice):
+        await started(bob, service_requests)
+        if requester_started:
+            await started(alice, False)
+        links = await address(bob, pq=pq)
+        yield Exchange(sim=sim, bob=bob, alice=alice, links=links)
 
 
 async def next_request(events: Any) -> dict[str, Any]:
@@ -90,13 +120,10 @@ def test_unknown_command_and_unknown_user_are_chat_cmd_errors() -> None:
 
 def test_requests_need_a_started_chat() -> None:
     async def main() -> None:
-        async with CoreSimulator() as sim, ChatCore.connect(sim.url_for("b")) as b:
-            await started(b, True)
-            link = (await address(b))["connShortLink"]
-            async with ChatCore.connect(sim.url_for("a")) as a:
-                with pytest.raises(ChatCoreError) as info:
-                    await a.command(f"/_service_request 1 {link} timeout=1 {envelope()}")
-                assert info.value.type_path == "error/chatNotStarted"
+        async with exchange(requester_started=False) as ex:
+            with pytest.raises(ChatCoreError) as info:
+                await ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
+            assert info.value.type_path == "error/chatNotStarted"
 
     run(main)
 
@@ -107,23 +134,18 @@ def test_relays_a_request_as_a_service_request_event_and_returns_the_response() 
     serviceResponse with responseData."""
 
     async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
-            await started(bob, True)
-            await started(alice, False)
-            link = (await address(bob))["connShortLink"]
-            events = bob.events()
+        async with exchange() as ex:
+            events = ex.bob.events()
             call = asyncio.create_task(
-                alice.command(f"/_service_request 1 {link} timeout=5 {envelope(request={'q': 2})}")
+                ex.alice.command(
+                    f"/_service_request 1 {ex.link} timeout=5 {envelope(request={'q': 2})}"
+                )
             )
             event = await next_request(events)
             assert event["user"]["userId"] == 1
             assert "signerKey" not in event  # unsigned: no signer
             assert event["requestData"] == {"protocol": "mcp", "request": {"q": 2}}
-            accepted = await bob.command(
+            accepted = await ex.bob.command(
                 f"/_service_response 1 {event['requestId']} " + json.dumps({"response": 42})
             )
             assert accepted["type"] == "serviceReplyAccepted"
@@ -131,7 +153,7 @@ def test_relays_a_request_as_a_service_request_event_and_returns_the_response() 
             resp = await call
             assert resp["type"] == "serviceResponse"
             assert resp["responseData"] == {"response": 42}
-            assert sim.stats.delivered == 1 and sim.stats.responses == 1
+            assert ex.sim.stats.delivered == 1 and ex.sim.stats.responses == 1
 
     run(main)
 
@@ -141,24 +163,17 @@ def test_signer_key_is_derived_from_sign_key() -> None:
 
     async def main() -> None:
         key = sx.SigningKey.generate()
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
-            await started(bob, True)
-            await started(alice, False)
-            link = (await address(bob))["connShortLink"]
-            events = bob.events()
+        async with exchange() as ex:
+            events = ex.bob.events()
             call = asyncio.create_task(
-                alice.command(
-                    f"/_service_request 1 {link} timeout=5 sign_key={key.encode()} {envelope()}"
+                ex.alice.command(
+                    f"/_service_request 1 {ex.link} timeout=5 sign_key={key.encode()} {envelope()}"
                 )
             )
             event = await next_request(events)
             assert sx.PublicKey.decode(event["signerKey"]) == key.public_key
             assert event["signerKey"] == key.public_key.encode()
-            await bob.command(f'/_service_response 1 {event["requestId"]} {{"response":1}}')
+            await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":1}}')
             assert (await call)["responseData"] == {"response": 1}
 
     run(main)
@@ -179,23 +194,13 @@ def test_each_request_is_sealed_with_a_fresh_112_byte_ad(monkeypatch: pytest.Mon
 
     async def main() -> None:
         key = sx.SigningKey.generate()
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
-            await started(bob, True)
-            await started(alice, False)
-            link = (await address(bob))["connShortLink"]
-            events = bob.events()
+        async with exchange() as ex:
+            events = ex.bob.events()
+            signed = f"/_service_request 1 {ex.link} timeout=5 sign_key={key.encode()} {envelope()}"
             for _ in range(3):
-                call = asyncio.create_task(
-                    alice.command(
-                        f"/_service_request 1 {link} timeout=5 sign_key={key.encode()} {envelope()}"
-                    )
-                )
+                call = asyncio.create_task(ex.alice.command(signed))
                 event = await next_request(events)
-                await bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
+                await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
                 await call
 
     run(main)
@@ -207,40 +212,33 @@ def test_an_address_without_ratchet_keys_fails_at_once() -> None:
     """Requirements: a request to an address without ratchet keys fails at once."""
 
     async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
-            await started(bob, True)
-            await started(alice, False)
-            links = await address(bob, pq=False)
-            assert "&rk=" not in links["connFullLink"]
-            for link in (links["connShortLink"], links["connFullLink"]):
+        async with exchange(pq=False) as ex:
+            assert "&rk=" not in ex.links["connFullLink"]
+            for link in (ex.links["connShortLink"], ex.links["connFullLink"]):
                 with pytest.raises(ChatCoreError) as info:
                     # A long timeout: the failure must not wait for it.
-                    await alice.command(
+                    await ex.alice.command(
                         f"/_service_request 1 {link} timeout=3600 {envelope()}", timeout=10
                     )
                 assert info.value.type_path == "errorAgent/AGENT/A_SERVICE/ASENotDRAddress"
             # The core adds the keys to an address updated with pq_ratchet=on.
-            updated = await bob.command(
+            updated = await ex.bob.command(
                 '/_address_settings 1 pq_ratchet=on {"businessAddress":false}'
             )
             full = updated["contactLink"]["connLinkContact"]["connFullLink"]
             assert "&rk=" in full
-            events = bob.events()
-            for link in (links["connShortLink"], full):
+            events = ex.bob.events()
+            for link in (ex.links["connShortLink"], full):
                 call = asyncio.create_task(
-                    alice.command(f"/_service_request 1 {link} timeout=5 {envelope()}")
+                    ex.alice.command(f"/_service_request 1 {link} timeout=5 {envelope()}")
                 )
                 event = await next_request(events)
-                await bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
+                await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
                 assert (await call)["type"] == "serviceResponse"
             # The old full link still carries no ratchet keys.
             with pytest.raises(ChatCoreError) as info:
-                await alice.command(
-                    f"/_service_request 1 {links['connFullLink']} timeout=5 {envelope()}"
+                await ex.alice.command(
+                    f"/_service_request 1 {ex.links['connFullLink']} timeout=5 {envelope()}"
                 )
             assert info.value.type_path.endswith("ASENotDRAddress")
 
@@ -252,20 +250,13 @@ def test_requests_are_dropped_when_service_requests_are_off() -> None:
     requester waits until its timeout."""
 
     async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
-            await started(bob, False)
-            await started(alice, False)
-            link = (await address(bob))["connShortLink"]
-            events = bob.events()
+        async with exchange(service_requests=False) as ex:
+            events = ex.bob.events()
             with pytest.raises(ChatCoreError) as info:
-                await alice.command(f"/_service_request 1 {link} timeout=1 {envelope()}")
+                await ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
             assert info.value.type_path == "errorAgent/AGENT/A_SERVICE/ASETimeout"
-            assert sim.stats.dropped == 1 and sim.stats.delivered == 0
-            assert sim.stats.requester_timeouts == 1
+            assert ex.sim.stats.dropped == 1 and ex.sim.stats.delivered == 0
+            assert ex.sim.stats.requester_timeouts == 1
             events.close()
 
     run(main)
@@ -275,21 +266,14 @@ def test_the_requester_times_out_after_timeout() -> None:
     """timeout: how long the requester waits for the response."""
 
     async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
-            await started(bob, True)
-            await started(alice, False)
-            link = (await address(bob))["connShortLink"]
-            events = bob.events()
+        async with exchange() as ex:
+            events = ex.bob.events()
             with pytest.raises(ChatCoreError) as info:
-                await alice.command(f"/_service_request 1 {link} timeout=1 {envelope()}")
+                await ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
             assert info.value.type_path.endswith("ASETimeout")
             event = await next_request(events)
             # Within the window the responder's core still takes the answer.
-            accepted = await bob.command(
+            accepted = await ex.bob.command(
                 f'/_service_response 1 {event["requestId"]} {{"response":0}}'
             )
             assert accepted["type"] == "serviceReplyAccepted"
@@ -301,24 +285,17 @@ def test_a_response_after_the_window_is_refused() -> None:
     """Requirements: the core accepts a response within 180 seconds (here a short window)."""
 
     async def main() -> None:
-        async with (
-            CoreSimulator(response_window=0.05) as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
-            await started(bob, True)
-            await started(alice, False)
-            link = (await address(bob))["connShortLink"]
-            events = bob.events()
+        async with exchange(response_window=0.05) as ex:
+            events = ex.bob.events()
             call = asyncio.create_task(
-                alice.command(f"/_service_request 1 {link} timeout=1 {envelope()}")
+                ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
             )
             event = await next_request(events)
             await asyncio.sleep(0.3)
             with pytest.raises(ChatCoreError) as info:
-                await bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
+                await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
             assert info.value.type_path.endswith("ASETimeout")
-            assert sim.stats.late_responses == 1
+            assert ex.sim.stats.late_responses == 1
             with pytest.raises(ChatCoreError):
                 await call
 
@@ -327,27 +304,20 @@ def test_a_response_after_the_window_is_refused() -> None:
 
 def test_a_request_is_answered_once() -> None:
     async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
-            await started(bob, True)
-            await started(alice, False)
-            link = (await address(bob))["connShortLink"]
-            events = bob.events()
+        async with exchange() as ex:
+            events = ex.bob.events()
             call = asyncio.create_task(
-                alice.command(f"/_service_request 1 {link} timeout=5 {envelope()}")
+                ex.alice.command(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
             )
             event = await next_request(events)
             rid = event["requestId"]
-            await bob.command(f'/_service_response 1 {rid} {{"response":1}}')
+            await ex.bob.command(f'/_service_response 1 {rid} {{"response":1}}')
             with pytest.raises(ChatCoreError) as info:
-                await bob.command(f'/_service_response 1 {rid} {{"response":2}}')
+                await ex.bob.command(f'/_service_response 1 {rid} {{"response":2}}')
             assert info.value.type_path.endswith("ASENoPendingRequest")
-            assert sim.stats.duplicate_responses == 1
+            assert ex.sim.stats.duplicate_responses == 1
             with pytest.raises(ChatCoreError) as info:
-                await bob.command('/_service_response 1 nosuchrequest {"response":2}')
+                await ex.bob.command('/_service_response 1 nosuchrequest {"response":2}')
             assert info.value.type_path.endswith("ASENoPendingRequest")
             assert (await call)["responseData"] == {"response": 1}
 
@@ -369,31 +339,26 @@ def test_an_oversized_request_fails_as_the_core_would() -> None:
 
     async def main() -> None:
         key = sx.SigningKey.generate()
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
-            await started(bob, True)
-            await started(alice, False)
-            link = (await address(bob))["connShortLink"]
-            events = bob.events()
+        async with exchange() as ex:
+            events = ex.bob.events()
             cases = [
                 (sx.MAX_UNSIGNED_REQUEST, ""),
                 (sx.MAX_SIGNED_REQUEST, f"sign_key={key.encode()} "),
             ]
             for limit, option in cases:
                 with pytest.raises(ChatCoreError) as info:
-                    await alice.command(
-                        f"/_service_request 1 {link} timeout=5 {option}{sized(limit + 1)}"
+                    await ex.alice.command(
+                        f"/_service_request 1 {ex.link} timeout=5 {option}{sized(limit + 1)}"
                     )
                 assert info.value.type_path == "errorAgent/CMD/LARGE"
                 call = asyncio.create_task(
-                    alice.command(f"/_service_request 1 {link} timeout=5 {option}{sized(limit)}")
+                    ex.alice.command(
+                        f"/_service_request 1 {ex.link} timeout=5 {option}{sized(limit)}"
+                    )
                 )
                 event = await next_request(events)
                 assert len(json.dumps(event["requestData"], separators=(",", ":"))) == limit
-                await bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
+                await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
                 await call
 
     run(main)
@@ -401,25 +366,18 @@ def test_an_oversized_request_fails_as_the_core_would() -> None:
 
 def test_an_oversized_response_fails_and_the_request_stays_open() -> None:
     async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
-            await started(bob, True)
-            await started(alice, False)
-            link = (await address(bob))["connShortLink"]
-            events = bob.events()
+        async with exchange() as ex:
+            events = ex.bob.events()
             call = asyncio.create_task(
-                alice.command(f"/_service_request 1 {link} timeout=5 {envelope()}")
+                ex.alice.command(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
             )
             event = await next_request(events)
             rid = event["requestId"]
             big = json.dumps({"response": "x" * sx.MAX_RESPONSE}, separators=(",", ":"))
             with pytest.raises(ChatCoreError) as info:
-                await bob.command(f"/_service_response 1 {rid} {big}")
+                await ex.bob.command(f"/_service_response 1 {rid} {big}")
             assert info.value.type_path == "errorAgent/CMD/LARGE"
-            await bob.command(f'/_service_response 1 {rid} {{"response":"ok"}}')
+            await ex.bob.command(f'/_service_response 1 {rid} {{"response":"ok"}}')
             assert (await call)["responseData"] == {"response": "ok"}
 
     run(main)
@@ -489,19 +447,12 @@ def test_address_commands() -> None:
 
 def test_events_go_to_every_connection_of_the_core() -> None:
     async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob1,
-            ChatCore.connect(sim.url_for("bob")) as bob2,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
-            await started(bob1, True)
+        async with exchange() as ex, ChatCore.connect(ex.sim.url_for("bob")) as bob2:
+            bob1 = ex.bob
             assert (await bob2.command("/_start main=on"))["type"] == "chatRunning"
-            await started(alice, False)
-            link = (await address(bob1))["connShortLink"]
             events1, events2 = bob1.events(), bob2.events()
             call = asyncio.create_task(
-                alice.command(f"/_service_request 1 {link} timeout=5 {envelope()}")
+                ex.alice.command(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
             )
             first, second = await next_request(events1), await next_request(events2)
             assert first["requestId"] == second["requestId"]
@@ -513,22 +464,15 @@ def test_events_go_to_every_connection_of_the_core() -> None:
 
 def test_drop_connections_fails_pending_commands() -> None:
     async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-        ):
-            await started(bob, True)
-            await started(alice, False)
-            link = (await address(bob))["connShortLink"]
+        async with exchange() as ex:
             call = asyncio.create_task(
-                alice.command(f"/_service_request 1 {link} timeout=30 {envelope()}")
+                ex.alice.command(f"/_service_request 1 {ex.link} timeout=30 {envelope()}")
             )
             await asyncio.sleep(0.1)
-            assert await sim.drop_connections("alice") == 1
+            assert await ex.sim.drop_connections("alice") == 1
             with pytest.raises(ChatCoreClosed):
                 await call
-            assert alice.closed and not bob.closed
+            assert ex.alice.closed and not ex.bob.closed
 
     run(main)
 

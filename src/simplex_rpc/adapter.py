@@ -299,29 +299,31 @@ def _error_detail(chat_error: object) -> str:
     return found[:200]
 
 
-def _parse_response_data(data: object) -> Response:
-    """The response envelope from a ``serviceResponse``'s ``responseData``."""
+def _envelope_json(data: object, kind: str, member: str) -> str | bytes:
+    """The JSON text of the ``kind`` envelope the core reported as ``member``.
+
+    The core reports an envelope as a JSON object (encoded again here) or as
+    its JSON text (returned as it is, for the envelope parser to check);
+    anything else, or an object that is not JSON, raises :class:`EnvelopeError`.
+    """
     if isinstance(data, str):
-        return Response.parse(data)
+        return data
     if isinstance(data, dict):
         try:
-            text = _json.dumps(data)
+            return _json.dumps(data)
         except _json.JsonError as exc:
-            raise EnvelopeError(f"response envelope: {exc}") from None
-        return Response.parse(text)
-    raise EnvelopeError("response envelope: responseData is neither a JSON object nor a string")
+            raise EnvelopeError(f"{kind} envelope: {exc}") from None
+    raise EnvelopeError(f"{kind} envelope: {member} is neither a JSON object nor a string")
+
+
+def _parse_response_data(data: object) -> Response:
+    """The response envelope from a ``serviceResponse``'s ``responseData``."""
+    return Response.parse(_envelope_json(data, "response", "responseData"))
 
 
 def _parse_request_data(data: object) -> Request:
-    if isinstance(data, str):
-        return Request.parse(data)
-    if isinstance(data, dict):
-        try:
-            text = _json.dumps(data)
-        except _json.JsonError as exc:
-            raise EnvelopeError(f"request envelope: {exc}") from None
-        return Request.parse(text)
-    raise EnvelopeError("request envelope: requestData is neither a JSON object nor a string")
+    """The request envelope from a ``serviceRequest``'s ``requestData``."""
+    return Request.parse(_envelope_json(data, "request", "requestData"))
 
 
 # ---------------------------------------------------------------------------

@@ -200,6 +200,19 @@ class _Pending:
     expiry: asyncio.TimerHandle | None = None
 
 
+def _sender_refusal(core: _Core, user_id: int) -> dict[str, Any] | None:
+    """The core's refusal of a service command sent as ``user_id``, or None when it may run.
+
+    A command of a user the core does not have fails ``userNotFound``; one sent
+    before ``/_start``, ``chatNotStarted``.
+    """
+    if user_id not in core.users:
+        return _store_error("userNotFound", userId=user_id)
+    if not core.started:
+        return _chat_error("chatNotStarted")
+    return None
+
+
 def _user(user_id: int) -> dict[str, Any]:
     """A ``User`` record (simplex-chat ``bots/api/TYPES.md``), reduced to what tests need."""
     return {
@@ -529,10 +542,8 @@ class CoreSimulator:
             return _command_error("invalid /_service_request syntax")
         core = session.core
         user_id = int(m["user"])
-        if user_id not in core.users:
-            return _store_error("userNotFound", userId=user_id)
-        if not core.started:
-            return _chat_error("chatNotStarted")
+        if (refusal := _sender_refusal(core, user_id)) is not None:
+            return refusal
         timeout = self.default_timeout
         if m["timeout"] is not None:
             if not re.fullmatch(r"[1-9][0-9]{0,6}", m["timeout"]):
@@ -610,10 +621,8 @@ class CoreSimulator:
             return _command_error("invalid /_service_response syntax")
         core = session.core
         user_id = int(m["user"])
-        if user_id not in core.users:
-            return _store_error("userNotFound", userId=user_id)
-        if not core.started:
-            return _chat_error("chatNotStarted")
+        if (refusal := _sender_refusal(core, user_id)) is not None:
+            return refusal
         try:
             response = _json.loads(m["json"])
         except _json.JsonError:
