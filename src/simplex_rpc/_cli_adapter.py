@@ -17,32 +17,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import _json
 from ._envelope import UNSET, Request
 from ._keys import SigningKey
 from .adapter import ChatCore, RateLimit, ServiceRequest
-from .cli import EXIT_INVALID, EXIT_OK, CliError, emit_json, read_input
+from .cli import (
+    EXIT_INVALID,
+    EXIT_OK,
+    CliError,
+    emit_json,
+    load_json,
+    read_input,
+    whole_number,
+)
 from .errors import KeyFormatError
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("must not be negative")
-    return value
+_positive_int = whole_number(1, "must be at least 1")
+_non_negative_int = whole_number(0, "must not be negative")
 
 
 def _positive_float(text: str) -> float:
@@ -65,14 +55,6 @@ def _rate_limit(text: str) -> RateLimit:
         ) from None
 
 
-def _load_json(spec: str, what: str) -> Any:
-    data = read_input(spec, what=what)
-    try:
-        return _json.loads(data)
-    except _json.JsonError as exc:
-        raise CliError(f"{what}: {exc}") from None
-
-
 def _load_sign_key(spec: str) -> SigningKey:
     text = read_input(spec, what="--sign-key").strip()
     try:
@@ -86,9 +68,9 @@ def _load_sign_key(spec: str) -> SigningKey:
 
 async def run_call(args: argparse.Namespace) -> int:
     """Send the request of ``args``; print the response; 0 for a success, 1 for an error."""
-    request_value = _load_json(args.json, "JSON")
+    request_value = load_json(args.json, what="JSON")
     sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
-    version: Any = UNSET if args.version is None else _load_json(args.version, "--version")
+    version: Any = UNSET if args.version is None else load_json(args.version, what="--version")
     if args.request_key and sign_key is None:
         raise CliError("--request-key: needs --sign-key")
     request = Request(

@@ -34,7 +34,7 @@ from typing import Any, Final, TextIO
 from . import _backend
 from ._keys import SigningKey, session_tag
 from ._padding import PADDED_LENGTH
-from .cli import EXIT_OK, emit_json, fail
+from .cli import EXIT_OK, add_json_option, emit_json, fail, whole_number
 
 __all__ = ["Measure", "Result", "Target", "machine", "register", "run_bench"]
 
@@ -408,24 +408,26 @@ def evaluate_targets(results: Sequence[Result], cpus: int) -> list[Target]:
             "a cffi call (argument conversion, GIL release) costs as much as the pure"
             " backend's few bytes operations on one block",
         )
-    value = _ratio(results, "seal_signed", "c seal_request", "libsodium")
-    add(
-        "signed seal, against raw libsodium sign",
-        "at most 1.05x",
-        value,
-        lambda v: f"{v:.3f}x",
-        lambda v: v <= 1.05,
-        "framing and padding add a fixed cost that shows against a short message's signature",
-    )
-    value = _ratio(results, "open_signed", "c open_request", "libsodium")
-    add(
-        "signed open, against raw libsodium verify",
-        "at most 1.05x",
-        value,
-        lambda v: f"{v:.3f}x",
-        lambda v: v <= 1.05,
-        "unpadding, decoding and the PublicKey object add a fixed cost per block",
-    )
+    for name, libsodium, reason in (
+        (
+            "seal",
+            "sign",
+            "framing and padding add a fixed cost that shows against a short message's signature",
+        ),
+        (
+            "open",
+            "verify",
+            "unpadding, decoding and the PublicKey object add a fixed cost per block",
+        ),
+    ):
+        add(
+            f"signed {name}, against raw libsodium {libsodium}",
+            "at most 1.05x",
+            _ratio(results, f"{name}_signed", f"c {name}_request", "libsodium"),
+            lambda v: f"{v:.3f}x",
+            lambda v: v <= 1.05,
+            reason,
+        )
     value = _ratio(results, "open_requests", "2 workers", "1 worker")
     add(
         "open_requests, 2 workers against 1",
@@ -677,14 +679,7 @@ def _handle(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
-    return value
+_positive = whole_number(1, "{value} is not at least 1")
 
 
 def register(subparsers: Any) -> None:
@@ -698,7 +693,7 @@ def register(subparsers: Any) -> None:
         " under a minute; --quick a few seconds.",
     )
     parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_json_option(parser, "machine-readable output")
     parser.add_argument(
         "--rounds",
         type=_positive,

@@ -15,7 +15,6 @@ import argparse
 import sys
 from typing import Any
 
-from . import _json
 from .chat import (
     MAX_MESSAGE_JSON,
     command_allowance,
@@ -23,19 +22,13 @@ from .chat import (
     fits_message,
     format_call,
 )
-from .cli import EXIT_INVALID, EXIT_OK, emit_json, fail, read_input
+from .cli import EXIT_INVALID, EXIT_OK, add_json_option, emit_json, fail, load_json, read_file
 from .llms_txt import CommunicationAddress, check_address, parse_communications
 
 
 def _read_text(path: str) -> str:
-    if path == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as exc:
-            fail(f"cannot read {path!r}: {exc.strerror}")
+    """The text of the file at ``path`` (``-`` is stdin): UTF-8, a leading BOM dropped."""
+    data = read_file(path)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -102,11 +95,7 @@ def _cmd_llms_txt(args: argparse.Namespace) -> int:
 
 
 def _cmd_call_text(args: argparse.Namespace) -> int:
-    data = read_input(args.request, what="request")
-    try:
-        request = _json.loads(data)
-    except _json.JsonError as exc:
-        fail(f"request: {exc}")
+    request = load_json(args.request, what="request")
     if not isinstance(request, dict):
         fail("request: expected a JSON object")
     text = format_call(args.protocol, request, member=args.member)
@@ -133,6 +122,9 @@ def _cmd_call_text(args: argparse.Namespace) -> int:
     return EXIT_OK if fits else EXIT_INVALID
 
 
+_JSON_HELP = "print one JSON object for programs"
+
+
 def register(subparsers: Any) -> None:
     """Add ``llms-txt`` and ``call-text``."""
     p = subparsers.add_parser(
@@ -143,7 +135,7 @@ def register(subparsers: Any) -> None:
         " Exit 1 if there are any.",
     )
     p.add_argument("file", metavar="FILE", help="the llms.txt file, or - for stdin")
-    p.add_argument("--json", action="store_true", help="print one JSON object for programs")
+    add_json_option(p, _JSON_HELP)
     p.set_defaults(handler=_cmd_llms_txt)
 
     p = subparsers.add_parser(
@@ -155,5 +147,5 @@ def register(subparsers: Any) -> None:
     p.add_argument("protocol", metavar="PROTOCOL", help="protocol name, for example mcp or a2a")
     p.add_argument("request", metavar="JSON", help="the request: a JSON object, @FILE or -")
     p.add_argument("--member", metavar="NAME", help="the group member to mention")
-    p.add_argument("--json", action="store_true", help="print one JSON object for programs")
+    add_json_option(p, _JSON_HELP)
     p.set_defaults(handler=_cmd_call_text)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _backend
-from .cli import EXIT_INVALID, EXIT_OK, emit_json, fail, read_input
+from .cli import EXIT_INVALID, EXIT_OK, add_json_option, emit_json, fail, read_input
 from .errors import BadSignature
 
 _HEX = re.compile(r"[0-9a-fA-F]*")
@@ -172,14 +172,19 @@ def _cmd_keygen(args: argparse.Namespace) -> int:
 # -- sign and verify -----------------------------------------------------------------
 
 
+def _check_raw_or_ad(args: argparse.Namespace, raw_does: str) -> None:
+    """Fail unless exactly one of ``--raw`` (which ``raw_does``) and ``--ad`` is given."""
+    if args.raw and args.ad is not None:
+        fail(f"--raw {raw_does}: --ad does not apply")
+    if not args.raw and args.ad is None:
+        fail("--ad is required for a session-bound signature (or use --raw)")
+
+
 def _cmd_sign(args: argparse.Namespace) -> int:
     from ._keys import session_tag
 
     _check_one_stdin(args.key, args.ad, args.payload)
-    if args.raw and args.ad is not None:
-        fail("--raw signs the message alone: --ad does not apply")
-    if not args.raw and args.ad is None:
-        fail("--ad is required for a session-bound signature (or use --raw)")
+    _check_raw_or_ad(args, "signs the message alone")
     key = _signing_key(args.key)
     payload = read_input(args.payload, what="payload")
     if args.raw:
@@ -207,10 +212,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from ._keys import session_tag
 
     _check_one_stdin(args.key, args.ad, args.payload, args.signature)
-    if args.raw and args.ad is not None:
-        fail("--raw verifies over the message alone: --ad does not apply")
-    if not args.raw and args.ad is None:
-        fail("--ad is required for a session-bound signature (or use --raw)")
+    _check_raw_or_ad(args, "verifies over the message alone")
     key = _public_key(args.key)
     payload = read_input(args.payload, what="payload")
     signature = _read_signature(args.signature)
@@ -382,10 +384,24 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 # -- the parser ----------------------------------------------------------------------
 
 _INPUTS = "Inputs: a literal argument, @PATH for a file, or - for stdin (one input at most)."
+_AD = "HEX, @FILE (raw bytes) or -"
 
 
-def _add_json(p: argparse.ArgumentParser, what: str = "print a JSON object") -> None:
-    p.add_argument("--json", action="store_true", help=what)
+def _add_payload(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--payload", required=True, metavar="PAYLOAD", help="TEXT, @FILE or - (exact bytes)"
+    )
+
+
+def _add_signature_inputs(p: argparse.ArgumentParser, key: str) -> None:
+    """The inputs of sign and verify: ``--key`` (a ``key`` key), ``--ad``, ``--payload``."""
+    p.add_argument("--key", required=True, metavar="KEY", help=f"{key} key text, @FILE or -")
+    p.add_argument("--ad", metavar="AD", help="associated data: " + _AD)
+    _add_payload(p)
+
+
+def _add_raw(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--raw", action="store_true", help="plain Ed25519 over the payload, no AD")
 
 
 def register(subparsers: Any) -> None:
@@ -406,7 +422,7 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="write the private key text to FILE (never overwrites)",
     )
-    _add_json(p)
+    add_json_option(p)
     p.set_defaults(handler=_cmd_keygen)
 
     p = subparsers.add_parser(
@@ -415,13 +431,9 @@ def register(subparsers: Any) -> None:
         description="Print the session-bound signature of a payload: Ed25519 over"
         ' SHA3-256("SimpleXService" || AD) || payload, as hex. ' + _INPUTS,
     )
-    p.add_argument("--key", required=True, metavar="KEY", help="private key text, @FILE or -")
-    p.add_argument("--ad", metavar="AD", help="associated data: HEX, @FILE (raw bytes) or -")
-    p.add_argument(
-        "--payload", required=True, metavar="PAYLOAD", help="TEXT, @FILE or - (exact bytes)"
-    )
-    p.add_argument("--raw", action="store_true", help="plain Ed25519 over the payload, no AD")
-    _add_json(p)
+    _add_signature_inputs(p, "private")
+    _add_raw(p)
+    add_json_option(p)
     p.set_defaults(handler=_cmd_sign)
 
     p = subparsers.add_parser(
@@ -430,19 +442,15 @@ def register(subparsers: Any) -> None:
         description="Verify a session-bound signature (or a plain one with --raw)."
         " Exit status 0 valid, 1 invalid, 2 bad input. " + _INPUTS,
     )
-    p.add_argument("--key", required=True, metavar="KEY", help="public key text, @FILE or -")
-    p.add_argument("--ad", metavar="AD", help="associated data: HEX, @FILE (raw bytes) or -")
-    p.add_argument(
-        "--payload", required=True, metavar="PAYLOAD", help="TEXT, @FILE or - (exact bytes)"
-    )
+    _add_signature_inputs(p, "public")
     p.add_argument(
         "--signature",
         required=True,
         metavar="SIG",
         help="HEX, or @FILE / - holding 64 raw bytes or 128 hex digits",
     )
-    p.add_argument("--raw", action="store_true", help="plain Ed25519 over the payload, no AD")
-    _add_json(p)
+    _add_raw(p)
+    add_json_option(p)
     p.set_defaults(handler=_cmd_verify)
 
     # "seal request", "open response", "vectors check": nested subcommands, so that
@@ -461,11 +469,9 @@ def register(subparsers: Any) -> None:
             help=f"seal a {kind}",
             description=f"Seal a {kind} payload into the padded block. " + _INPUTS,
         )
-        k.add_argument(
-            "--payload", required=True, metavar="PAYLOAD", help="TEXT, @FILE or - (exact bytes)"
-        )
+        _add_payload(k)
         if kind == "request":
-            k.add_argument("--ad", required=True, metavar="AD", help="HEX, @FILE (raw bytes) or -")
+            k.add_argument("--ad", required=True, metavar="AD", help=_AD)
             k.add_argument(
                 "--key", metavar="KEY", help="private key text, @FILE or - (signs the request)"
             )
@@ -495,12 +501,12 @@ def register(subparsers: Any) -> None:
             "input", nargs="?", default="-", metavar="BLOCK", help="a file, or - (default)"
         )
         if kind == "request":
-            k.add_argument("--ad", required=True, metavar="AD", help="HEX, @FILE (raw bytes) or -")
+            k.add_argument("--ad", required=True, metavar="AD", help=_AD)
         else:
             k.set_defaults(ad=None)
         k.add_argument("--hex", action="store_true", help="the block is hex text")
         k.add_argument("--strict", action="store_true", help="require every fill byte to be '#'")
-        _add_json(k, "print the payload, signer and envelope check as JSON")
+        add_json_option(k, "print the payload, signer and envelope check as JSON")
         k.set_defaults(handler=_cmd_open)
 
     p = subparsers.add_parser(
@@ -523,7 +529,7 @@ def register(subparsers: Any) -> None:
         a.add_argument(
             "directory", nargs="?", default="vectors", metavar="DIR", help="default: vectors"
         )
-        _add_json(a)
+        add_json_option(a)
         a.set_defaults(handler=_cmd_vectors)
 
     p = subparsers.add_parser(
@@ -532,7 +538,7 @@ def register(subparsers: Any) -> None:
         description="One signed, padded Service RPC round trip with fixed demo keys:"
         " every step shown, and a tampered block and a copied signature refused.",
     )
-    _add_json(p, "print a machine-readable summary")
+    add_json_option(p, "print a machine-readable summary")
     p.set_defaults(handler=_cmd_demo)
 
 
