@@ -1,8 +1,9 @@
 """The A2A binding's no-I/O helpers (protocol text, "A2A binding").
 
 The protocol text's A2A example (a one-shot task over Service RPC, the
-request) is copied below verbatim; the copy of the text ends inside the A2A
-examples, so it is the only one.
+request) comes from ``simplex_rpc._examples``; the copy of the text ends
+inside the A2A examples, so it is the only one. ``MESSAGE``, the message the
+tests build their requests from, is that example's message.
 """
 
 from __future__ import annotations
@@ -13,33 +14,11 @@ from typing import Any
 
 import pytest
 
-from _shared import protocol_text_path
 from simplex_rpc import Request, Response, a2a, chat
+from simplex_rpc._examples import A2A_SEND_MESSAGE_REQUEST_TEXT, a2a_send_message_request
 from simplex_rpc.a2a import BindingError, Caller, CallerStore
 
-EXAMPLE_ONE_SHOT_REQUEST = """{
-  "protocol": "a2a",
-  "request": {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "SendMessage",
-    "a2a-service-parameters": {"A2A-Version": "1.0"},
-    "params": {
-      "message": {
-        "messageId": "m-1",
-        "role": "ROLE_USER",
-        "parts": [{"text": "Price of two anvils delivered to Lisbon"}]
-      }
-    }
-  }
-}"""
-
-SPEC = protocol_text_path()
-MESSAGE = {
-    "messageId": "m-1",
-    "role": "ROLE_USER",
-    "parts": [{"text": "Price of two anvils delivered to Lisbon"}],
-}
+MESSAGE: dict[str, Any] = a2a_send_message_request()["request"]["params"]["message"]
 
 
 def compact(value: Any) -> str:
@@ -53,14 +32,9 @@ def send(message: dict[str, Any] | None = None, **params: Any) -> dict[str, Any]
 # -- the example and identification ---------------------------------------------------
 
 
-@pytest.mark.skipif(not SPEC.exists(), reason="the protocol text is not in this checkout")
-def test_example_is_a_verbatim_copy_of_the_protocol_text() -> None:
-    assert EXAMPLE_ONE_SHOT_REQUEST in SPEC.read_text(encoding="utf-8")
-
-
 def test_example_one_shot_request() -> None:
     """The example: a one-shot SendMessage that Service RPC serves, version 1.0."""
-    envelope = Request.parse(EXAMPLE_ONE_SHOT_REQUEST)
+    envelope = Request.parse(A2A_SEND_MESSAGE_REQUEST_TEXT)
     assert envelope.protocol == "a2a"
     assert "version" not in envelope.to_dict()  # the envelope's version is omitted
     request = envelope.request
@@ -71,7 +45,7 @@ def test_example_one_shot_request() -> None:
     built = a2a.make_request("SendMessage", {"message": MESSAGE}, id=1)
     assert built == request
     assert compact(Request(protocol="a2a", request=built).to_dict()) == compact(
-        json.loads(EXAMPLE_ONE_SHOT_REQUEST)
+        a2a_send_message_request()
     )
 
 

@@ -23,8 +23,9 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format  # type: ignore[import-untyped]
 
 from simplex_rpc import MAX_RESPONSE, PublicKey, Request, Response, SigningKey, a2a, chat
+from simplex_rpc._examples import A2A_SEND_MESSAGE_REQUEST_TEXT
 from simplex_rpc.a2a import A2aBridge, Caller
-from test_a2a import EXAMPLE_ONE_SHOT_REQUEST, MESSAGE
+from test_a2a import MESSAGE
 
 T = TypeVar("T")
 LINK = "https://smp12.simplex.im/a#acme"
@@ -158,7 +159,7 @@ def test_protocol_text_example_one_shot_task_over_rpc() -> None:
 
     async def scenario() -> Response:
         bot = make_bot()
-        envelope = Request.parse(EXAMPLE_ONE_SHOT_REQUEST)
+        envelope = Request.parse(A2A_SEND_MESSAGE_REQUEST_TEXT)
         return await bot.bridge.rpc_handler(ServiceRequest(1, None, envelope))
 
     response = run(scenario)
@@ -470,7 +471,7 @@ def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
     async def main() -> None:
         bot = make_bot()
         async with pair(bot.bridge.rpc_handler, protocols=("a2a",)) as p:
-            request = Request.parse(EXAMPLE_ONE_SHOT_REQUEST)
+            request = Request.parse(A2A_SEND_MESSAGE_REQUEST_TEXT)
             done = await p.alice.service_request(1, p.link, request, timeout=10, sign_key=key)
             assert done.ok
             assert done.response["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"

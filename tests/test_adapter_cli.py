@@ -19,6 +19,7 @@ import pytest
 
 import simplex_rpc as sx
 from simplex_rpc import _cli_adapter
+from simplex_rpc._examples import mcp_tools_call_request
 from simplex_rpc.adapter import ServiceRequest
 from simplex_rpc.cli import CliError, build_parser, main
 from simplex_rpc.testing import CoreSimulator
@@ -153,25 +154,13 @@ def test_call_with_a_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_serve_an_mcp_server_module(capsys: pytest.CaptureFixture[str]) -> None:
     """--mcp-module: an MCP SDK server behind McpBridge (the protocol text's MCP example)."""
-    request = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": "availability",
-            "arguments": {"item": "anvil"},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-            },
-        },
-    }
+    request: dict[str, Any] = mcp_tools_call_request()["request"]
     with serving("--mcp-module", f"{EXAMPLE}:build_server", "--conversation-tool", "catalog") as bg:
         assert main(call(bg, "mcp", json.dumps(request))) == 0
         answer = json.loads(capsys.readouterr().out)["response"]
         assert answer["id"] == 1
         assert answer["result"]["content"][0]["text"] == "12 anvils are in stock."
-        request["params"] = {**request["params"], "name": "catalog", "arguments": {}}  # type: ignore[dict-item]
+        request["params"] = {**request["params"], "name": "catalog", "arguments": {}}
         assert main(call(bg, "mcp", json.dumps(request))) == 1
         assert json.loads(capsys.readouterr().out)["error"]["code"] == "conversation_required"
 

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simplex_rpc import _json
+from simplex_rpc._examples import MCP_TOOLS_LIST_COMMAND_TEXT
 from simplex_rpc.chat import (
     MAX_MESSAGE_JSON,
     QUOTE_ALLOWANCE,
@@ -24,19 +25,11 @@ from simplex_rpc.chat import (
 )
 from simplex_rpc.errors import CallSyntaxError, SimplexRpcError
 
-# The protocol text's example, "Listing tools in a conversation".
-SPEC_CALL = (
-    '/_call mcp {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta":'
-    ' {"io.modelcontextprotocol/protocolVersion": "2026-07-28",'
-    ' "io.modelcontextprotocol/clientCapabilities": {}}}}'
-)
-
-
 # ---------------------------------------------------------------- commands
 
 
 def test_spec_example_parses_to_what_it_says() -> None:
-    call = parse_call(SPEC_CALL)
+    call = parse_call(MCP_TOOLS_LIST_COMMAND_TEXT)  # "Listing tools in a conversation"
     assert call == Call(
         "mcp",
         {

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from simplex_rpc._examples import mcp_tools_list_reply
 from simplex_rpc.chat import (
     A2A_ENDING_STATES,
     Call,
@@ -22,29 +23,7 @@ MCP_REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 MCP_CALL = Call("mcp", MCP_REQUEST)
 
 # The protocol text's example reply to tools/list.
-MCP_REPLY = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "result": {
-            "resultType": "complete",
-            "tools": [
-                {
-                    "name": "availability",
-                    "description": "Items in stock",
-                    "inputSchema": {
-                        "type": "object",
-                        "properties": {"item": {"type": "string"}},
-                        "required": ["item"],
-                    },
-                }
-            ],
-            "ttlMs": 300000,
-            "cacheScope": "public",
-        },
-    },
-    indent=2,
-)
+MCP_REPLY = json.dumps(mcp_tools_list_reply(), indent=2)
 PROGRESS = json.dumps(
     {
         "jsonrpc": "2.0",

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simplex_rpc._examples import PREFERENCES_TEXT, preferences
 from simplex_rpc.declarations import (
     CHANGE_FREQUENCIES,
     ProtocolDeclaration,
@@ -22,25 +23,10 @@ from simplex_rpc.declarations import (
 )
 from simplex_rpc.errors import DeclarationError
 
-# The protocol text's example: the preferences of a contact profile.
-SPEC_PREFERENCES = """
-{
-  "protocols": {
-    "mcp": {
-      "versions": ["2026-07-28"],
-      "transports": {"chat": true, "rpc": true}
-    },
-    "a2a": {
-      "versions": ["1.0"],
-      "transports": {"chat": true, "rpc": true}
-    }
-  }
-}
-"""
 
-
+# PREFERENCES_TEXT is the protocol text's example: the preferences of a contact profile.
 def test_spec_preferences_example() -> None:
-    got = parse_protocols(SPEC_PREFERENCES)
+    got = parse_protocols(PREFERENCES_TEXT)
     assert got == {
         "mcp": ProtocolDeclaration(versions=("2026-07-28",), chat=True, rpc=True),
         "a2a": ProtocolDeclaration(versions=("1.0",), chat=True, rpc=True),
@@ -48,8 +34,8 @@ def test_spec_preferences_example() -> None:
     assert list(got) == ["mcp", "a2a"]
     assert got["mcp"].transports == ("chat", "rpc")
     # The builder writes the same JSON back.
-    assert build_protocols(got) == json.loads(SPEC_PREFERENCES)["protocols"]
-    assert check_protocols(SPEC_PREFERENCES) == []
+    assert build_protocols(got) == preferences()["protocols"]
+    assert check_protocols(PREFERENCES_TEXT) == []
 
 
 def test_an_absent_transport_is_false() -> None:
@@ -115,7 +101,7 @@ def test_keys_must_be_protocol_names() -> None:
 
 
 def test_rpc_does_not_apply_in_group_preferences() -> None:
-    prefs = json.loads(SPEC_PREFERENCES)
+    prefs = preferences()
     got = parse_protocols(prefs, group=True)
     assert got["mcp"] == ProtocolDeclaration(versions=("2026-07-28",), chat=True)
     # The schema still applies: a wrongly typed rpc drops the entry.

@@ -26,56 +26,14 @@ from simplex_rpc import (
     check_request_key,
 )
 from simplex_rpc._envelope import check_protocol_name
+from simplex_rpc._examples import (
+    A2A_SEND_MESSAGE_REQUEST_TEXT,
+    MCP_TOOLS_CALL_REQUEST_TEXT,
+    MCP_TOOLS_CALL_RESPONSE_TEXT,
+)
 
 KEY = SigningKey.from_seed(bytes(range(32))).public_key
 OTHER = SigningKey.from_seed(b"\x01" * 32).public_key
-
-# The protocol text's examples ("MCP binding" and "A2A binding", "Examples"), as printed.
-MCP_REQUEST = """{
-  "protocol": "mcp",
-  "request": {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "tools/call",
-    "params": {
-      "name": "availability",
-      "arguments": {"item": "anvil"},
-      "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}
-      }
-    }
-  }
-}"""
-
-MCP_RESPONSE = """{
-  "response": {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "result": {
-      "resultType": "complete",
-      "content": [{"type": "text", "text": "12 anvils are in stock."}],
-      "isError": false
-    }
-  }
-}"""
-
-A2A_REQUEST = """{
-  "protocol": "a2a",
-  "request": {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "SendMessage",
-    "a2a-service-parameters": {"A2A-Version": "1.0"},
-    "params": {
-      "message": {
-        "messageId": "m-1",
-        "role": "ROLE_USER",
-        "parts": [{"text": "Price of two anvils delivered to Lisbon"}]
-      }
-    }
-  }
-}"""
 
 
 def _compact(text: str) -> bytes:
@@ -89,7 +47,9 @@ def _retry_after(literal: str) -> str:
 # -- the protocol text's examples ----------------------------------------------
 
 
-@pytest.mark.parametrize("text", [MCP_REQUEST, A2A_REQUEST], ids=["mcp", "a2a"])
+@pytest.mark.parametrize(
+    "text", [MCP_TOOLS_CALL_REQUEST_TEXT, A2A_SEND_MESSAGE_REQUEST_TEXT], ids=["mcp", "a2a"]
+)
 def test_rule_protocol_text_request_examples(text: str) -> None:
     """§3 Request: the protocol text's examples parse, and serialize compactly in order."""
     request = Request.parse(text)
@@ -105,11 +65,11 @@ def test_rule_protocol_text_request_examples(text: str) -> None:
 
 def test_rule_protocol_text_response_example() -> None:
     """§3 Response: the protocol text's example parses and serializes."""
-    response = Response.parse(MCP_RESPONSE)
+    response = Response.parse(MCP_TOOLS_CALL_RESPONSE_TEXT)
     assert response.ok
     assert response.error is None
     assert response.response["result"]["content"][0]["text"] == "12 anvils are in stock."
-    assert response.to_json() == _compact(MCP_RESPONSE)
+    assert response.to_json() == _compact(MCP_TOOLS_CALL_RESPONSE_TEXT)
     assert Response.parse(response.to_json()) == response
 
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from simplex_rpc._examples import LLMS_TXT_SECTION_TEXT
 from simplex_rpc.declarations import CHANGE_FREQUENCIES
 from simplex_rpc.errors import LlmsTxtError
 from simplex_rpc.llms_txt import (
@@ -21,21 +22,8 @@ from simplex_rpc.llms_txt import (
     parse_communications,
 )
 
-# The protocol text's example section, inside an llms.txt file.
-SPEC_SECTION = "\n".join(
-    [
-        "## Communications",
-        "",
-        "- [Acme news](https://smp12.simplex.im/c#…): SimpleX updates for people and agents,"
-        " weekly. Product news and offers.",
-        "- [Acme customers](https://smp12.simplex.im/g#…): SimpleX group for people."
-        " Questions and tips from customers.",
-        "- [Ask Acme](https://smp12.simplex.im/a#…): SimpleX business contact for agents,"
-        " MCP, A2A. Orders and availability.",
-        "- [Acme support](mailto:support@acme.example): Email contact for people.",
-        "",
-    ]
-)
+# The protocol text's example section; written into a file, it ends with a newline.
+SPEC_SECTION = LLMS_TXT_SECTION_TEXT + "\n"
 LLMS_TXT = (
     "# Acme\n\n> Anvils and more.\n\n## Docs\n\n- [API](https://acme.example/api.md): the API\n\n"
     + SPEC_SECTION

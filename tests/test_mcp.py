@@ -1,9 +1,10 @@
 """The MCP binding's no-I/O helpers (protocol text, "MCP binding").
 
-The protocol text's three MCP examples are copied below verbatim; each test
-that uses one says which rule it pins. JSON is compared as values (parsed),
-and the builders are also compared by their compact JSON, which pins member
-order.
+The protocol text's MCP examples come from ``simplex_rpc._examples``, which
+holds every example of the text once; the test that checks each of them is
+verbatim is here. Each test that uses an example says which rule it pins.
+JSON is compared as values (parsed), and the builders are also compared by
+their compact JSON, which pins member order.
 """
 
 from __future__ import annotations
@@ -16,63 +17,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _shared import protocol_text_path
-from simplex_rpc import MAX_RESPONSE, ErrorCode, Request, Response, chat, mcp
-from simplex_rpc.mcp import BindingError
-
-# "Listing tools in a conversation", the command and the reply.
-EXAMPLE_LIST_COMMAND = (
-    '/_call mcp {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": '
-    '{"io.modelcontextprotocol/protocolVersion": "2026-07-28", '
-    '"io.modelcontextprotocol/clientCapabilities": {}}}}'
+from simplex_rpc import MAX_RESPONSE, ErrorCode, Request, Response, _examples, chat, mcp
+from simplex_rpc._examples import (
+    MCP_TOOLS_CALL_REQUEST_TEXT,
+    MCP_TOOLS_CALL_RESPONSE_TEXT,
+    MCP_TOOLS_LIST_COMMAND_TEXT,
+    mcp_tools_call_request,
+    mcp_tools_call_response,
+    mcp_tools_list_reply,
 )
-EXAMPLE_LIST_REPLY = """{
-  "jsonrpc": "2.0",
-  "id": 1,
-  "result": {
-    "resultType": "complete",
-    "tools": [
-      {
-        "name": "availability",
-        "description": "Items in stock",
-        "inputSchema": {
-          "type": "object",
-          "properties": {"item": {"type": "string"}},
-          "required": ["item"]
-        }
-      }
-    ],
-    "ttlMs": 300000,
-    "cacheScope": "public"
-  }
-}"""
-# "Calling a tool over Service RPC", the request and the response.
-EXAMPLE_CALL_REQUEST = """{
-  "protocol": "mcp",
-  "request": {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "tools/call",
-    "params": {
-      "name": "availability",
-      "arguments": {"item": "anvil"},
-      "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}
-      }
-    }
-  }
-}"""
-EXAMPLE_CALL_RESPONSE = """{
-  "response": {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "result": {
-      "resultType": "complete",
-      "content": [{"type": "text", "text": "12 anvils are in stock."}],
-      "isError": false
-    }
-  }
-}"""
+from simplex_rpc.mcp import BindingError
 
 SPEC = protocol_text_path()
 SERVED = ("2026-07-28",)
@@ -92,21 +46,23 @@ def request(**overrides: Any) -> dict[str, Any]:
 
 
 @pytest.mark.skipif(not SPEC.exists(), reason="the protocol text is not in this checkout")
-def test_examples_are_verbatim_copies_of_the_protocol_text() -> None:
-    """The examples below are the protocol text's, character for character."""
+def test_every_example_is_a_verbatim_copy_of_the_protocol_text() -> None:
+    """Every constant of simplex_rpc._examples is the protocol text's, character for character."""
     text = SPEC.read_text(encoding="utf-8")
-    for example in (
-        EXAMPLE_LIST_COMMAND,
-        EXAMPLE_LIST_REPLY,
-        EXAMPLE_CALL_REQUEST,
-        EXAMPLE_CALL_RESPONSE,
-    ):
-        assert example in text
+    examples = {
+        name: value
+        for name, value in vars(_examples).items()
+        if name.isupper() and isinstance(value, str)
+    }
+    assert examples
+    assert sorted(examples) == sorted(name for name in _examples.__all__ if name.isupper())
+    for name, example in examples.items():
+        assert example in text, name
 
 
 def test_example_list_command_is_a_valid_request_of_the_served_revision() -> None:
     """Example 1: the command's request is a JSON-RPC request naming 2026-07-28 in _meta."""
-    call = chat.parse_call(EXAMPLE_LIST_COMMAND)
+    call = chat.parse_call(MCP_TOOLS_LIST_COMMAND_TEXT)
     assert call.protocol == "mcp"
     assert mcp.revision_of(call.request) == "2026-07-28"
     assert mcp.check_request(call.request, supported=SERVED) is None
@@ -117,7 +73,7 @@ def test_example_list_command_is_a_valid_request_of_the_served_revision() -> Non
 
 def test_example_list_reply_is_the_reply_text() -> None:
     """Example 1: the reply is the JSON-RPC response, which fits one message."""
-    reply = json.loads(EXAMPLE_LIST_REPLY)
+    reply = mcp_tools_list_reply()
     text = mcp.chat_reply(reply)
     assert json.loads(text) == reply
     assert text == compact(reply)
@@ -126,7 +82,7 @@ def test_example_list_reply_is_the_reply_text() -> None:
 
 def test_example_call_request_is_the_envelope_request() -> None:
     """Example 2: the envelope has no version; its request is the MCP request unchanged."""
-    envelope = Request.parse(EXAMPLE_CALL_REQUEST)
+    envelope = Request.parse(MCP_TOOLS_CALL_REQUEST_TEXT)
     assert envelope.protocol == "mcp"
     assert "version" not in envelope.to_dict()
     assert mcp.check_request(envelope.request, supported=SERVED) is None
@@ -135,20 +91,20 @@ def test_example_call_request_is_the_envelope_request() -> None:
         "tools/call", {"name": "availability", "arguments": {"item": "anvil"}}, id=1
     )
     assert built == envelope.request
-    assert Request(protocol="mcp", request=built).to_dict() == json.loads(EXAMPLE_CALL_REQUEST)
+    assert Request(protocol="mcp", request=built).to_dict() == mcp_tools_call_request()
     assert Request(protocol="mcp", request=built).to_json() == compact(
-        json.loads(EXAMPLE_CALL_REQUEST)
+        mcp_tools_call_request()
     ).encode("utf-8")
 
 
 def test_example_call_response_is_the_envelope_response() -> None:
     """Example 2: the response envelope carries the JSON-RPC response as its response."""
-    expected = json.loads(EXAMPLE_CALL_RESPONSE)
+    expected = mcp_tools_call_response()
     envelope = mcp.rpc_response(expected["response"])
     assert envelope.ok
     assert envelope.to_dict() == expected
     assert json.loads(envelope.to_json()) == expected
-    assert Response.parse(EXAMPLE_CALL_RESPONSE).to_dict() == expected
+    assert Response.parse(MCP_TOOLS_CALL_RESPONSE_TEXT).to_dict() == expected
 
 
 # -- revision_of ----------------------------------------------------------------

@@ -26,13 +26,13 @@ from mcp.server import Server
 from mcp.server.caching import CacheHint
 
 from simplex_rpc import MAX_RESPONSE, PublicKey, Request, Response, SigningKey, chat, mcp
-from simplex_rpc.mcp import McpBridge
-from test_mcp import (
-    EXAMPLE_CALL_REQUEST,
-    EXAMPLE_CALL_RESPONSE,
-    EXAMPLE_LIST_COMMAND,
-    EXAMPLE_LIST_REPLY,
+from simplex_rpc._examples import (
+    MCP_TOOLS_CALL_REQUEST_TEXT,
+    MCP_TOOLS_LIST_COMMAND_TEXT,
+    mcp_tools_call_response,
+    mcp_tools_list_reply,
 )
+from simplex_rpc.mcp import McpBridge
 
 T = TypeVar("T")
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
@@ -394,17 +394,17 @@ def without_server_info(response: dict[str, Any]) -> dict[str, Any]:
 def test_protocol_text_example_list_over_chat() -> None:
     """Example 1, end to end: the command's reply is the text's reply."""
     bridge = McpBridge(example_server())
-    call = chat.parse_call(EXAMPLE_LIST_COMMAND)
+    call = chat.parse_call(MCP_TOOLS_LIST_COMMAND_TEXT)
     reply = json.loads(run(bridge.chat_handler(call.request)))
-    assert without_server_info(reply) == json.loads(EXAMPLE_LIST_REPLY)
+    assert without_server_info(reply) == mcp_tools_list_reply()
 
 
 def test_protocol_text_example_call_over_rpc() -> None:
     """Example 2, end to end: the envelope's response is the text's response."""
     bridge = McpBridge(example_server())
-    envelope = Request.parse(EXAMPLE_CALL_REQUEST)
+    envelope = Request.parse(MCP_TOOLS_CALL_REQUEST_TEXT)
     response = run(bridge.rpc_handler(envelope)).to_dict()
-    expected = json.loads(EXAMPLE_CALL_RESPONSE)
+    expected = mcp_tools_call_response()
     assert {"response": without_server_info(response["response"])} == expected
 
 
