@@ -20,7 +20,7 @@ import pytest
 
 import simplex_rpc as sx
 from simplex_rpc import testing
-from simplex_rpc.adapter import ChatCore, ChatCoreClosed
+from simplex_rpc.adapter import ChatCore, ChatCoreClosed, EventStream
 from simplex_rpc.errors import ChatCoreError
 from simplex_rpc.testing import CoreSimulator
 from test_adapter_support import cores, run
@@ -42,6 +42,13 @@ async def address(core: ChatCore, pq: bool = True) -> dict[str, Any]:
     return link
 
 
+async def next_request(events: Any) -> dict[str, Any]:
+    async for event in events:
+        if event["type"] == "serviceRequest":
+            return dict(event)
+    raise AssertionError("the event stream ended")
+
+
 @dataclass
 class Exchange:
     """The simulator, a responder core ``bob`` with an address, and a requester core ``alice``."""
@@ -51,11 +58,19 @@ class Exchange:
     alice: ChatCore
     links: dict[str, Any]
     """Bob's address as ``/_address`` created it (``connShortLink``, ``connFullLink``)."""
+    events: EventStream
+    """Bob's events, subscribed before any request."""
 
     @property
     def link(self) -> str:
         """The short link of bob's address."""
         return str(self.links["connShortLink"])
+
+    async def relay(self, command: str) -> tuple[asyncio.Task[dict[str, Any]], dict[str, Any]]:
+        """Send alice's ``command`` (a ``/_service_request``) in a task; return the task
+        and the ``serviceRequest`` event bob's core reports for it."""
+        call = asyncio.create_task(self.alice.command(command))
+        return call, await next_request(self.events)
 
 
 @contextlib.asynccontextmanager
@@ -68,20 +83,14 @@ async def exchange(
 ) -> AsyncIterator[Exchange]:
     """Bob started (with service_requests=on unless told otherwise) and given an address
     (with ratchet keys unless ``pq`` is false); alice started without service requests
-    (unless ``requester_started`` is false). All through raw commands."""
+    (unless ``requester_started`` is false); bob's events subscribed. All through raw
+    commands."""
     async with cores(response_window) as (sim, bob, alice):
         await started(bob, service_requests)
         if requester_started:
             await started(alice, False)
         links = await address(bob, pq=pq)
-        yield Exchange(sim=sim, bob=bob, alice=alice, links=links)
-
-
-async def next_request(events: Any) -> dict[str, Any]:
-    async for event in events:
-        if event["type"] == "serviceRequest":
-            return dict(event)
-    raise AssertionError("the event stream ended")
+        yield Exchange(sim=sim, bob=bob, alice=alice, links=links, events=bob.events())
 
 
 def test_start_answers_chat_started_then_chat_running() -> None:
@@ -135,13 +144,9 @@ def test_relays_a_request_as_a_service_request_event_and_returns_the_response() 
 
     async def main() -> None:
         async with exchange() as ex:
-            events = ex.bob.events()
-            call = asyncio.create_task(
-                ex.alice.command(
-                    f"/_service_request 1 {ex.link} timeout=5 {envelope(request={'q': 2})}"
-                )
+            call, event = await ex.relay(
+                f"/_service_request 1 {ex.link} timeout=5 {envelope(request={'q': 2})}"
             )
-            event = await next_request(events)
             assert event["user"]["userId"] == 1
             assert "signerKey" not in event  # unsigned: no signer
             assert event["requestData"] == {"protocol": "mcp", "request": {"q": 2}}
@@ -164,13 +169,9 @@ def test_signer_key_is_derived_from_sign_key() -> None:
     async def main() -> None:
         key = sx.SigningKey.generate()
         async with exchange() as ex:
-            events = ex.bob.events()
-            call = asyncio.create_task(
-                ex.alice.command(
-                    f"/_service_request 1 {ex.link} timeout=5 sign_key={key.encode()} {envelope()}"
-                )
+            call, event = await ex.relay(
+                f"/_service_request 1 {ex.link} timeout=5 sign_key={key.encode()} {envelope()}"
             )
-            event = await next_request(events)
             assert sx.PublicKey.decode(event["signerKey"]) == key.public_key
             assert event["signerKey"] == key.public_key.encode()
             await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":1}}')
@@ -195,11 +196,9 @@ def test_each_request_is_sealed_with_a_fresh_112_byte_ad(monkeypatch: pytest.Mon
     async def main() -> None:
         key = sx.SigningKey.generate()
         async with exchange() as ex:
-            events = ex.bob.events()
             signed = f"/_service_request 1 {ex.link} timeout=5 sign_key={key.encode()} {envelope()}"
             for _ in range(3):
-                call = asyncio.create_task(ex.alice.command(signed))
-                event = await next_request(events)
+                call, event = await ex.relay(signed)
                 await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
                 await call
 
@@ -227,12 +226,8 @@ def test_an_address_without_ratchet_keys_fails_at_once() -> None:
             )
             full = updated["contactLink"]["connLinkContact"]["connFullLink"]
             assert "&rk=" in full
-            events = ex.bob.events()
             for link in (ex.links["connShortLink"], full):
-                call = asyncio.create_task(
-                    ex.alice.command(f"/_service_request 1 {link} timeout=5 {envelope()}")
-                )
-                event = await next_request(events)
+                call, event = await ex.relay(f"/_service_request 1 {link} timeout=5 {envelope()}")
                 await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
                 assert (await call)["type"] == "serviceResponse"
             # The old full link still carries no ratchet keys.
@@ -251,13 +246,11 @@ def test_requests_are_dropped_when_service_requests_are_off() -> None:
 
     async def main() -> None:
         async with exchange(service_requests=False) as ex:
-            events = ex.bob.events()
             with pytest.raises(ChatCoreError) as info:
                 await ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
             assert info.value.type_path == "errorAgent/AGENT/A_SERVICE/ASETimeout"
             assert ex.sim.stats.dropped == 1 and ex.sim.stats.delivered == 0
             assert ex.sim.stats.requester_timeouts == 1
-            events.close()
 
     run(main)
 
@@ -267,11 +260,10 @@ def test_the_requester_times_out_after_timeout() -> None:
 
     async def main() -> None:
         async with exchange() as ex:
-            events = ex.bob.events()
             with pytest.raises(ChatCoreError) as info:
                 await ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
             assert info.value.type_path.endswith("ASETimeout")
-            event = await next_request(events)
+            event = await next_request(ex.events)
             # Within the window the responder's core still takes the answer.
             accepted = await ex.bob.command(
                 f'/_service_response 1 {event["requestId"]} {{"response":0}}'
@@ -286,11 +278,7 @@ def test_a_response_after_the_window_is_refused() -> None:
 
     async def main() -> None:
         async with exchange(response_window=0.05) as ex:
-            events = ex.bob.events()
-            call = asyncio.create_task(
-                ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
-            )
-            event = await next_request(events)
+            call, event = await ex.relay(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
             await asyncio.sleep(0.3)
             with pytest.raises(ChatCoreError) as info:
                 await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
@@ -305,11 +293,7 @@ def test_a_response_after_the_window_is_refused() -> None:
 def test_a_request_is_answered_once() -> None:
     async def main() -> None:
         async with exchange() as ex:
-            events = ex.bob.events()
-            call = asyncio.create_task(
-                ex.alice.command(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
-            )
-            event = await next_request(events)
+            call, event = await ex.relay(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
             rid = event["requestId"]
             await ex.bob.command(f'/_service_response 1 {rid} {{"response":1}}')
             with pytest.raises(ChatCoreError) as info:
@@ -340,7 +324,6 @@ def test_an_oversized_request_fails_as_the_core_would() -> None:
     async def main() -> None:
         key = sx.SigningKey.generate()
         async with exchange() as ex:
-            events = ex.bob.events()
             cases = [
                 (sx.MAX_UNSIGNED_REQUEST, ""),
                 (sx.MAX_SIGNED_REQUEST, f"sign_key={key.encode()} "),
@@ -351,12 +334,9 @@ def test_an_oversized_request_fails_as_the_core_would() -> None:
                         f"/_service_request 1 {ex.link} timeout=5 {option}{sized(limit + 1)}"
                     )
                 assert info.value.type_path == "errorAgent/CMD/LARGE"
-                call = asyncio.create_task(
-                    ex.alice.command(
-                        f"/_service_request 1 {ex.link} timeout=5 {option}{sized(limit)}"
-                    )
+                call, event = await ex.relay(
+                    f"/_service_request 1 {ex.link} timeout=5 {option}{sized(limit)}"
                 )
-                event = await next_request(events)
                 assert len(json.dumps(event["requestData"], separators=(",", ":"))) == limit
                 await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
                 await call
@@ -367,11 +347,7 @@ def test_an_oversized_request_fails_as_the_core_would() -> None:
 def test_an_oversized_response_fails_and_the_request_stays_open() -> None:
     async def main() -> None:
         async with exchange() as ex:
-            events = ex.bob.events()
-            call = asyncio.create_task(
-                ex.alice.command(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
-            )
-            event = await next_request(events)
+            call, event = await ex.relay(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
             rid = event["requestId"]
             big = json.dumps({"response": "x" * sx.MAX_RESPONSE}, separators=(",", ":"))
             with pytest.raises(ChatCoreError) as info:
@@ -448,13 +424,10 @@ def test_address_commands() -> None:
 def test_events_go_to_every_connection_of_the_core() -> None:
     async def main() -> None:
         async with exchange() as ex, ChatCore.connect(ex.sim.url_for("bob")) as bob2:
-            bob1 = ex.bob
             assert (await bob2.command("/_start main=on"))["type"] == "chatRunning"
-            events1, events2 = bob1.events(), bob2.events()
-            call = asyncio.create_task(
-                ex.alice.command(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
-            )
-            first, second = await next_request(events1), await next_request(events2)
+            events2 = bob2.events()
+            call, first = await ex.relay(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
+            second = await next_request(events2)
             assert first["requestId"] == second["requestId"]
             await bob2.command(f'/_service_response 1 {first["requestId"]} {{"response":2}}')
             assert (await call)["responseData"] == {"response": 2}

@@ -699,13 +699,9 @@ class ChatCore:
             ping_interval=ping_interval,
             proxy=proxy,
         )
-        core = cls(transport, event_buffer=event_buffer)
-        await transport.open(core)
-        log.info("connected to the chat core at %s", transport.description)
-        try:
+        async with cls._opened(transport, event_buffer) as core:
+            log.info("connected to the chat core at %s", transport.description)
             yield core
-        finally:
-            await core.close()
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -723,6 +719,13 @@ class ChatCore:
         blocks its worker until the answer); ``poll_us`` is the event wait.
         """
         transport = _NativeTransport(handle, workers=workers, poll_us=poll_us)
+        async with cls._opened(transport, event_buffer) as core:
+            yield core
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def _opened(cls, transport: _Transport, event_buffer: int) -> AsyncIterator[ChatCore]:
+        """A core over ``transport``, opened; closed when the block ends, however it ends."""
         core = cls(transport, event_buffer=event_buffer)
         await transport.open(core)
         try:
