@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-from . import _batch, _frame, _seal
+from . import _batch, _frame, _padding, _seal
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,47 +39,42 @@ class Backend:
         return f"<simplex_rpc backend {self.name!r}>"
 
 
-def _python() -> Backend:
-    from . import _padding
+def _assemble(
+    name: str, *, padding: ModuleType, batch: ModuleType, frames: ModuleType, seals: ModuleType
+) -> Backend:
+    """A backend of the functions of the modules that provide them.
 
-    seal_requests, open_requests = _batch.batch_functions(_seal.seal_request, _seal.open_request)
+    ``pad`` and ``unpad`` come from ``padding``; ``pad_many`` and ``unpad_many``
+    from ``batch``; the frame codec from ``frames``; the single-block sealers and
+    openers from ``seals``, and ``seal_requests`` and ``open_requests`` run over them.
+    """
+    seal_requests, open_requests = _batch.batch_functions(seals.seal_request, seals.open_request)
     return Backend(
-        name="python",
-        pad=_padding.pad,
-        unpad=_padding.unpad,
-        pad_many=_batch.pad_many,
-        unpad_many=_batch.unpad_many,
-        encode_frame=_frame.encode_frame,
-        decode_frame=_frame.decode_frame,
-        seal_request=_seal.seal_request,
-        open_request=_seal.open_request,
-        seal_response=_seal.seal_response,
-        open_response=_seal.open_response,
+        name=name,
+        pad=padding.pad,
+        unpad=padding.unpad,
+        pad_many=batch.pad_many,
+        unpad_many=batch.unpad_many,
+        encode_frame=frames.encode_frame,
+        decode_frame=frames.decode_frame,
+        seal_request=seals.seal_request,
+        open_request=seals.open_request,
+        seal_response=seals.seal_response,
+        open_response=seals.open_response,
         seal_requests=seal_requests,
         open_requests=open_requests,
     )
+
+
+def _python() -> Backend:
+    return _assemble("python", padding=_padding, batch=_batch, frames=_frame, seals=_seal)
 
 
 def _c() -> Backend:
     """The C backend; raises whatever stops its extension from loading."""
     from . import _cbackend as c
 
-    seal_requests, open_requests = _batch.batch_functions(c.seal_request, c.open_request)
-    return Backend(
-        name="c",
-        pad=c.pad,
-        unpad=c.unpad,
-        pad_many=c.pad_many,
-        unpad_many=c.unpad_many,
-        encode_frame=c.encode_frame,
-        decode_frame=c.decode_frame,
-        seal_request=c.seal_request,
-        open_request=c.open_request,
-        seal_response=c.seal_response,
-        open_response=c.open_response,
-        seal_requests=seal_requests,
-        open_requests=open_requests,
-    )
+    return _assemble("c", padding=c, batch=c, frames=c, seals=c)
 
 
 PYTHON = _python()

@@ -25,8 +25,8 @@ from typing import Any, Final, Literal, overload
 
 from . import _padding
 from ._keys import SigningKey, session_tag
-from ._padding import PADDED_LENGTH
-from ._seal import OpenedRequest, check_request_size
+from ._padding import PADDED_LENGTH, whole_blocks_error
+from ._seal import OpenedRequest, check_request_size, check_signing_key
 from .errors import PaddingError, PayloadTooLarge, SimplexRpcError
 
 __all__ = [
@@ -285,11 +285,6 @@ def _items(values: Iterable[Any]) -> list[Any]:
     return values if isinstance(values, list) else list(values)
 
 
-def _check_signing_key(signing_key: object) -> None:
-    if signing_key is not None and not isinstance(signing_key, SigningKey):
-        raise TypeError(f"signing_key: expected SigningKey, got {type(signing_key).__name__}")
-
-
 def seal_requests_with(
     seal_request: Callable[..., bytes],
     payloads: Iterable[Buffer],
@@ -299,7 +294,7 @@ def seal_requests_with(
     workers: int | None = None,
 ) -> bytes:
     """``seal_requests`` of a backend whose single-block sealer is ``seal_request``."""
-    _check_signing_key(signing_key)
+    check_signing_key(signing_key)
     items = _items(payloads)
     count = len(items)
     signed = signing_key is not None
@@ -346,10 +341,7 @@ def _split_blocks(blocks: Buffer | Iterable[Buffer]) -> list[Any]:
     view = view.cast("B")
     size = len(view)
     if size % PADDED_LENGTH:
-        raise PaddingError(
-            f"open_requests: buffer of {size} bytes is not a whole number of"
-            f" {PADDED_LENGTH}-byte blocks"
-        )
+        raise whole_blocks_error("open_requests", size, PADDED_LENGTH)
     n = PADDED_LENGTH
     return [view[i : i + n] for i in range(0, size, n)]
 

@@ -3,11 +3,13 @@
 Each function here has the signature, results and errors of its twin in the
 pure backend (``_padding``, ``_frame``, ``_seal``, ``_batch``). C never
 raises: it returns a length or a negative status, and :func:`_error` maps the
-status to the same exception class with the same message as the pure backend,
-reusing the pure module's checks (``check_pad``, ``check_request_size``, the
-``Frame`` validation, ``PublicKey._verify_tagged``) wherever they build the
-message. The fast path passes ``err=NULL``; only a failure calls C again to
-fill an ``srpc_error`` with the details.
+status to the same exception class with the same message as the pure backend:
+every message is worded once, in the pure module that raises it, and built here
+by that module's own error builders (``_padding.fill_error``,
+``_frame.tag_error``, ...) or checks (``check_pad``, ``check_request_size``, the
+``Frame`` validation, ``PublicKey._verify_tagged``). The fast path passes
+``err=NULL``; only a failure calls C again to fill an ``srpc_error`` with the
+details.
 
 Buffers: every input may be bytes, bytearray or memoryview. Bytes go to C as
 they are; other buffers through ``ffi.from_buffer`` (a non-contiguous view is
@@ -31,13 +33,14 @@ from typing import Any, Final
 import nacl.bindings  # initialises libsodium before any of its functions is called
 import nacl.exceptions
 
+from . import _frame, _padding, _seal
 from ._batch import out_too_small, writable_view
 from ._frame import Buffer, Frame, Kind
 from ._keys import SIGNATURE_LENGTH, SPKI_PREFIX, PublicKey, SigningKey, session_tag
-from ._padding import PADDED_LENGTH, check_pad
-from ._seal import OpenedRequest, check_request_size, check_response_size
+from ._padding import PADDED_LENGTH, block_error, check_pad, message_error
+from ._seal import OpenedRequest, check_request_size, check_response_size, check_signing_key
 from ._simplex_rpc_c import ffi, lib
-from .errors import BadSignature, FrameError, PaddingError, SimplexRpcError
+from .errors import BadSignature, PaddingError, SimplexRpcError
 
 try:  # PyNaCl's own cffi module: libsodium without the copies of nacl.bindings
     from nacl._sodium import lib as _sodium
@@ -145,71 +148,59 @@ def _pad_error(size: int, length: int) -> PaddingError:
     raise BackendMismatch(f"C refused to pad {size} bytes into {length}; the pure check passed")
 
 
-def _error(err: Any, *, length: object = None) -> SimplexRpcError:
-    """The exception of a C status, worded as the pure backend words it.
+def _pad_status_error(err: Any, length: int | None) -> PaddingError:
+    """The error of a pad status: the pure ``check_pad`` words all three."""
+    return _pad_error(err.value, err.bound if length is None else length)
+
+
+# Each failure status and its error, built by the pure module that words it from the
+# details C reports (``err``, an srpc_error) and the block length the caller gave
+# (``length``: C's may be clamped, and the pure backend names the caller's).
+_ERRORS: Final[dict[int, Callable[[Any, Any], SimplexRpcError]]] = {
+    lib.SRPC_E_PAD_BLOCK_LENGTH: _pad_status_error,
+    lib.SRPC_E_PAD_MESSAGE_MAX: _pad_status_error,
+    lib.SRPC_E_PAD_MESSAGE_FIT: _pad_status_error,
+    lib.SRPC_E_UNPAD_BLOCK_SIZE: lambda err, length: _padding.block_size_error(err.value, length),
+    lib.SRPC_E_UNPAD_SHORT: lambda err, _: _padding.short_block_error(err.value),
+    lib.SRPC_E_UNPAD_LENGTH_FIELD: lambda err, _: _padding.length_field_error(err.value, err.bound),
+    lib.SRPC_E_UNPAD_FILL: lambda err, _: _padding.fill_error(err.offset),
+    lib.SRPC_E_BATCH_BLOCK_LENGTH: lambda _, length: _padding.block_length_error(
+        "unpad_many", length
+    ),
+    lib.SRPC_E_BATCH_SHAPE: lambda err, length: _padding.whole_blocks_error(
+        "unpad_many", err.value, length
+    ),
+    lib.SRPC_E_FRAME_NO_VERSION: lambda err, _: _frame.ends_in_version_error(err.value),
+    lib.SRPC_E_FRAME_VERSION: lambda err, _: _frame.version_error(err.value),
+    lib.SRPC_E_FRAME_NO_TAG: lambda err, _: _frame.ends_before_tag_error(),
+    lib.SRPC_E_FRAME_TAG: lambda err, _: _frame.tag_error(err.value),
+    lib.SRPC_E_FRAME_NO_SIGNER: lambda err, _: _frame.ends_before_signer_error(),
+    lib.SRPC_E_FRAME_SIGNER: lambda err, _: _frame.signer_error(err.value),
+    lib.SRPC_E_FRAME_NO_KEY_LENGTH: lambda err, _: _frame.ends_before_key_length_error(),
+    lib.SRPC_E_FRAME_KEY_LENGTH: lambda err, _: _frame.key_length_error(err.value, err.bound),
+    lib.SRPC_E_FRAME_KEY_PREFIX: lambda err, _: _frame.key_prefix_error(err.offset),
+    lib.SRPC_E_FRAME_IN_KEY: lambda err, _: _frame.ends_in_key_error(err.value, err.bound),
+    lib.SRPC_E_FRAME_NO_SIG_LENGTH: lambda err, _: _frame.ends_before_sig_length_error(err.offset),
+    lib.SRPC_E_FRAME_SIG_LENGTH: lambda err, _: _frame.sig_length_error(
+        err.value, err.offset, err.bound
+    ),
+    lib.SRPC_E_FRAME_IN_SIG: lambda err, _: _frame.ends_in_signature_error(err.value, err.bound),
+    lib.SRPC_E_FRAME_NOT_REQUEST: lambda err, _: _seal.wrong_kind_error("request"),
+    lib.SRPC_E_FRAME_NOT_RESPONSE: lambda err, _: _seal.wrong_kind_error("response"),
+}
+
+
+def _error(err: Any, *, length: int | None = None) -> SimplexRpcError:
+    """The exception of a C status: the pure backend's class and message.
 
     ``length`` is the block length the caller gave (C's may be clamped).
     """
-    s = err.status
-    v = err.value
-    e = lib
-    if s in (e.SRPC_E_PAD_BLOCK_LENGTH, e.SRPC_E_PAD_MESSAGE_MAX, e.SRPC_E_PAD_MESSAGE_FIT):
-        return _pad_error(v, err.bound if length is None else length)  # type: ignore[arg-type]
-    if s == e.SRPC_E_UNPAD_BLOCK_SIZE:
-        return PaddingError(f"unpad: block of {v} bytes where exactly {length} are required")
-    if s == e.SRPC_E_UNPAD_SHORT:
-        return PaddingError(f"unpad: block of {v} bytes is shorter than its 2-byte length")
-    if s == e.SRPC_E_UNPAD_LENGTH_FIELD:
-        return PaddingError(
-            f"unpad: length field {v} at offset 0 exceeds the {err.bound} bytes that follow"
+    build = _ERRORS.get(err.status)
+    if build is None:
+        raise BackendMismatch(
+            f"C status {err.status} (srpc_error value={err.value} bound={err.bound})"
         )
-    if s == e.SRPC_E_UNPAD_FILL:
-        return PaddingError(f"unpad: fill byte at offset {err.offset} is not '#'")
-    if s == e.SRPC_E_BATCH_BLOCK_LENGTH:
-        return PaddingError(f"unpad_many: block length {length} is less than 2")
-    if s == e.SRPC_E_BATCH_SHAPE:
-        return PaddingError(
-            f"unpad_many: buffer of {v} bytes is not a whole number of {length}-byte blocks"
-        )
-    if s == e.SRPC_E_FRAME_NO_VERSION:
-        return FrameError(f"frame: ends at offset {v}, inside its 2-byte version")
-    if s == e.SRPC_E_FRAME_VERSION:
-        return FrameError(f"frame: unknown version {v} at offset 0")
-    if s == e.SRPC_E_FRAME_NO_TAG:
-        return FrameError("frame: ends before its tag at offset 2")
-    if s == e.SRPC_E_FRAME_TAG:
-        return FrameError(f"frame: unknown tag 0x{v:02x} at offset 2")
-    if s == e.SRPC_E_FRAME_NO_SIGNER:
-        return FrameError("frame: request ends before its signer byte at offset 3")
-    if s == e.SRPC_E_FRAME_SIGNER:
-        return FrameError(f"frame: signer byte 0x{v:02x} at offset 3 is not '0' or '1'")
-    if s == e.SRPC_E_FRAME_NO_KEY_LENGTH:
-        return FrameError("frame: signed request ends before its key length at offset 4")
-    if s == e.SRPC_E_FRAME_KEY_LENGTH:
-        return FrameError(f"frame: key length {v} at offset 4 is not {err.bound}")
-    if s == e.SRPC_E_FRAME_KEY_PREFIX:
-        return FrameError(f"frame: key at offset 5 is not Ed25519 SPKI DER (byte {err.offset})")
-    if s == e.SRPC_E_FRAME_IN_KEY:
-        return FrameError(
-            f"frame: signed request ends at offset {v}, inside its key"
-            f" (offsets 5 to {err.bound - 1})"
-        )
-    if s == e.SRPC_E_FRAME_NO_SIG_LENGTH:
-        return FrameError(
-            f"frame: signed request ends before its signature length at offset {err.offset}"
-        )
-    if s == e.SRPC_E_FRAME_SIG_LENGTH:
-        return FrameError(f"frame: signature length {v} at offset {err.offset} is not {err.bound}")
-    if s == e.SRPC_E_FRAME_IN_SIG:
-        return FrameError(
-            f"frame: signed request ends at offset {v}, inside its signature"
-            f" (offsets 50 to {err.bound - 1})"
-        )
-    if s == e.SRPC_E_FRAME_NOT_REQUEST:
-        return FrameError("frame: a response where a request was expected (offset 2)")
-    if s == e.SRPC_E_FRAME_NOT_RESPONSE:
-        return FrameError("frame: a request where a response was expected (offset 2)")
-    raise BackendMismatch(f"C status {s} (srpc_error value={v} bound={err.bound})")
+    return build(err, length)
 
 
 # -- padding (wire.md section 5) ----------------------------------------------------
@@ -299,7 +290,7 @@ def _pad_many_unsized(lens: list[int], length: int, *, partial: bool = False) ->
         try:
             check_pad(size, length)
         except PaddingError as exc:
-            raise PaddingError(f"message {index}: {exc}") from None
+            raise message_error(index, exc) from None
     if not partial:
         raise OverflowError(f"pad_many: {len(lens)} blocks of {length} bytes are too large")
 
@@ -366,7 +357,7 @@ def pad_many(
             err = _explain(lib.srpc_pad_many, *args)
             if err.status == lib.SRPC_E_ARGUMENT and room < total:
                 raise out_too_small(room, count, length)
-            raise PaddingError(f"message {err.index}: {_error(err, length=length)}")
+            raise message_error(err.index, _error(err, length=length))
         if dst is None:
             return _unpack(c_out, total)  # type: ignore[no-any-return]
     except BaseException:
@@ -407,7 +398,7 @@ def unpad_many(
             exc = _error(err, length=length)
             if err.status in (lib.SRPC_E_BATCH_BLOCK_LENGTH, lib.SRPC_E_BATCH_SHAPE):
                 raise exc
-            raise PaddingError(f"block {err.index}: {exc}") from None
+            raise block_error(err.index, exc) from None
     except BaseException:
         _release(src, buffer)
         raise
@@ -482,6 +473,10 @@ def decode_frame(frame: Buffer) -> Frame:
 
 @functools.lru_cache(maxsize=256)
 def _cached_tag(ad: bytes) -> bytes:
+    """``session_tag(ad)`` memoized for ``bytes`` ADs: a session seals many requests.
+
+    Errors are never cached: a bad AD raises each time, as ``session_tag`` does.
+    """
     return session_tag(ad)
 
 
@@ -489,21 +484,6 @@ def _cached_tag(ad: bytes) -> bytes:
 def _public_key(raw: bytes) -> PublicKey:
     """The PublicKey of 32 raw bytes; a service meets the same signers again and again."""
     return PublicKey(raw)
-
-
-def _tag(ad: bytes) -> bytes:
-    """``session_tag(ad)``, memoized for ``bytes`` ADs: a session seals many requests.
-
-    Errors are never cached: a bad AD raises each time, as ``session_tag`` does.
-    """
-    if type(ad) is bytes:
-        return _cached_tag(ad)
-    return session_tag(ad)
-
-
-def _check_signing_key(signing_key: object) -> None:
-    if signing_key is not None and not isinstance(signing_key, SigningKey):
-        raise TypeError(f"signing_key: expected SigningKey, got {type(signing_key).__name__}")
 
 
 def _sign(block: Any, tagged_length: int, signing_key: SigningKey) -> None:
@@ -540,7 +520,7 @@ def seal_request(payload: Buffer, ad: bytes, signing_key: SigningKey | None = No
     tag right before the payload, libsodium signs that span where it lies, and
     C moves the signature to its place; the payload is copied once.
     """
-    _check_signing_key(signing_key)
+    check_signing_key(signing_key)
     src = payload if type(payload) is bytes else _cbuffer(payload, True)
     try:
         size = len(src)

@@ -38,6 +38,87 @@ _HEAD_RESPONSE: Final = b"\x00\x01S"
 Kind = Literal["request", "response"]
 Buffer = bytes | bytearray | memoryview
 
+_SIG_LENGTH_AT: Final = 5 + SPKI_LENGTH  # 49: the signature length, after the key at 5
+
+
+# -- error messages ------------------------------------------------------------------
+# Each decoding message is worded once, here: ``decode_frame`` raises these, and the C
+# backend (``_cbackend._error``) builds the same ones from a C status and its details.
+# Offsets count from the frame's first byte. They are only called on the error path.
+
+
+def ends_in_version_error(size: int) -> FrameError:
+    """A frame of ``size`` (< 2) bytes: it ends inside its version."""
+    return FrameError(f"frame: ends at offset {size}, inside its 2-byte version")
+
+
+def version_error(version: int) -> FrameError:
+    """A version other than ``FRAME_VERSION``."""
+    return FrameError(f"frame: unknown version {version} at offset 0")
+
+
+def ends_before_tag_error() -> FrameError:
+    """A frame that ends after its version."""
+    return FrameError("frame: ends before its tag at offset 2")
+
+
+def tag_error(tag: int) -> FrameError:
+    """A tag byte that is neither ``R`` nor ``S``."""
+    return FrameError(f"frame: unknown tag 0x{tag:02x} at offset 2")
+
+
+def ends_before_signer_error() -> FrameError:
+    """A request that ends after its tag."""
+    return FrameError("frame: request ends before its signer byte at offset 3")
+
+
+def signer_error(signer: int) -> FrameError:
+    """A signer byte that is neither ``0`` nor ``1``."""
+    return FrameError(f"frame: signer byte 0x{signer:02x} at offset 3 is not '0' or '1'")
+
+
+def ends_before_key_length_error() -> FrameError:
+    """A signed request that ends after its signer byte."""
+    return FrameError("frame: signed request ends before its key length at offset 4")
+
+
+def key_length_error(value: int, expected: int) -> FrameError:
+    """A key length byte of ``value`` where ``expected`` (44) is required."""
+    return FrameError(f"frame: key length {value} at offset 4 is not {expected}")
+
+
+def key_prefix_error(offset: int) -> FrameError:
+    """The key's byte at ``offset`` is off the Ed25519 SPKI DER prefix."""
+    return FrameError(f"frame: key at offset 5 is not Ed25519 SPKI DER (byte {offset})")
+
+
+def ends_in_key_error(size: int, key_end: int) -> FrameError:
+    """A signed request of ``size`` bytes that ends inside its key (offsets 5 to key_end - 1)."""
+    return FrameError(
+        f"frame: signed request ends at offset {size}, inside its key (offsets 5 to {key_end - 1})"
+    )
+
+
+def ends_before_sig_length_error(offset: int) -> FrameError:
+    """A signed request that ends at ``offset``, right after its key."""
+    return FrameError(f"frame: signed request ends before its signature length at offset {offset}")
+
+
+def sig_length_error(value: int, offset: int, expected: int) -> FrameError:
+    """A signature length byte of ``value`` at ``offset`` where ``expected`` is required."""
+    return FrameError(f"frame: signature length {value} at offset {offset} is not {expected}")
+
+
+def ends_in_signature_error(size: int, sig_end: int) -> FrameError:
+    """A signed request of ``size`` bytes that ends inside its signature (up to sig_end - 1)."""
+    return FrameError(
+        f"frame: signed request ends at offset {size}, inside its signature"
+        f" (offsets {_SIG_LENGTH_AT + 1} to {sig_end - 1})"
+    )
+
+
+# -- frames --------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Frame:
@@ -101,51 +182,41 @@ def decode_frame(frame: Buffer) -> Frame:
     view = memoryview(frame).cast("B")
     size = len(view)
     if size < 2:
-        raise FrameError(f"frame: ends at offset {size}, inside its 2-byte version")
+        raise ends_in_version_error(size)
     version = (view[0] << 8) | view[1]
     if version != FRAME_VERSION:
-        raise FrameError(f"frame: unknown version {version} at offset 0")
+        raise version_error(version)
     if size < 3:
-        raise FrameError("frame: ends before its tag at offset 2")
+        raise ends_before_tag_error()
     tag = view[2]
     if tag == RESPONSE_TAG:
         return Frame(kind="response", payload=bytes(view[3:]))
     if tag != REQUEST_TAG:
-        raise FrameError(f"frame: unknown tag 0x{tag:02x} at offset 2")
+        raise tag_error(tag)
     if size < 4:
-        raise FrameError("frame: request ends before its signer byte at offset 3")
+        raise ends_before_signer_error()
     signer = view[3]
     if signer == UNSIGNED:
         return Frame(kind="request", payload=bytes(view[4:]))
     if signer != SIGNED:
-        raise FrameError(f"frame: signer byte 0x{signer:02x} at offset 3 is not '0' or '1'")
+        raise signer_error(signer)
     if size < 5:
-        raise FrameError("frame: signed request ends before its key length at offset 4")
+        raise ends_before_key_length_error()
     if view[4] != SPKI_LENGTH:
-        raise FrameError(f"frame: key length {view[4]} at offset 4 is not {SPKI_LENGTH}")
+        raise key_length_error(view[4], SPKI_LENGTH)
     key_der = view[5 : 5 + SPKI_LENGTH]
     for i in range(min(len(SPKI_PREFIX), len(key_der))):
         if key_der[i] != SPKI_PREFIX[i]:
-            raise FrameError(f"frame: key at offset 5 is not Ed25519 SPKI DER (byte {5 + i})")
-    sig_at = 5 + SPKI_LENGTH
+            raise key_prefix_error(5 + i)
+    sig_at = _SIG_LENGTH_AT
     if size < sig_at:
-        raise FrameError(
-            f"frame: signed request ends at offset {size}, inside its key"
-            f" (offsets 5 to {sig_at - 1})"
-        )
+        raise ends_in_key_error(size, sig_at)
     if size == sig_at:
-        raise FrameError(
-            f"frame: signed request ends before its signature length at offset {sig_at}"
-        )
+        raise ends_before_sig_length_error(sig_at)
     if view[sig_at] != SIGNATURE_LENGTH:
-        raise FrameError(
-            f"frame: signature length {view[sig_at]} at offset {sig_at} is not {SIGNATURE_LENGTH}"
-        )
+        raise sig_length_error(view[sig_at], sig_at, SIGNATURE_LENGTH)
     if size < SIGNED_REQUEST_OVERHEAD:
-        raise FrameError(
-            f"frame: signed request ends at offset {size}, inside its signature"
-            f" (offsets {sig_at + 1} to {SIGNED_REQUEST_OVERHEAD - 1})"
-        )
+        raise ends_in_signature_error(size, SIGNED_REQUEST_OVERHEAD)
     return Frame(
         kind="request",
         payload=bytes(view[SIGNED_REQUEST_OVERHEAD:]),

@@ -15,6 +15,7 @@ from ._frame import (
     SIGNED_REQUEST_OVERHEAD,
     UNSIGNED_REQUEST_OVERHEAD,
     Buffer,
+    Kind,
     decode_frame,
     frame_head,
 )
@@ -57,16 +58,27 @@ def check_response_size(size: int) -> None:
         )
 
 
-def _check_signing_key(signing_key: object) -> None:
+def check_signing_key(signing_key: object) -> None:
+    """Raise TypeError unless ``signing_key`` is None or a :class:`SigningKey`."""
     if signing_key is not None and not isinstance(signing_key, SigningKey):
         raise TypeError(f"signing_key: expected SigningKey, got {type(signing_key).__name__}")
+
+
+def wrong_kind_error(expected: Kind) -> FrameError:
+    """A block whose frame is not of the ``expected`` kind (the tag at offset 2).
+
+    The one wording of this error: the pure openers below raise it, and the C
+    backend builds it from its status.
+    """
+    found = "response" if expected == "request" else "request"
+    return FrameError(f"frame: a {found} where a {expected} was expected (offset 2)")
 
 
 def seal_request(
     payload: Buffer, ad: bytes, signing_key: SigningKey | None = None
 ) -> bytes:
     """Frame, optionally sign (bound to ``ad``), and pad a request payload."""
-    _check_signing_key(signing_key)
+    check_signing_key(signing_key)
     # nbytes, not len(): a memoryview's len() counts items, not bytes.
     check_request_size(memoryview(payload).nbytes, signing_key is not None)
     tag = session_tag(ad)  # validates the AD even for an unsigned request
@@ -88,7 +100,7 @@ def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedReq
     tag = session_tag(ad)
     frame = decode_frame(unpad(block, length=PADDED_LENGTH, strict=strict))
     if frame.kind != "request":
-        raise FrameError("frame: a response where a request was expected (offset 2)")
+        raise wrong_kind_error("request")
     if frame.key is not None:
         assert frame.signature is not None
         frame.key._verify_tagged(tag, frame.payload, frame.signature)
@@ -105,5 +117,5 @@ def open_response(block: Buffer, *, strict: bool = False) -> bytes:
     """Unpad and decode a response block; return its payload."""
     frame = decode_frame(unpad(block, length=PADDED_LENGTH, strict=strict))
     if frame.kind != "response":
-        raise FrameError("frame: a request where a response was expected (offset 2)")
+        raise wrong_kind_error("response")
     return frame.payload
