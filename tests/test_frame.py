@@ -298,3 +298,14 @@ def test_rule_round_trip_each_kind(backend: Backend) -> None:
                 frame.kind, frame.payload, key=frame.key, signature=frame.signature
             )
             assert backend.decode_frame(encoded) == frame
+
+
+@pytest.mark.parametrize("not_a_buffer", [5, "text", None, [1, 2]])
+@pytest.mark.parametrize("kind", ["request", "response"])
+def test_encode_takes_only_buffers(backend: Backend, kind: str, not_a_buffer: object) -> None:
+    """§4: payload is the envelope's bytes; ``5`` is not five zero bytes, nor text its UTF-8."""
+    with pytest.raises(TypeError):
+        backend.encode_frame(kind, not_a_buffer)
+    if kind == "request":
+        with pytest.raises(TypeError):
+            backend.encode_frame(kind, not_a_buffer, key=KEY.public_key, signature=SIGNATURE)

@@ -169,7 +169,8 @@ def encode_frame(
     signature: bytes | None = None,
 ) -> bytes:
     """Encode a frame. A signed request takes both ``key`` and ``signature``."""
-    return frame_head(kind, key, signature) + bytes(payload)
+    # memoryview, not bytes(): bytes(5) would be five zero bytes, bytes([1, 2]) two.
+    return frame_head(kind, key, signature) + memoryview(payload).tobytes()
 
 
 def decode_frame(frame: Buffer) -> Frame:
