@@ -139,6 +139,14 @@ def test_rule_unpad_exact_length_option(backend: Backend) -> None:
     assert backend.unpad(block + b"#") == b"hello"
 
 
+@pytest.mark.parametrize("length", [-1, -11106, 2**64, 2**70])
+@pytest.mark.parametrize("block", [b"", b"\x00", b"\x00\x00"])
+def test_rule_unpad_exact_length_out_of_range(backend: Backend, length: int, block: bytes) -> None:
+    """§5 option (ours): no block has a negative or huge length, so each is a size error."""
+    with pytest.raises(PaddingError, match=rf"block of {len(block)} bytes where exactly {length} "):
+        backend.unpad(block, length=length)
+
+
 def test_rule_unpad_options_are_keyword_only(backend: Backend) -> None:
     """§5 options: length and strict are keyword-only, so a stray positional is an error."""
     with pytest.raises(TypeError):

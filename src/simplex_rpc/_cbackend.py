@@ -243,7 +243,8 @@ def unpad(block: Buffer, *, length: int | None = None, strict: bool = False) -> 
         if length is None:
             args = (src, len(src), 0, 0, strict)
         else:
-            args = (src, len(src), 1, _size_arg(length), strict)
+            # No block has a negative size: C gets one no buffer has (0 would match b"").
+            args = (src, len(src), 1, SIZE_MAX if length < 0 else _size_arg(length), strict)
         n = _srpc_unpad(*args, _NULL)
         if n < 0:
             raise _error(_explain(lib.srpc_unpad, *args), length=length)
