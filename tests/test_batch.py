@@ -246,6 +246,9 @@ def test_rule_workers_must_be_a_positive_count(backend: _backend.Backend) -> Non
     for workers in (0, -1, 1.5, True):
         with pytest.raises(sx.SimplexRpcError, match="workers"):
             backend.open_requests(mixed_blocks() * 10, AD, workers=workers)
+        for key in (KEY, None):  # refused for unsigned sealing too, which uses no thread
+            with pytest.raises(sx.SimplexRpcError, match="workers"):
+                backend.seal_requests([b"{}"] * 40, AD, key, workers=workers)
 
 
 def test_rule_small_batches_use_no_thread() -> None:

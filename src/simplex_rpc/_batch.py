@@ -321,8 +321,9 @@ def seal_requests_with(
         for i in range(start, count, step):
             blocks[i] = seal_request(items[i], ads[i], signing_key)
 
+    threads = _workers(workers, count)  # checks ``workers`` whether or not it is used
     # Only signing releases the GIL; unsigned sealing gains nothing from threads.
-    _run_striped(count, _workers(workers, count) if signed else 1, work)
+    _run_striped(count, threads if signed else 1, work)
     return b"".join(blocks)
 
 
