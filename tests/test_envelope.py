@@ -283,6 +283,17 @@ def test_rule_check_request_key_compares_bytes_not_text() -> None:
     assert check_request_key(keyed, PublicKey.from_raw(KEY.raw)) is None
 
 
+def test_check_request_key_refuses_a_signer_that_is_not_a_public_key() -> None:
+    """§1: keys are compared as bytes. The core's signerKey text (or raw bytes) passed as
+    the signer is a TypeError, not a silent "requestKey differs" for the very same key."""
+    keyed = Request.parse(json.dumps({"protocol": "p", "request": 1, "requestKey": KEY.encode()}))
+    for signer in (KEY.encode(), KEY.raw, KEY.der):
+        with pytest.raises(TypeError, match="signer"):
+            check_request_key(keyed, signer)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="signer"):
+            check_request_key(Request(protocol="p", request=1), signer)  # type: ignore[arg-type]
+
+
 # -- Response -----------------------------------------------------------------
 
 

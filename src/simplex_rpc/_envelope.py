@@ -312,7 +312,14 @@ def check_request_key(request: Request, signer: PublicKey | None) -> ErrorInfo |
 
     Returns the error to answer with, or None when the request may proceed: a
     request with ``requestKey`` must be signed, by that key (compared as bytes).
+    ``signer`` is a :class:`PublicKey` (decode the core's ``signerKey`` text
+    with :meth:`PublicKey.decode`); anything else is a TypeError.
     """
+    if signer is not None and not isinstance(signer, PublicKey):
+        raise TypeError(
+            f"signer: expected a PublicKey or None, got {type(signer).__name__}"
+            " (decode signerKey text with PublicKey.decode)"
+        )
     if request.request_key is None:
         return None
     if signer is None:
