@@ -342,6 +342,20 @@ def test_stream_end_other_events() -> None:
         a2a.is_stream_end([])  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("state", [["TASK_STATE_COMPLETED"], {"s": 1}, 5, None])
+def test_stream_end_state_of_another_type_does_not_end(state: Any) -> None:
+    """A peer's event with a state that is not a string does not end a stream, nor raise."""
+    event = {"jsonrpc": "2.0", "id": 1, "result": {"task": {"status": {"state": state}}}}
+    assert a2a.is_stream_end(event) is False
+
+
+def test_chat_disposition_takes_any_method_value() -> None:
+    """The request is the peer's data: a method that is not a string is not refused here
+    (it is the -32600 of check_request), and does not raise."""
+    for method in (["CreateTaskPushNotificationConfig"], {"m": 1}, 5, None):
+        assert a2a.chat_disposition({"jsonrpc": "2.0", "id": 1, "method": method}) is None
+
+
 def test_state_sets() -> None:
     assert a2a.TERMINAL_STATES == chat.A2A_TERMINAL_STATES
     assert a2a.INTERRUPTED_STATES == chat.A2A_INTERRUPTED_STATES

@@ -415,15 +415,21 @@ def test_extended_agent_card_is_the_public_card() -> None:
 def test_bad_chat_input() -> None:
     async def scenario() -> list[dict[str, Any]]:
         bot = make_bot()
-        texts = ["{", '{"jsonrpc": "2.0", "method": "GetTask", "params": {}}']
+        texts = [
+            "{",
+            '{"jsonrpc": "2.0", "method": "GetTask", "params": {}}',
+            # A method that is not a string is the peer's data, not a crash.
+            '{"jsonrpc": "2.0", "id": 4, "method": ["GetTask"], "params": {}}',
+        ]
         out = [json.loads(await bot.bridge.chat_handler(t, caller=ALICE)) for t in texts]
         unknown = a2a.make_request("tasks/get", {}, id=3)
         out.append((await chat_call(bot, unknown))[1])
         return out
 
-    parse, notification, unknown = run(scenario)
+    parse, notification, odd_method, unknown = run(scenario)
     assert parse["id"] is None and parse["error"]["code"] == -32700
     assert notification["error"]["code"] == -32600
+    assert odd_method["id"] == 4 and odd_method["error"]["code"] == -32600
     assert unknown["error"]["code"] == -32601
 
 

@@ -303,6 +303,28 @@ def test_a2a_stream_ends_with_an_error_or_a_message() -> None:
     assert not ends_answer("a2a", request, json.loads(task_reply("TASK_STATE_COMPLETED", id_=10)))
 
 
+def test_a2a_null_id_request_ends_with_the_null_id_response() -> None:
+    """A2A follows JSON-RPC 2.0, which allows a null request id; the response repeats it."""
+    c = ReplyCollector()
+    c.register(1, a2a_call("GetTask", id_=None), chat="direct", peer="bot")
+    assert c.add("bot", 1, task_reply("TASK_STATE_WORKING", id_=None))
+    assert c.is_complete(1)
+    # A null-id result does not answer a request that has an id.
+    assert not ends_answer("a2a", a2a_call("GetTask").request, json.loads(task_reply("x", None)))
+
+
+@pytest.mark.parametrize("state", [["TASK_STATE_COMPLETED"], {"a": 1}, 3, None])
+def test_a2a_stream_reply_with_a_state_of_another_type_is_collected(state: Any) -> None:
+    """A reply is the peer's data: a state that is not a string neither ends nor breaks."""
+    c = ReplyCollector()
+    c.register(1, a2a_call("SendStreamingMessage"), chat="direct", peer="bot")
+    reply = {"jsonrpc": "2.0", "id": 9, "result": {"task": {"id": "t", "status": {"state": state}}}}
+    assert c.add("bot", 1, j(reply))
+    assert not c.is_complete(1)
+    odd = Call("a2a", {"jsonrpc": "2.0", "id": 9, "method": ["SendStreamingMessage"]})
+    assert ends_answer("a2a", odd.request, reply)  # not a streaming method: one response
+
+
 def test_a2a_stream_in_a_group_broadcast_ends_per_member() -> None:
     c = ReplyCollector()
     c.register(3, a2a_call("SendStreamingMessage"), chat="group")

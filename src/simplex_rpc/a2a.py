@@ -392,7 +392,8 @@ def chat_disposition(request: Mapping[str, Any]) -> dict[str, Any] | None:
     """
     if not isinstance(request, Mapping):
         raise BindingError(f"request: expected a JSON-RPC request object, got {json_type(request)}")
-    if request.get("method") in PUSH_NOTIFICATION_METHODS:
+    method = request.get("method")
+    if isinstance(method, str) and method in PUSH_NOTIFICATION_METHODS:
         return error(
             _request_id(request),
             PUSH_NOTIFICATION_NOT_SUPPORTED,
@@ -434,7 +435,9 @@ def is_stream_end(stream_response: Mapping[str, Any]) -> bool:
             status = event.get("status")
             if isinstance(status, Mapping):
                 state = status.get("state")
-                return state in TERMINAL_STATES or state in INTERRUPTED_STATES
+                return isinstance(state, str) and (
+                    state in TERMINAL_STATES or state in INTERRUPTED_STATES
+                )
     return False
 
 

@@ -434,7 +434,10 @@ def parse_reply(protocol: str, text: str) -> dict[str, Any] | None:
 
 def _same_id(a: object, b: object) -> bool:
     # JSON-RPC ids are strings, numbers or null; compare within a JSON type
-    # (Python's True == 1 must not match).
+    # (Python's True == 1 must not match). A2A allows a null id, which its
+    # response repeats.
+    if a is None or b is None:
+        return a is None and b is None
     if isinstance(a, bool) or isinstance(b, bool):
         return False
     if isinstance(a, str) and isinstance(b, str):
@@ -471,7 +474,8 @@ def _ends_stream(message: Mapping[str, Any]) -> bool:
         event = result.get(key)
         if isinstance(event, dict):
             status = event.get("status")
-            if isinstance(status, dict) and status.get("state") in A2A_ENDING_STATES:
+            state = status.get("state") if isinstance(status, dict) else None
+            if isinstance(state, str) and state in A2A_ENDING_STATES:
                 return True
     return False
 
@@ -494,7 +498,8 @@ def ends_answer(protocol: str, request: Mapping[str, Any], message: Mapping[str,
     """
     if not _is_response_to(request, message):
         return False
-    if protocol == "a2a" and request.get("method") in A2A_STREAMING_METHODS:
+    method = request.get("method")
+    if protocol == "a2a" and isinstance(method, str) and method in A2A_STREAMING_METHODS:
         return "error" in message or _ends_stream(message)
     return True
 
