@@ -270,6 +270,13 @@ def test_rule_not_json_rejected_with_offset(text: str) -> None:
     assert info.value.code == "bad_request"
 
 
+def test_control_character_message_reads_once() -> None:
+    """§3: the message names the control character's offset once, in one phrase."""
+    with pytest.raises(JsonError) as info:
+        loads('{"response":"a\x01"}')
+    assert str(info.value) == "Invalid control character at offset 14"
+
+
 def test_loads_takes_bytes_like_and_rejects_other_types() -> None:
     """loads takes str, bytes, bytearray and memoryview; anything else is a TypeError."""
     for data in ('{"a":1}', b'{"a":1}', bytearray(b'{"a":1}'), memoryview(b'{"a":1}')):

@@ -151,7 +151,8 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     try:
         value, end = _DECODER.raw_decode(text, _skip_ws(text, 0))
     except json.JSONDecodeError as exc:
-        _fail(f"{exc.msg} at offset {exc.pos}")
+        # One message of the json module ends in " at" already ("Invalid control character at").
+        _fail(f"{exc.msg.removesuffix(' at')} at offset {exc.pos}")
     except RecursionError:  # pragma: no cover - the prescan refuses this first
         _fail(f"nesting deeper than {MAX_DEPTH} levels")
     end = _skip_ws(text, end)
