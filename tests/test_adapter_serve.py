@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from typing import Any
 
 import pytest
@@ -189,6 +190,36 @@ def test_a_hanging_handler_is_cut_at_the_deadline() -> None:
 
     run(main)
     assert sorted(cancelled) == ["a2a", "mcp"]
+
+
+def test_the_deadline_counts_from_arrival_not_from_a_free_slot() -> None:
+    """The core accepts a response within 180 seconds of receiving the request: a request
+    that waited for a concurrency slot has that much less time, and is still answered
+    in the window instead of after it."""
+
+    async def main() -> None:
+        started, release = asyncio.Event(), asyncio.Event()
+
+        async def handler(request: ServiceRequest) -> str:
+            if request.request_id == "first":
+                started.set()
+                await release.wait()
+                time.sleep(1.2)  # holds the only slot past the second request's deadline
+                return "one"
+            await asyncio.sleep(0)
+            return "two"
+
+        async with fake_serving(handler, concurrency=1, handler_timeout=1.0) as (fake, _):
+            await fake.event(service_request_event("first"))
+            await started.wait()
+            await fake.event(service_request_event("second"))
+            await asyncio.sleep(0.2)  # the responder reads the second event
+            release.set()
+            answers = dict([await answer_of(fake), await answer_of(fake)])
+        assert answers["first"] == {"response": "one"}
+        assert answers["second"]["error"]["code"] == "internal"
+
+    run(main)
 
 
 def test_a_handler_raising_timeout_error_itself_is_internal() -> None:

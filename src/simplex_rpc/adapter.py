@@ -1023,8 +1023,9 @@ class ChatCore:
         optional ``rate_limit`` answers ``rate_limited`` with ``retryAfter``.
         Then ``handler`` is called with a :class:`ServiceRequest` and returns
         a :class:`Response` or a JSON value (a success). A handler that raises
-        is answered ``internal`` (without its text); one still running after
-        ``handler_timeout`` seconds is cancelled and answered
+        is answered ``internal`` (without its text); one still running
+        ``handler_timeout`` seconds after the request arrived (time spent
+        waiting for a concurrency slot included) is cancelled and answered
         ``conversation_required`` for ``a2a`` and ``internal`` otherwise. A
         response longer than ``max_response_bytes`` (at most the block's
         ``MAX_RESPONSE``) is answered ``too_large``. At most ``concurrency``
@@ -1060,6 +1061,7 @@ class _Incoming:
     request_id: str
     signer_key: object
     data: object
+    received: float  # the event loop's time when the event arrived
 
 
 class _Responder:
@@ -1156,6 +1158,7 @@ class _Responder:
             request_id=request_id,
             signer_key=event.get("signerKey"),
             data=event.get("requestData"),
+            received=asyncio.get_running_loop().time(),
         )
 
     async def _answer(self, incoming: _Incoming) -> None:
@@ -1229,7 +1232,9 @@ class _Responder:
             request_id=incoming.request_id, signer=signer, request=request, user_id=self.user_id
         )
         try:
-            async with asyncio.timeout(self.handler_timeout) as deadline:
+            # The core's window runs from the request's arrival, not from when a
+            # concurrency slot freed up: so does the deadline.
+            async with asyncio.timeout_at(incoming.received + self.handler_timeout) as deadline:
                 result = self.handler(service_request)
                 if inspect.isawaitable(result):
                     result = await result
