@@ -378,3 +378,13 @@ def test_core_api_doc_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
         # Each "print(...)  # text" comment states what the line prints.
         for expected in re.findall(r"print\(.*\)[ \t]+# (.+)", block):
             assert expected.strip() in printed
+
+
+def test_too_large_unsigned_request_message_reads_well(backend: Backend) -> None:
+    """The PayloadTooLarge message names the limit for the kind of request, in plain English."""
+    with pytest.raises(sx.PayloadTooLarge) as info:
+        backend.seal_request(b"x" * (sx.MAX_UNSIGNED_REQUEST + 1), b"ad")
+    assert str(info.value) == (
+        f"payload of {sx.MAX_UNSIGNED_REQUEST + 1} bytes is too large:"
+        f" at most {sx.MAX_UNSIGNED_REQUEST} bytes fit an unsigned request"
+    )

@@ -40,9 +40,9 @@ def check_request_size(size: int, signed: bool) -> None:
     """Raise :class:`PayloadTooLarge` if a request payload cannot fit the block."""
     limit = MAX_SIGNED_REQUEST if signed else MAX_UNSIGNED_REQUEST
     if size > limit:
-        kind = "signed request" if signed else "unsigned request"
+        kind = "a signed request" if signed else "an unsigned request"
         raise PayloadTooLarge(
-            f"payload of {size} bytes is too large: at most {limit} bytes fit a {kind}",
+            f"payload of {size} bytes is too large: at most {limit} bytes fit {kind}",
             size=size,
             limit=limit,
         )
