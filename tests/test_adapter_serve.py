@@ -204,12 +204,14 @@ def test_the_deadline_counts_from_arrival_not_from_a_free_slot() -> None:
             if request.request_id == "first":
                 started.set()
                 await release.wait()
-                time.sleep(1.2)  # holds the only slot past the second request's deadline
+                # Holds the only slot (and the loop) past the second request's deadline;
+                # the margins are wide so that a loaded machine cannot blur the two.
+                time.sleep(2.5)
                 return "one"
             await asyncio.sleep(0)
             return "two"
 
-        async with fake_serving(handler, concurrency=1, handler_timeout=1.0) as (fake, _):
+        async with fake_serving(handler, concurrency=1, handler_timeout=2.0) as (fake, _):
             await fake.event(service_request_event("first"))
             await started.wait()
             await fake.event(service_request_event("second"))
