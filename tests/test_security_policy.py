@@ -6,19 +6,18 @@ points that are not of small order, and the cofactorless equation
 for every entry point (``PublicKey.verify``, ``verify_request``,
 ``open_request`` on every backend, ``open_requests``).
 
-The tests carry two small reference verifiers written from RFC 8032 section
-5.1 in pure Python: ``strict_verify`` (the policy above) and ``lax_verify``
-(cofactorless, top three bits of S only, no canonical or small-order checks,
-as ed25519-donna, which the SimpleX core's agent uses through crypton). The
-crafted cases of "Taming the many EdDSAs" (Chalkias, Garillot, Nikolaenko,
-2020) are built with them: each case that the strict policy refuses but
-``lax_verify`` accepts is one where the core accepts a request that this
-library refuses.
+The tests use two small reference verifiers written from RFC 8032 section
+5.1 in pure Python (in ``_ed25519_ref``): ``strict_verify`` (the policy
+above) and ``donna_verify`` (cofactorless, top three bits of S only, no
+canonical or small-order checks, as ed25519-donna, which the SimpleX core's
+agent uses through crypton). The crafted cases of "Taming the many EdDSAs"
+(Chalkias, Garillot, Nikolaenko, 2020) are built with them: each case that
+the strict policy refuses but ``donna_verify`` accepts is one where the core
+accepts a request that this library refuses.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -29,163 +28,31 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simplex_rpc as sx
+from _ed25519_ref import (
+    BASE,
+    IDENTITY,
+    SMALL_ORDER_ENCODINGS,
+    T8,
+    TORSION,
+    L,
+    P,
+    Point,
+    add,
+    challenge,
+    decode_point,
+    donna_verify,
+    encode_point,
+    equal,
+    is_small_order,
+    mul,
+    recover_x,
+    secret_scalar,
+    strict_verify,
+)
 from simplex_rpc import _frame
 
 # --------------------------------------------------------------------------
-# Ed25519 reference arithmetic (RFC 8032 section 5.1), extended coordinates.
-
-P = 2**255 - 19
-L = 2**252 + 27742317777372353535851937790883648493
-D = -121665 * pow(121666, P - 2, P) % P
-SQRT_M1 = pow(2, (P - 1) // 4, P)
-
-Point = tuple[int, int, int, int]
-IDENTITY: Point = (0, 1, 1, 0)
-
-
-def _add(p1: Point, p2: Point) -> Point:
-    x1, y1, z1, t1 = p1
-    x2, y2, z2, t2 = p2
-    a = (y1 - x1) * (y2 - x2) % P
-    b = (y1 + x1) * (y2 + x2) % P
-    c = 2 * t1 * t2 * D % P
-    dd = 2 * z1 * z2 % P
-    e, f, g, h = b - a, dd - c, dd + c, b + a
-    return (e * f % P, g * h % P, f * g % P, e * h % P)
-
-
-def _mul(scalar: int, point: Point) -> Point:
-    out = IDENTITY
-    while scalar > 0:
-        if scalar & 1:
-            out = _add(out, point)
-        point = _add(point, point)
-        scalar >>= 1
-    return out
-
-
-def _neg(point: Point) -> Point:
-    x, y, z, t = point
-    return (-x % P, y, z, -t % P)
-
-
-def _equal(p1: Point, p2: Point) -> bool:
-    x1, y1, z1, _ = p1
-    x2, y2, z2, _ = p2
-    return (x1 * z2 - x2 * z1) % P == 0 and (y1 * z2 - y2 * z1) % P == 0
-
-
-def _recover_x(y: int, sign: int, *, negative_zero: bool = False) -> int | None:
-    """The x of the point with this y and sign bit, or None (RFC 8032 section 5.1.3).
-
-    ``negative_zero`` accepts x = 0 with the sign bit set, as donna does.
-    """
-    if y >= P:
-        return None
-    x2 = (y * y - 1) * pow(D * y * y + 1, P - 2, P) % P
-    if x2 == 0:
-        return 0 if negative_zero or not sign else None
-    x = pow(x2, (P + 3) // 8, P)
-    if (x * x - x2) % P:
-        x = x * SQRT_M1 % P
-    if (x * x - x2) % P:
-        return None
-    if (x & 1) != sign:
-        x = P - x
-    return x
-
-
-def decode_point(data: bytes, *, canonical: bool = True) -> Point | None:
-    """RFC 8032 decoding; with ``canonical=False``, y is taken modulo p (as donna)."""
-    value = int.from_bytes(data, "little")
-    sign = value >> 255
-    y = value & ((1 << 255) - 1)
-    if not canonical:
-        y %= P
-    x = _recover_x(y, sign, negative_zero=not canonical)
-    if x is None:
-        return None
-    return (x, y, 1, x * y % P)
-
-
-def encode_point(point: Point) -> bytes:
-    x, y, z, _ = point
-    zi = pow(z, P - 2, P)
-    x, y = x * zi % P, y * zi % P
-    return (y | ((x & 1) << 255)).to_bytes(32, "little")
-
-
-def _small_order(point: Point) -> bool:
-    return _equal(_mul(8, point), IDENTITY)
-
-
-BASE = decode_point((4 * pow(5, P - 2, P) % P).to_bytes(32, "little"))
-assert BASE is not None
-
-
-def _find_order8() -> Point:
-    y = 2
-    while True:
-        point = decode_point(y.to_bytes(32, "little"))
-        if point is not None:
-            torsion = _mul(L, point)
-            if not _equal(_mul(4, torsion), IDENTITY):
-                return torsion
-        y += 1
-
-
-T8 = _find_order8()
-TORSION: list[Point] = [_mul(i, T8) for i in range(8)]
-
-
-def _small_order_encodings() -> list[bytes]:
-    """Every 32-byte string that decodes (as donna does) to a point of small order.
-
-    The canonical encodings of the eight torsion points, the sign-bit variants
-    of the two with x = 0, and the non-canonical y = p and y = p + 1 forms:
-    the fourteen strings of libsodium's blocklist (seven, up to the sign bit).
-    """
-    out = {encode_point(t) for t in TORSION}
-    for y in (1, P - 1, P, P + 1):
-        for sign in (0, 1):
-            out.add((y | (sign << 255)).to_bytes(32, "little"))
-    found = sorted(e for e in out if (pt := decode_point(e, canonical=False)) and _small_order(pt))
-    assert len(found) == 14
-    return found
-
-
-SMALL_ORDER_ENCODINGS = _small_order_encodings()
-
-
-def _h(r: bytes, a: bytes, message: bytes) -> int:
-    return int.from_bytes(hashlib.sha512(r + a + message).digest(), "little") % L
-
-
-def strict_verify(public: bytes, signature: bytes, message: bytes) -> bool:
-    """The library's policy, from the definition: libsodium's strict Ed25519."""
-    if len(public) != 32 or len(signature) != 64:
-        return False
-    r_bytes, s = signature[:32], int.from_bytes(signature[32:], "little")
-    if s >= L:
-        return False
-    a = decode_point(public)
-    r = decode_point(r_bytes)
-    if a is None or r is None or _small_order(a) or _small_order(r):
-        return False
-    check = _add(_mul(s, BASE), _neg(_mul(_h(r_bytes, public, message), a)))
-    return encode_point(check) == r_bytes
-
-
-def lax_verify(public: bytes, signature: bytes, message: bytes) -> bool:
-    """ed25519-donna's acceptance rule: only the top three bits of S, no point checks."""
-    r_bytes, s = signature[:32], int.from_bytes(signature[32:], "little")
-    if signature[63] & 0xE0:
-        return False
-    a = decode_point(public, canonical=False)
-    if a is None:
-        return False
-    check = _add(_mul(s, BASE), _neg(_mul(_h(r_bytes, public, message), a)))
-    return encode_point(check) == r_bytes
+# libsodium's verdict, beside the reference ones of _ed25519_ref.
 
 
 def libsodium_verify(public: bytes, signature: bytes, message: bytes) -> bool:
@@ -194,15 +61,6 @@ def libsodium_verify(public: bytes, signature: bytes, message: bytes) -> bool:
     except nacl.exceptions.BadSignatureError:
         return False
     return True
-
-
-def _scalar(seed: bytes) -> int:
-    h = hashlib.sha512(seed).digest()
-    a = bytearray(h[:32])
-    a[0] &= 248
-    a[31] &= 127
-    a[31] |= 64
-    return int.from_bytes(a, "little")
 
 
 def _sig(r_point: Point, s: int) -> bytes:
@@ -279,8 +137,8 @@ class Case:
 
 
 SEED = bytes(range(32))
-SECRET = _scalar(SEED)
-HONEST_A = _mul(SECRET, BASE)
+SECRET = secret_scalar(SEED)
+HONEST_A = mul(SECRET, BASE)
 HONEST_PUBLIC = encode_point(HONEST_A)
 assert HONEST_PUBLIC == sx.SigningKey.from_seed(SEED).public_key.raw
 
@@ -295,13 +153,13 @@ def _mixed_order_signature(cofactorless: bool) -> tuple[bytes, bytes]:
     With ``cofactorless``, R carries the torsion part that makes the
     cofactorless equation hold; otherwise only the cofactored one holds.
     """
-    a_point = _add(HONEST_A, T8)
+    a_point = add(HONEST_A, T8)
     public = encode_point(a_point)
     for r in range(1, 10_000):
         for torsion in TORSION if cofactorless else [IDENTITY]:
-            r_point = _add(_mul(r, BASE), torsion)
-            k = _h(encode_point(r_point), public, MESSAGE)
-            works = _equal(_add(torsion, _mul(k, T8)), IDENTITY)
+            r_point = add(mul(r, BASE), torsion)
+            k = challenge(encode_point(r_point), public, MESSAGE)
+            works = equal(add(torsion, mul(k, T8)), IDENTITY)
             if works == cofactorless:
                 return public, _sig(r_point, (r + k * SECRET) % L)
     raise AssertionError("no nonce found")  # pragma: no cover - 1/8 chance per try
@@ -313,9 +171,9 @@ def _small_order_key_signature(public: bytes) -> bytes:
     assert a_point is not None
     for r in range(0, 10_000):
         for torsion in TORSION:
-            r_point = _add(_mul(r, BASE), torsion)
+            r_point = add(mul(r, BASE), torsion)
             r_bytes = encode_point(r_point)
-            if _equal(_add(torsion, _mul(_h(r_bytes, public, MESSAGE), a_point)), IDENTITY):
+            if equal(add(torsion, mul(challenge(r_bytes, public, MESSAGE), a_point)), IDENTITY):
                 return r_bytes + r.to_bytes(32, "little")
     raise AssertionError("no nonce found")  # pragma: no cover
 
@@ -338,7 +196,7 @@ def _crafted_cases() -> list[Case]:
     ]
     # A small-order R under an honest key: R = identity, S = k * a.
     identity = encode_point(IDENTITY)
-    k = _h(identity, HONEST_PUBLIC, MESSAGE)
+    k = challenge(identity, HONEST_PUBLIC, MESSAGE)
     small_r = identity + (k * SECRET % L).to_bytes(32, "little")
     cases.append(Case("small-order R (identity), honest key", HONEST_PUBLIC, small_r, False, True))
     # Small-order A, in each of its fourteen encodings (canonical or not).
@@ -358,7 +216,7 @@ def _crafted_cases() -> list[Case]:
     y = next(
         y
         for y in range(2, 19)
-        if (pt := decode_point(y.to_bytes(32, "little"))) is not None and not _small_order(pt)
+        if (pt := decode_point(y.to_bytes(32, "little"))) is not None and not is_small_order(pt)
     )
     noncanonical_a = (y + P).to_bytes(32, "little")
     cases.append(Case(f"non-canonical A (y = {y} + p)", noncanonical_a, honest, False, False))
@@ -370,7 +228,7 @@ def _crafted_cases() -> list[Case]:
 
 def _not_on_curve() -> bytes:
     y = 2
-    while _recover_x(y, 0) is not None:
+    while recover_x(y, 0) is not None:
         y += 1
     return y.to_bytes(32, "little")
 
@@ -383,7 +241,7 @@ def test_crafted_case_reference_and_libsodium_agree(case: Case) -> None:
     """wire.md section 2: the policy is libsodium's; donna's verdict is what the core does."""
     assert strict_verify(case.public, case.signature, MESSAGE) is case.strict
     assert libsodium_verify(case.public, case.signature, MESSAGE) is case.strict
-    assert lax_verify(case.public, case.signature, MESSAGE) is case.lax
+    assert donna_verify(case.public, case.signature, MESSAGE) is case.lax
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -454,7 +312,7 @@ def _mutate(signature: bytes, public: bytes, kind: int, index: int) -> tuple[byt
     elif kind == 4:
         r = decode_point(bytes(sig[:32]))
         if r is not None:
-            sig[:32] = encode_point(_add(r, TORSION[index % 8]))
+            sig[:32] = encode_point(add(r, TORSION[index % 8]))
     elif kind == 5:
         sig[:32] = SMALL_ORDER_ENCODINGS[index % len(SMALL_ORDER_ENCODINGS)]
     elif kind == 6:

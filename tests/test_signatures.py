@@ -8,8 +8,8 @@
 - Cross-checks with ``cryptography`` and pycryptodome, both directions.
 - The verification policy (strict, as libsodium) with cases in the manner of
   "Taming the many EdDSAs" (Chalkias, Garillot, Nikolaenko, 2020): each case
-  is one that a lax verifier accepts (checked below with a small reference
-  implementation of the curve arithmetic of RFC 8032 section 6) and that this
+  is one that a lax verifier accepts (checked with the reference curve
+  arithmetic of RFC 8032 section 5.1 in ``_ed25519_ref``) and that this
   library refuses.
 """
 
@@ -28,6 +28,21 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 import simplex_rpc as sx
+from _ed25519_ref import (
+    BASE,
+    IDENTITY,
+    T8,
+    L,
+    P,
+    add,
+    challenge,
+    cofactorless_equation_holds,
+    encode_point,
+    equal,
+    mul,
+    point_with_y,
+    secret_scalar,
+)
 from simplex_rpc import BadSignature, PublicKey, SigningKey, SimplexRpcError, session_tag
 
 WYCHEPROOF = Path(__file__).resolve().parent / "data/wycheproof/ed25519_test.json"
@@ -364,113 +379,18 @@ def test_their_signatures_verify_under_ours(seed: bytes) -> None:
 
 # -- strict policy: "Taming the many EdDSAs" style cases ------------------------
 #
-# A minimal reference of RFC 8032 section 6's curve arithmetic, used only to
-# build signatures that satisfy the cofactorless verification equation
-# [S]B = R + [k]A when point encodings are read leniently (y reduced mod p,
-# S not range-checked, no small-order checks): the "lax" verifier.
-
-_P = 2**255 - 19
-_L = 2**252 + 27742317777372353535851937790883648493
-_D = -121665 * pow(121666, _P - 2, _P) % _P
-_SQRT_M1 = pow(2, (_P - 1) // 4, _P)
-_Point = tuple[int, int, int, int]
-_IDENTITY: _Point = (0, 1, 1, 0)
-
-
-def _add(p: _Point, q: _Point) -> _Point:
-    a = (p[1] - p[0]) * (q[1] - q[0]) % _P
-    b = (p[1] + p[0]) * (q[1] + q[0]) % _P
-    c = 2 * p[3] * q[3] * _D % _P
-    d = 2 * p[2] * q[2] % _P
-    e, f, g, h = b - a, d - c, d + c, b + a
-    return (e * f % _P, g * h % _P, f * g % _P, e * h % _P)
-
-
-def _mul(s: int, p: _Point) -> _Point:
-    q = _IDENTITY
-    while s > 0:
-        if s & 1:
-            q = _add(q, p)
-        p = _add(p, p)
-        s >>= 1
-    return q
-
-
-def _equal(p: _Point, q: _Point) -> bool:
-    return (p[0] * q[2] - q[0] * p[2]) % _P == 0 and (p[1] * q[2] - q[1] * p[2]) % _P == 0
-
-
-def _recover_x(y: int, sign: int) -> int | None:
-    x2 = (y * y - 1) * pow(_D * y * y + 1, _P - 2, _P) % _P
-    if x2 == 0:
-        return 0  # lax: a set sign bit on x = 0 is ignored
-    x = pow(x2, (_P + 3) // 8, _P)
-    if (x * x - x2) % _P:
-        x = x * _SQRT_M1 % _P
-    if (x * x - x2) % _P:
-        return None
-    return _P - x if x & 1 != sign else x
-
-
-def _point(y: int, sign: int = 0) -> _Point:
-    x = _recover_x(y % _P, sign)
-    assert x is not None
-    return (x, y % _P, 1, x * y % _P)
-
-
-def _decode_lax(encoded: bytes) -> _Point:
-    n = int.from_bytes(encoded, "little")
-    return _point(n & (2**255 - 1), n >> 255)
-
-
-def _encode(p: _Point) -> bytes:
-    zi = pow(p[2], _P - 2, _P)
-    x, y = p[0] * zi % _P, p[1] * zi % _P
-    return (y | (x & 1) << 255).to_bytes(32, "little")
-
-
-_B = _point(4 * pow(5, _P - 2, _P), 0)
-
-
-def _k(r: bytes, a: bytes, message: bytes) -> int:
-    return int.from_bytes(hashlib.sha512(r + a + message).digest(), "little") % _L
-
-
-def _lax_verify(public: bytes, message: bytes, signature: bytes) -> bool:
-    """Cofactorless verification with no canonicity, range or small-order checks."""
-    a, r = _decode_lax(public), _decode_lax(signature[:32])
-    s = int.from_bytes(signature[32:], "little")
-    k = _k(signature[:32], public, message)
-    return _equal(_mul(s, _B), _add(r, _mul(k, a)))
-
-
-def _secret_scalar(seed: bytes) -> int:
-    h = bytearray(hashlib.sha512(seed).digest()[:32])
-    h[0] &= 248
-    h[31] &= 127
-    h[31] |= 64
-    return int.from_bytes(h, "little")
-
-
-def _order8_point() -> _Point:
-    """A point of order 8: [L]Q lies in the torsion subgroup; pick one of full order 8."""
-    y = 2
-    while True:
-        if _recover_x(y, 0) is not None:
-            t = _mul(_L, _point(y))
-            if not _equal(_mul(4, t), _IDENTITY):
-                return t
-        y += 1
-
+# The reference arithmetic (tests/_ed25519_ref.py) builds signatures that
+# satisfy the cofactorless verification equation [S]B = R + [k]A when point
+# encodings are read leniently (y reduced mod p, S not range-checked, no
+# small-order checks): ``cofactorless_equation_holds``, the "lax" verifier.
 
 SEED = bytes(range(32))
-SECRET = _secret_scalar(SEED)
+SECRET = secret_scalar(SEED)
 PUBLIC = SigningKey.from_seed(SEED).public_key.raw
-T8 = _order8_point()
 SMALL_ORDER = {
-    "identity (order 1)": _IDENTITY,
-    "(0, -1) (order 2)": _point(_P - 1),
-    "(sqrt(-1), 0) (order 4)": _point(0),
+    "identity (order 1)": IDENTITY,
+    "(0, -1) (order 2)": point_with_y(P - 1),
+    "(sqrt(-1), 0) (order 4)": point_with_y(0),
     "order 8": T8,
 }
 
@@ -479,14 +399,16 @@ def _message_with(predicate: Any, r: bytes, a: bytes) -> tuple[bytes, int]:
     """A message whose k = H(R || A || M) satisfies ``predicate`` (found by counting)."""
     for i in range(1000):
         message = b"taming-%d" % i
-        k = _k(r, a, message)
+        k = challenge(r, a, message)
         if predicate(k):
             return message, k
     raise AssertionError("no message found")  # pragma: no cover
 
 
 def _refused(public: bytes, message: bytes, signature: bytes) -> None:
-    assert _lax_verify(public, message, signature), "the case must satisfy the lax equation"
+    assert cofactorless_equation_holds(public, signature, message), (
+        "the case must satisfy the lax equation"
+    )
     with pytest.raises(BadSignature):
         PublicKey.from_raw(public).verify(message, signature)
 
@@ -494,11 +416,13 @@ def _refused(public: bytes, message: bytes, signature: bytes) -> None:
 def test_reference_arithmetic_matches_libsodium() -> None:
     """The reference arithmetic derives RFC 8032 TEST 1's public key and accepts its signature."""
     _, secret, public, message, signature = RFC8032[0]
-    assert _encode(_mul(_secret_scalar(bytes.fromhex(secret)), _B)).hex() == public
-    assert _lax_verify(bytes.fromhex(public), bytes.fromhex(message), bytes.fromhex(signature))
-    assert _encode(_mul(SECRET, _B)) == PUBLIC
+    assert encode_point(mul(secret_scalar(bytes.fromhex(secret)), BASE)).hex() == public
+    assert cofactorless_equation_holds(
+        bytes.fromhex(public), bytes.fromhex(signature), bytes.fromhex(message)
+    )
+    assert encode_point(mul(SECRET, BASE)) == PUBLIC
     for point in SMALL_ORDER.values():
-        assert _equal(_mul(8, point), _IDENTITY)
+        assert equal(mul(8, point), IDENTITY)
 
 
 @pytest.mark.parametrize("multiple", [1, 2, 15])
@@ -508,56 +432,56 @@ def test_policy_s_at_least_l_is_rejected(multiple: int) -> None:
     message = b"S >= L"
     signature = key.sign(message)
     s = int.from_bytes(signature[32:], "little")
-    assert s < _L
+    assert s < L
     key.public_key.verify(message, signature)
-    if s + multiple * _L >= 2**256:  # pragma: no cover - depends on S
+    if s + multiple * L >= 2**256:  # pragma: no cover - depends on S
         pytest.skip("S + nL does not fit 32 bytes")
-    malleated = signature[:32] + (s + multiple * _L).to_bytes(32, "little")
+    malleated = signature[:32] + (s + multiple * L).to_bytes(32, "little")
     _refused(PUBLIC, message, malleated)
 
 
 @pytest.mark.parametrize("name", list(SMALL_ORDER))
 def test_policy_small_order_public_key_is_rejected(name: str) -> None:
     """§2 policy: reject small-order A: with [k]A = 0, R = [r]B and S = r verify laxly."""
-    a = _encode(SMALL_ORDER[name])
+    a = encode_point(SMALL_ORDER[name])
     r_scalar = 1234567
-    r = _encode(_mul(r_scalar, _B))
+    r = encode_point(mul(r_scalar, BASE))
     message, _ = _message_with(lambda k: k % 8 == 0, r, a)
     _refused(a, message, r + r_scalar.to_bytes(32, "little"))
 
 
 def test_policy_small_order_public_key_trivial_forgery() -> None:
     """§2 policy: the identity as A with R = identity and S = 0 "verifies" every message laxly."""
-    identity = _encode(_IDENTITY)
+    identity = encode_point(IDENTITY)
     for message in (b"", b"any message at all"):
         _refused(identity, message, identity + bytes(32))
 
 
 def test_policy_small_order_r_is_rejected() -> None:
     """§2 policy: reject small-order R: R = identity, S = k*a verifies laxly."""
-    r = _encode(_IDENTITY)
+    r = encode_point(IDENTITY)
     message = b"small R"
-    k = _k(r, PUBLIC, message)
-    _refused(PUBLIC, message, r + (k * SECRET % _L).to_bytes(32, "little"))
+    k = challenge(r, PUBLIC, message)
+    _refused(PUBLIC, message, r + (k * SECRET % L).to_bytes(32, "little"))
 
 
 def test_policy_small_order_r_with_mixed_order_key_is_rejected() -> None:
     """§2 policy: reject small-order R even when A (mixed order) makes the lax equation hold."""
-    a = _encode(_add(_mul(SECRET, _B), T8))
-    r_point = _mul(7, T8)  # = -T8; messages with k = 1 mod 8 give [k]T8 = -R
-    r = _encode(r_point)
+    a = encode_point(add(mul(SECRET, BASE), T8))
+    r_point = mul(7, T8)  # = -T8; messages with k = 1 mod 8 give [k]T8 = -R
+    r = encode_point(r_point)
     # [S]B = R + [k]A = R + [k*a]B + [k]T8: holds with S = k*a when [k]T8 = -R.
-    message, k = _message_with(lambda k: _equal(_add(_mul(k, T8), r_point), _IDENTITY), r, a)
-    _refused(a, message, r + (k * SECRET % _L).to_bytes(32, "little"))
+    message, k = _message_with(lambda k: equal(add(mul(k, T8), r_point), IDENTITY), r, a)
+    _refused(a, message, r + (k * SECRET % L).to_bytes(32, "little"))
 
 
 # Non-canonical encodings: y >= p (only y < 19 have one), or x = 0 with the sign
 # bit set. Every such point of the curve is of small order, as in the paper.
 NON_CANONICAL = {
-    "y = p (reads as 0)": _P.to_bytes(32, "little"),
-    "y = p + 1 (reads as the identity)": (_P + 1).to_bytes(32, "little"),
+    "y = p (reads as 0)": P.to_bytes(32, "little"),
+    "y = p + 1 (reads as the identity)": (P + 1).to_bytes(32, "little"),
     "identity with the sign bit set": (1 | 1 << 255).to_bytes(32, "little"),
-    "(0, -1) with the sign bit set": (_P - 1 | 1 << 255).to_bytes(32, "little"),
+    "(0, -1) with the sign bit set": (P - 1 | 1 << 255).to_bytes(32, "little"),
 }
 
 
@@ -566,7 +490,7 @@ def test_policy_non_canonical_public_key_is_rejected(name: str) -> None:
     """§2 policy: reject non-canonical A (read leniently, the signature would verify)."""
     a = NON_CANONICAL[name]
     r_scalar = 424242
-    r = _encode(_mul(r_scalar, _B))
+    r = encode_point(mul(r_scalar, BASE))
     message, _ = _message_with(lambda k: k % 8 == 0, r, a)
     _refused(a, message, r + r_scalar.to_bytes(32, "little"))
 
@@ -578,8 +502,8 @@ def test_policy_non_canonical_r_is_rejected(name: str) -> None:
     """§2 policy: reject non-canonical R: the identity encoded two other ways, S = k*a."""
     r = NON_CANONICAL[name]
     message = b"non-canonical R"
-    k = _k(r, PUBLIC, message)
-    _refused(PUBLIC, message, r + (k * SECRET % _L).to_bytes(32, "little"))
+    k = challenge(r, PUBLIC, message)
+    _refused(PUBLIC, message, r + (k * SECRET % L).to_bytes(32, "little"))
 
 
 def test_policy_mixed_order_public_key_is_accepted_as_libsodium() -> None:
@@ -588,18 +512,18 @@ def test_policy_mixed_order_public_key_is_accepted_as_libsodium() -> None:
     Pinned so that a change of policy shows: libsodium refuses small-order and
     non-canonical points and S >= L, and verifies cofactorless otherwise.
     """
-    a = _encode(_add(_mul(SECRET, _B), T8))
+    a = encode_point(add(mul(SECRET, BASE), T8))
     r_scalar = 99
-    r = _encode(_mul(r_scalar, _B))
+    r = encode_point(mul(r_scalar, BASE))
     message, k = _message_with(lambda k: k % 8 == 0, r, a)
-    signature = r + ((r_scalar + k * SECRET) % _L).to_bytes(32, "little")
-    assert _lax_verify(a, message, signature)
+    signature = r + ((r_scalar + k * SECRET) % L).to_bytes(32, "little")
+    assert cofactorless_equation_holds(a, signature, message)
     PublicKey.from_raw(a).verify(message, signature)
 
 
 def test_policy_errors_are_bad_signature_with_no_detail_about_the_key() -> None:
     """§2: a refused signature is BadSignature (a SimplexRpcError and ValueError)."""
     with pytest.raises(BadSignature) as info:
-        PublicKey.from_raw(_encode(_IDENTITY)).verify(b"", _encode(_IDENTITY) + bytes(32))
+        PublicKey.from_raw(encode_point(IDENTITY)).verify(b"", encode_point(IDENTITY) + bytes(32))
     assert isinstance(info.value, SimplexRpcError)
     assert isinstance(info.value, ValueError)
