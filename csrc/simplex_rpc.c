@@ -193,6 +193,19 @@ int srpc_unpad_many(const unsigned char *buf, size_t buf_len, size_t length,
 
 /* ---- frame (wire.md section 4) ---------------------------------------- */
 
+/* Fill in a decoded frame's layout; the caller has checked size >= overhead. */
+static int set_layout(srpc_frame *out, int kind, int is_signed, size_t overhead,
+                      size_t size)
+{
+    out->kind = kind;
+    out->is_signed = is_signed;
+    out->key_offset = is_signed ? SRPC_OFF_KEY : 0;
+    out->sig_offset = is_signed ? SRPC_OFF_SIG : 0;
+    out->payload_offset = overhead;
+    out->payload_length = size - overhead;
+    return SRPC_OK;
+}
+
 int srpc_frame_decode(const unsigned char *frame, size_t size, srpc_frame *out,
                       srpc_error *err)
 {
@@ -213,13 +226,7 @@ int srpc_frame_decode(const unsigned char *frame, size_t size, srpc_frame *out,
         return fail(err, SRPC_E_FRAME_NO_TAG, 2, size, 3);
     }
     if (frame[2] == SRPC_TAG_RESPONSE) {
-        out->kind = SRPC_RESPONSE;
-        out->is_signed = 0;
-        out->key_offset = 0;
-        out->sig_offset = 0;
-        out->payload_offset = SRPC_RESPONSE_OVERHEAD;
-        out->payload_length = size - SRPC_RESPONSE_OVERHEAD;
-        return SRPC_OK;
+        return set_layout(out, SRPC_RESPONSE, 0, SRPC_RESPONSE_OVERHEAD, size);
     }
     if (frame[2] != SRPC_TAG_REQUEST) {
         return fail(err, SRPC_E_FRAME_TAG, 2, frame[2], 0);
@@ -228,13 +235,7 @@ int srpc_frame_decode(const unsigned char *frame, size_t size, srpc_frame *out,
         return fail(err, SRPC_E_FRAME_NO_SIGNER, 3, size, 4);
     }
     if (frame[3] == SRPC_UNSIGNED) {
-        out->kind = SRPC_REQUEST;
-        out->is_signed = 0;
-        out->key_offset = 0;
-        out->sig_offset = 0;
-        out->payload_offset = SRPC_UNSIGNED_REQUEST_OVERHEAD;
-        out->payload_length = size - SRPC_UNSIGNED_REQUEST_OVERHEAD;
-        return SRPC_OK;
+        return set_layout(out, SRPC_REQUEST, 0, SRPC_UNSIGNED_REQUEST_OVERHEAD, size);
     }
     if (frame[3] != SRPC_SIGNED) {
         return fail(err, SRPC_E_FRAME_SIGNER, 3, frame[3], 0);
@@ -268,13 +269,7 @@ int srpc_frame_decode(const unsigned char *frame, size_t size, srpc_frame *out,
     if (size < SRPC_SIGNED_REQUEST_OVERHEAD) {
         return fail(err, SRPC_E_FRAME_IN_SIG, size, size, SRPC_SIGNED_REQUEST_OVERHEAD);
     }
-    out->kind = SRPC_REQUEST;
-    out->is_signed = 1;
-    out->key_offset = SRPC_OFF_KEY;
-    out->sig_offset = SRPC_OFF_SIG;
-    out->payload_offset = SRPC_SIGNED_REQUEST_OVERHEAD;
-    out->payload_length = size - SRPC_SIGNED_REQUEST_OVERHEAD;
-    return SRPC_OK;
+    return set_layout(out, SRPC_REQUEST, 1, SRPC_SIGNED_REQUEST_OVERHEAD, size);
 }
 
 size_t srpc_frame_head_length(int kind, int is_signed)
