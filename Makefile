@@ -99,6 +99,8 @@ sanitize: $(STAMP)
 	@grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' $(SANITIZE_DIR)/fuzz.log
 	@echo "make sanitize: clean (ASan+UBSan tests, $(SANITIZE_SECONDS)s of libFuzzer)"
 
-# The benchmark of docs/c-backend.md: C against pure, libsodium and memcpy.
+# The benchmark of docs/c-backend.md: C against pure, libsodium and memcpy; then the
+# Service RPC responder under load and faults (README, Performance).
 bench: $(STAMP)
 	$(CLI) bench
+	$(CLI) bench adapter
