@@ -196,6 +196,25 @@ else:
 active: Backend = backends.get("c", PYTHON)
 
 
+def _importable(backend: Backend) -> None:
+    """Name ``backend``'s batch functions in this module, so that pickle finds them.
+
+    They are closures of ``_batch.batch_functions``; pickle stores a function by
+    module and qualified name, so ``ProcessPoolExecutor.submit(sx.open_requests,
+    ...)`` needs a name that leads back to the same object in the worker.
+    """
+    functions: tuple[Any, ...] = (backend.seal_requests, backend.open_requests)
+    for function in functions:
+        name = f"_{backend.name}_{function.__name__}"
+        globals()[name] = function
+        function.__module__ = __name__
+        function.__qualname__ = name
+
+
+for _each in backends.values():
+    _importable(_each)
+
+
 def backend() -> str:
     """The name of the backend in use: ``"c"`` or ``"python"``."""
     return active.name
