@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from simplex_rpc import errors
+from simplex_rpc import chat, declarations, errors
 from simplex_rpc._bridge import BindingError
 from simplex_rpc._vectors import VectorError
 from simplex_rpc.adapter import ChatCoreClosed, ChatCoreTimeout, RateLimit, ServiceAddress
@@ -113,6 +113,10 @@ def _values() -> list[object]:
         sx.backend_info(),
         ServiceAddress(full_link="https://simplex.chat/contact#/?v=2-7&smp=x"),
         RateLimit(requests=5, per=1.0),
+        chat.parse_call(chat.format_call("mcp", {"id": 1})),
+        *declarations.parse_protocols(
+            {"protocols": {"mcp": {"versions": ["1"], "transports": {"chat": True}}}}
+        ).values(),
     ]
 
 
