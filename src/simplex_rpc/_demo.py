@@ -36,7 +36,7 @@ from ._examples import mcp_tools_call_request, mcp_tools_call_response
 from ._frame import SIGNED_REQUEST_OVERHEAD
 from ._keys import PublicKey, SigningKey, session_tag
 from ._padding import PADDED_LENGTH
-from .errors import BadSignature
+from .errors import BadSignature, SimplexRpcError
 
 __all__ = [
     "DEMO_AD_LABELS",
@@ -81,16 +81,46 @@ def demo_signing_key() -> SigningKey:
     return SigningKey.from_seed(hashlib.sha256(_REQUESTER_SEED_LABEL).digest())
 
 
-def _x448_public(label: bytes) -> bytes:
-    """The 56-byte X448 public key whose private key is SHAKE-256(label)."""
-    secret = hashlib.shake_256(label).digest(56)
+#: The X448 public keys of the demo's labels, as ``_x448_from_label`` computes them
+#: with cryptography. Stored so that ``simplex-rpc demo`` runs on a plain install
+#: (cryptography is the ``crypto`` extra); tests/test_distribution.py recomputes them.
+_KNOWN_X448: Final = {
+    DEMO_AD_LABELS[0]: bytes.fromhex(
+        "4959eff8aee8b68f769d16f7d5a579291e19b7f72f307c221f227094407f64f9"
+        "ae1cbd4bd67d60cc223eed25f34e42b9dc1ac5faeaa0061b"
+    ),
+    DEMO_AD_LABELS[1]: bytes.fromhex(
+        "474775757d206aa2742ace425cc18a43f7547d28c8492ff96e8863786f421da7"
+        "76060519b65651ee90a2abd0d514d33528f5dfba03316a20"
+    ),
+    _OTHER_AD_LABELS[0]: bytes.fromhex(
+        "70d4043ce96004d5b713f84c4b46b00cd3cf9e37fa13ff1c003fc0739637d9fe"
+        "2bfad11cc407ac1a2acd31bea789f219fd53fbf3ab02802f"
+    ),
+    _OTHER_AD_LABELS[1]: bytes.fromhex(
+        "868a5c87db2c3e0cd6c0a41a464a0a9ca937a5549e3e00ee5177ab54b9d565f9"
+        "a40c62afa176505defbf534506f3699895c4c40cbb1cbe6f"
+    ),
+}
+
+
+def _x448_from_label(label: bytes) -> bytes:
+    """The 56-byte X448 public key whose private key is SHAKE-256(label), by cryptography."""
     try:
         from cryptography.hazmat.primitives.asymmetric import x448
+    except ImportError:
+        raise SimplexRpcError(
+            "demo AD: X448 keys of labels other than the demo's need cryptography:"
+            " pip install 'simplex-rpc[crypto]'"
+        ) from None
+    secret = hashlib.shake_256(label).digest(56)
+    return x448.X448PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw()
 
-        return x448.X448PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw()
-    except Exception:  # pragma: no cover - only an OpenSSL without X448 lands here
-        # Same shape, not a curve point: the AD is opaque bytes to every check.
-        return hashlib.shake_256(b"no X448: " + label).digest(56)
+
+def _x448_public(label: bytes) -> bytes:
+    """The 56-byte X448 public key whose private key is SHAKE-256(label)."""
+    known = _KNOWN_X448.get(label)
+    return known if known is not None else _x448_from_label(label)
 
 
 def demo_ad(labels: tuple[bytes, bytes] = DEMO_AD_LABELS) -> bytes:
