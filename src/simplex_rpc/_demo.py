@@ -476,9 +476,18 @@ async def through_core() -> CoreResult:
                 request = Request(
                     protocol=protocol, request=_tools_call(), request_key=request_key
                 )
-                response = await requester.service_request(
-                    1, address.link, request, timeout=10, sign_key=sign_key
-                )
+                if request_key is not None and request_key != key.public_key:
+                    # service_request refuses this before sending (the requester's
+                    # MUST); the raw command shows what the responder does with it.
+                    assert sign_key is not None
+                    cmd = f"/_service_request 1 {address.link} timeout=10"
+                    cmd += f" sign_key={sign_key.encode()} {request.to_json().decode()}"
+                    answer = await requester.command(cmd, timeout=25)
+                    response = Response.parse(json.dumps(answer["responseData"]))
+                else:
+                    response = await requester.service_request(
+                        1, address.link, request, timeout=10, sign_key=sign_key
+                    )
                 event: dict[str, Any] = {}
                 while event.get("type") != "serviceRequest":
                     event = await asyncio.wait_for(anext(events), 10)

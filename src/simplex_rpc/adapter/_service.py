@@ -169,7 +169,9 @@ def service_request_command(
     """The exact command text of a service request.
 
     ``/_service_request <userId> <target> [timeout=<s>] [sign_key=<key>] <json>``,
-    with ``<json>`` the compact envelope.
+    with ``<json>`` the compact envelope. A request with ``requestKey`` must
+    be signed with that key: otherwise :class:`SimplexRpcError`, before anything
+    is sent.
 
     The text holds the private key when ``sign_key`` is given: it goes to the
     core and nowhere else (never log it unredacted).
@@ -187,6 +189,15 @@ def service_request_command(
         if not isinstance(sign_key, SigningKey):
             raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
         parts.append(f"sign_key={sign_key.encode()}")
+    if request.request_key is not None and (
+        sign_key is None or sign_key.public_key != request.request_key
+    ):
+        # The protocol text: "A request with requestKey MUST be signed with that
+        # key". The responder would answer bad_request; refuse before sending.
+        raise SimplexRpcError(
+            "requestKey: the request names a key that does not sign it"
+            + (" (no sign_key given)" if sign_key is None else " (sign_key has another key)")
+        )
     parts.append(request.to_json().decode("utf-8"))
     return " ".join(parts)
 
