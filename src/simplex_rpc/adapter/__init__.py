@@ -24,6 +24,9 @@ strictly, never interpreted, and logged escaped and truncated.
 from __future__ import annotations
 
 from ..errors import ChatCoreError
+from ._chat import DEFAULT_CALL_TIMEOUT, DEFAULT_CALL_WAIT, CallRefused, IncomingCall, _ChatCalls
+from ._chat import CallHandler as CallHandler
+from ._chat import ReplySink as ReplySink
 from ._core import DEFAULT_COMMAND_TIMEOUT as DEFAULT_COMMAND_TIMEOUT
 from ._core import EventStream
 from ._errors import ChatCoreClosed, ChatCoreTimeout
@@ -45,13 +48,17 @@ from ._service import _parse_response_data as _parse_response_data
 from ._transports import LibsimplexHandle, NativeHandle
 
 __all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_CALL_WAIT",
     "DEFAULT_HANDLER_TIMEOUT",
     "RESPONSE_WINDOW",
+    "CallRefused",
     "ChatCore",
     "ChatCoreClosed",
     "ChatCoreError",
     "ChatCoreTimeout",
     "EventStream",
+    "IncomingCall",
     "LibsimplexHandle",
     "NativeHandle",
     "RateLimit",
@@ -61,7 +68,7 @@ __all__ = [
 ]
 
 
-class ChatCore(_ServiceRpc):
+class ChatCore(_ServiceRpc, _ChatCalls):
     """A connection to a SimpleX chat core: Service RPC and the chat transport.
 
     Use :meth:`connect` (WebSocket) or :meth:`native` as an async context

@@ -98,6 +98,11 @@ class _WebSocketTransport:
         from websockets.exceptions import ConnectionClosed
 
         message = json.dumps({"corrId": corr_id, "cmd": cmd}, ensure_ascii=False)
+        if not message.isascii():
+            try:
+                message.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: only the escaped form can go
+                message = json.dumps({"corrId": corr_id, "cmd": cmd})
         try:
             await self._ws.send(message)
         except ConnectionClosed:

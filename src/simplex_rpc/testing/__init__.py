@@ -95,6 +95,18 @@ _START_OPTIONS: Final = {
 # -- the core's answers ------------------------------------------------------
 
 
+def _frame(message: dict[str, Any]) -> str:
+    """JSON text of a message to a client: UTF-8 as the core sends it, escaped where a
+    string holds a lone surrogate (which UTF-8 cannot carry)."""
+    text = json.dumps(message, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(message)
+    return text
+
+
+
 def _cmd_error(chat_error: dict[str, Any]) -> dict[str, Any]:
     return {"type": "chatCmdError", "chatError": chat_error}
 
@@ -147,6 +159,8 @@ class SimulatorStats:
     """Second responses to a request already answered, refused."""
     requester_timeouts: int = 0
     """Requesters that waited out their ``timeout``."""
+    messages: int = 0
+    """Chat messages sent with ``/_send`` (each composed message counts once)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -279,7 +293,7 @@ class CoreSimulator:
         self._finished: OrderedDict[str, str] = OrderedDict()  # request id -> "answered"/"expired"
         self._connections: dict[Any, _Session] = {}
         self._link_ids = 0
-        self._chat = ChatWorld(emit=self._emit_to_core)
+        self._chat = ChatWorld(emit=self._emit_to_core, stats=self.stats)
 
     def __repr__(self) -> str:
         state = f"at {self.url}" if self._server is not None else "stopped"
@@ -416,6 +430,13 @@ class CoreSimulator:
         token = (short or full)["token"]  # type: ignore[index]
         self._chat.link_data.setdefault(token, {}).update(fields)
 
+    async def send_event(self, core: str, event: dict[str, Any]) -> None:
+        """Send a raw event (the ``resp`` object) to every connection of ``core``.
+
+        For tests of what a bot does with events a real core would not send.
+        """
+        await self._emit_to_core(core, event)
+
     async def _emit_to_core(self, core_name: str, event: dict[str, Any]) -> None:
         core = self._cores.get(core_name)
         if core is None:
@@ -497,7 +518,7 @@ class CoreSimulator:
 
         async def emit(event: dict[str, Any]) -> None:
             with contextlib.suppress(ConnectionClosed):
-                await ws.send(json.dumps({"resp": event}, ensure_ascii=False))
+                await ws.send(_frame({"resp": event}))
 
         session = self._open_session(name, emit)
         self._connections[ws] = session
@@ -529,7 +550,7 @@ class CoreSimulator:
 
         resp = await self.run_command(session, cmd)
         with contextlib.suppress(ConnectionClosed):
-            await ws.send(json.dumps({"corrId": corr_id, "resp": resp}, ensure_ascii=False))
+            await ws.send(_frame({"corrId": corr_id, "resp": resp}))
 
     # -- commands -----------------------------------------------------------
 
@@ -801,7 +822,7 @@ class _NativeHandle:
         return f"<simulator native handle on core {self._session.core.name}>"
 
     async def _emit(self, event: dict[str, Any]) -> None:
-        self._events.put(json.dumps({"result": event}, ensure_ascii=False))
+        self._events.put(_frame({"result": event}))
 
     def chat_send_cmd(self, cmd: str) -> str:
         if self._closed.is_set():
@@ -811,8 +832,8 @@ class _NativeHandle:
         )
         resp = future.result()
         if resp.get("type") == "chatCmdError":
-            return json.dumps({"error": resp["chatError"]}, ensure_ascii=False)
-        return json.dumps({"result": resp}, ensure_ascii=False)
+            return _frame({"error": resp["chatError"]})
+        return _frame({"result": resp})
 
     def chat_recv_msg_wait(self, wait_us: int) -> str:
         try:

@@ -42,6 +42,7 @@ _SEND: Final = re.compile(
 _PROFILE: Final = re.compile(r"/_profile (?P<user>\d{1,18}) (?P<json>.+)", re.DOTALL)
 _GROUP_PROFILE: Final = re.compile(r"/_group_profile #(?P<id>\d{1,18}) (?P<json>.+)", re.DOTALL)
 _GROUPS: Final = re.compile(r"/_groups (?P<user>\d{1,18})")
+_MEMBERS: Final = re.compile(r"/_members #(?P<id>\d{1,18})")
 
 
 def _cmd_error(chat_error: dict[str, Any]) -> dict[str, Any]:
@@ -105,6 +106,7 @@ class ChatWorld:
     """Profiles, contacts, groups and messages shared by every simulated core."""
 
     emit: Emit
+    stats: Any
     profiles: dict[Party, dict[str, Any]] = field(default_factory=dict)
     contacts: list[_Contact] = field(default_factory=list)
     groups: list[_Group] = field(default_factory=list)
@@ -287,6 +289,21 @@ class ChatWorld:
             return self._update_profile(core, users, int(m["user"]), m["json"])
         if m := _GROUP_PROFILE.fullmatch(cmd):
             return await self._update_group_profile(core, users, int(m["id"]), m["json"])
+        if m := _MEMBERS.fullmatch(cmd):
+            # APIListMembers: groupMembers with group: Group {groupInfo, members}.
+            found = self._sender(core, users, "#", int(m["id"]))
+            if isinstance(found, dict):
+                return found
+            party, group = found
+            others = [self.member_record(party, group, mem) for mem in group.members]
+            return {
+                "type": "groupMembers",
+                "user": self.user(party),
+                "group": {
+                    "groupInfo": self.group_record(party, group),
+                    "members": [r for r in others if r["memberCategory"] != "user"],
+                },
+            }
         if m := _GROUPS.fullmatch(cmd):
             party = (core, int(m["user"]))
             if party[1] not in users:
@@ -329,6 +346,7 @@ class ChatWorld:
                 return checked
             prepared.append(checked)
         sent = []
+        self.stats.messages += len(prepared)
         for content, quoted, mentions in prepared:
             sent.append(await self._deliver(party, m["ref"], chat, content, quoted, mentions))
         return {"type": "newChatItems", "user": self.user(party), "chatItems": sent}
