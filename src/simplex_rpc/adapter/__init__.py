@@ -29,6 +29,7 @@ from ._chat import CallHandler as CallHandler
 from ._chat import ReplySink as ReplySink
 from ._core import DEFAULT_COMMAND_TIMEOUT as DEFAULT_COMMAND_TIMEOUT
 from ._core import EventStream
+from ._declare import LinkDeclarations
 from ._errors import ChatCoreClosed, ChatCoreTimeout
 from ._errors import _loads_core as _loads_core
 from ._service import (
@@ -60,6 +61,7 @@ __all__ = [
     "EventStream",
     "IncomingCall",
     "LibsimplexHandle",
+    "LinkDeclarations",
     "NativeHandle",
     "RateLimit",
     "ServiceAddress",

@@ -21,7 +21,7 @@ import asyncio
 import inspect
 import re
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
@@ -44,7 +44,8 @@ from ..chat import (
 )
 from ..declarations import parse_protocols
 from ..errors import CallSyntaxError, DeclarationError, SimplexRpcError
-from ._core import _check_user_id, _CoreBase, _dump_command_json, log
+from ._core import _check_user_id, _dump_command_json, log
+from ._declare import _Declarations
 from ._errors import ChatCoreClosed
 
 #: How long a ``/_call`` handler may run before it is cancelled and answered
@@ -479,7 +480,7 @@ class _CallServer:
             log.warning("/_call %s: the core refused a reply: %s", where, exc)
 
 
-class _ChatCalls(_CoreBase):
+class _ChatCalls(_Declarations):
     """``ChatCore``'s chat transport methods (see :class:`simplex_rpc.adapter.ChatCore`)."""
 
     async def serve_calls(
@@ -489,6 +490,8 @@ class _ChatCalls(_CoreBase):
         *,
         concurrency: int = 32,
         handler_timeout: float = DEFAULT_CALL_TIMEOUT,
+        declare: bool = False,
+        versions: Mapping[str, Sequence[str]] | None = None,
     ) -> NoReturn:
         """Answer each ``/_call`` of ``handlers``' protocols sent to ``user_id``, until cancelled.
 
@@ -514,6 +517,10 @@ class _ChatCalls(_CoreBase):
         A protocol without a JSON-RPC binding gets no error replies (its
         messages are not known here). Raises :class:`ChatCoreClosed` when the
         connection ends.
+
+        With ``declare``, the profile first declares ``transports.chat`` for
+        each served protocol (:meth:`declare`, keeping what else it declares),
+        with ``versions[protocol]`` as the declared versions.
         """
         server = _CallServer(
             self,
@@ -522,6 +529,8 @@ class _ChatCalls(_CoreBase):
             concurrency=concurrency,
             handler_timeout=handler_timeout,
         )
+        if declare:
+            await self._declare_transport(user_id, sorted(server.handlers), "chat", versions)
         await server.run()
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -33,6 +33,7 @@ from .._redact import show
 from .._seal import MAX_RESPONSE
 from ..errors import ChatCoreError, EnvelopeError, KeyFormatError, SimplexRpcError
 from ._core import _check_user_id, _CoreBase, _dump_command_json, log
+from ._declare import _Declarations
 from ._errors import ChatCoreClosed
 
 #: The core accepts a response within 180 seconds of receiving the request
@@ -229,7 +230,7 @@ def _parse_request_data(data: object) -> Request:
     return Request.parse(_envelope_json(data, "request", "requestData"))
 
 
-class _ServiceRpc(_CoreBase):
+class _ServiceRpc(_Declarations):
     """``ChatCore``'s Service RPC methods (see :class:`simplex_rpc.adapter.ChatCore`)."""
 
     async def service_address(self, user_id: int, pq_ratchet: bool = True) -> ServiceAddress:
@@ -329,6 +330,7 @@ class _ServiceRpc(_CoreBase):
         handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
         rate_limit: RateLimit | None = None,
         max_response_bytes: int = MAX_RESPONSE,
+        declare: bool = False,
     ) -> NoReturn:
         """Answer every ``serviceRequest`` event for ``user_id``; run until cancelled.
 
@@ -348,6 +350,10 @@ class _ServiceRpc(_CoreBase):
         ``MAX_RESPONSE``) is answered ``too_large``. At most ``concurrency``
         requests run at once, and each is answered exactly once.
 
+        With ``declare``, the profile first declares ``transports.rpc`` for
+        each served protocol (:meth:`declare`, keeping what else it declares;
+        string ``versions`` become the declared versions).
+
         Raises :class:`ChatCoreClosed` when the connection ends.
         """
         responder = _Responder(
@@ -361,6 +367,8 @@ class _ServiceRpc(_CoreBase):
             rate_limit=rate_limit,
             max_response_bytes=max_response_bytes,
         )
+        if declare:
+            await self._declare_transport(user_id, sorted(responder.protocols), "rpc", versions)
         await responder.run()
         raise AssertionError("unreachable")  # pragma: no cover
 
