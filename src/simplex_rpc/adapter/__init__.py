@@ -24,9 +24,15 @@ strictly, never interpreted, and logged escaped and truncated.
 from __future__ import annotations
 
 from ..errors import ChatCoreError
-from ._chat import DEFAULT_CALL_TIMEOUT, DEFAULT_CALL_WAIT, CallRefused, IncomingCall, _ChatCalls
+from ._chat import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_CALL_WAIT,
+    CallRefused,
+    IncomingCall,
+    ReplySink,
+    _ChatCalls,
+)
 from ._chat import CallHandler as CallHandler
-from ._chat import ReplySink as ReplySink
 from ._core import DEFAULT_COMMAND_TIMEOUT as DEFAULT_COMMAND_TIMEOUT
 from ._core import EventStream
 from ._declare import LinkDeclarations
@@ -64,6 +70,7 @@ __all__ = [
     "LinkDeclarations",
     "NativeHandle",
     "RateLimit",
+    "ReplySink",
     "ServiceAddress",
     "ServiceRequest",
     "service_request_command",
