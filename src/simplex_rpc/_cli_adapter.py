@@ -166,19 +166,23 @@ async def _serving(
     protocols: list[str],
     options: dict[str, Any],
 ) -> None:
-    async with asyncio.TaskGroup() as tasks:
-        tasks.create_task(
-            core.serve(args.user, rpc_handler, protocols=protocols, declare=args.declare, **options)
-        )
-        if args.chat:
-            tasks.create_task(
-                core.serve_calls(
-                    args.user,
-                    dict.fromkeys(protocols, chat_handler),
-                    concurrency=args.concurrency,
-                    declare=args.declare,
-                )
-            )
+    serve = core.serve(args.user, rpc_handler, protocols=protocols, declare=args.declare, **options)
+    if not args.chat:
+        await serve
+        return
+    calls = core.serve_calls(
+        args.user,
+        dict.fromkeys(protocols, chat_handler),
+        concurrency=args.concurrency,
+        declare=args.declare,
+    )
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(serve)
+            tasks.create_task(calls)
+    except ExceptionGroup as group:
+        # Both end together when the connection ends: report the first reason once.
+        raise group.exceptions[0] from None
 
 
 async def run_serve(
