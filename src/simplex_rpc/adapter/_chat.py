@@ -314,8 +314,7 @@ class _CallServer:
         self.seen: OrderedDict[tuple[str, int], None] = OrderedDict()
         self.tasks: set[asyncio.Task[None]] = set()
 
-    async def run(self) -> NoReturn:
-        stream = self.core.events()
+    async def run(self, stream: Any) -> NoReturn:
         log.info("answering /_call for %s, user %d", ", ".join(sorted(self.handlers)), self.user_id)
         try:
             async for event in stream:
@@ -529,9 +528,16 @@ class _ChatCalls(_Declarations):
             concurrency=concurrency,
             handler_timeout=handler_timeout,
         )
-        if declare:
-            await self._declare_transport(user_id, sorted(server.handlers), "chat", versions)
-        await server.run()
+        # Subscribed before anything is awaited: a command sent once this
+        # coroutine has started is seen, however long declaring takes.
+        stream = self.events()
+        try:
+            if declare:
+                await self._declare_transport(user_id, sorted(server.handlers), "chat", versions)
+        except BaseException:
+            stream.close()
+            raise
+        await server.run(stream)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _active_user(self) -> int:
