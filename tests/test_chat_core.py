@@ -275,6 +275,29 @@ def test_a_call_that_does_not_parse_gets_the_parse_error_and_other_text_is_left_
     run(main)
 
 
+def test_a_broken_command_for_another_member_is_left_to_that_member() -> None:
+    """In a group, a /_call that does not parse but mentions another member is not
+    answered by this bot; one that mentions it gets the parse error."""
+
+    async def main() -> None:
+        async with world() as w, serving(w.bot, {"mcp": Recorder("bot")}):
+            chat = f"#{w.group}"
+            other = await send_text(w.alice, chat, '/_call @carol mcp {"broken": ')
+            mine = await send_text(w.alice, chat, '/_call @bot mcp {"broken": ')
+            received: list[dict[str, Any]] = []
+            async with asyncio.timeout(10):
+                while not any(i["quoted"] == mine for i in received):
+                    received += drain(w.raw)
+                    await asyncio.sleep(0.02)
+            await asyncio.sleep(0.2)
+            received += drain(w.raw)
+            (reply,) = [i for i in received if i["quoted"] == mine]
+            assert json.loads(reply["text"])["error"]["code"] == -32700
+            assert not [i for i in received if i["quoted"] == other]
+
+    run(main)
+
+
 def test_a_failing_or_late_handler_gets_the_internal_error_without_its_text() -> None:
     """A handler that raises is answered -32603 without its exception text; one past
     handler_timeout is cancelled and answered the same way."""

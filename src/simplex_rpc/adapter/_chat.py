@@ -243,6 +243,17 @@ def _protocol_word(text: str) -> str | None:
     return word if re.fullmatch(r"[a-z0-9-]{1,64}", word) else None
 
 
+def _mention_word(text: str) -> str | None:
+    """The mentioned name of a ``/_call`` text that does not parse, when it has one."""
+    rest = text[len(COMMAND) + 1 :]
+    if not rest.startswith("@"):
+        return None
+    if rest.startswith("@'"):
+        end = rest.find("'", 2)
+        return rest[2:end] if end > 2 else None
+    return rest[1:].split(" ", 1)[0] or None
+
+
 def _safe(text: str) -> str:
     """``text`` with lone surrogates replaced, so that it can be sent as UTF-8."""
     return text.encode("utf-8", "replace").decode("utf-8")
@@ -345,7 +356,17 @@ class _CallServer:
         except Exception:  # pragma: no cover - defensive: a hostile event never stops the bot
             log.warning("newChatItems: an item that cannot be read: ignored", exc_info=True)
             return
-        if received is None or not received.text.startswith(COMMAND + " "):
+        if received is None:
+            if (
+                not isinstance(_path(item, "chatItem"), dict)
+                or _chat_ref(_path(item, "chatInfo")) is None
+            ):
+                log.warning(
+                    "newChatItems: an item that is not a chat item of a contact or group (%s)",
+                    show(type(item).__name__, 20),
+                )
+            return
+        if not received.text.startswith(COMMAND + " "):
             return
         key = (received.chat, received.item_id)
         if key in self.seen:
@@ -386,6 +407,9 @@ class _CallServer:
             protocol = _protocol_word(received.text)
             if protocol is None or protocol not in self.handlers:
                 return
+            mention = _mention_word(received.text)
+            if received.group and mention is not None and not _mentions_me(received, mention):
+                return  # a broken command for another member is that member's to answer
             log.info("/_call %s does not parse: %s", where, show(str(exc), 200))
             if _is_jsonrpc(protocol, None):
                 text = _binding_error(protocol, None, PARSE_ERROR, _safe(f"Parse error: {exc}"))

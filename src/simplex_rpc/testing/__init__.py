@@ -106,7 +106,6 @@ def _frame(message: dict[str, Any]) -> str:
     return text
 
 
-
 def _cmd_error(chat_error: dict[str, Any]) -> dict[str, Any]:
     return {"type": "chatCmdError", "chatError": chat_error}
 
