@@ -111,8 +111,9 @@ sanitize: $(STAMP)
 	need clang clang "libFuzzer on the C functions"; \
 	test -f "$$(gcc -print-file-name=libasan.so)" || { echo "make sanitize: gcc's libasan.so\
 	 is missing (Debian: apt-get install libasan8)" >&2; exit 2; }
-	rm -rf $(SANITIZE_DIR)/src && mkdir -p $(SANITIZE_DIR)/src/simplex_rpc
-	cp src/simplex_rpc/*.py src/simplex_rpc/py.typed $(SANITIZE_DIR)/src/simplex_rpc/
+	rm -rf $(SANITIZE_DIR)/src && mkdir -p $(SANITIZE_DIR)/src
+	cd src && find simplex_rpc \( -name '*.py' -o -name py.typed \) -not -path '*/__pycache__/*' \
+	  -exec cp --parents {} ../$(SANITIZE_DIR)/src/ \;
 	$(PY) src/simplex_rpc/_build_c.py --sanitize --outdir $(SANITIZE_DIR)/src
 	$(SANITIZE_ENV) $(PY) -c "import simplex_rpc as sx, simplex_rpc._simplex_rpc_c as m; \
 	  assert sx.backend() == 'c' and '/sanitize/' in m.__file__, m.__file__; \
