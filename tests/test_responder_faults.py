@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from _scripted_core import ScriptedCore, request_event, scripted_serving
-from simplex_rpc import Request, Response
+from simplex_rpc import Request, Response, SimplexRpcError
 from simplex_rpc.adapter import (
     ChatCore,
     ChatCoreClosed,
@@ -622,3 +622,65 @@ def test_10_an_answer_sent_whose_acknowledgement_is_lost_is_not_called_unanswere
     lines = [r.getMessage() for r in caplog.records if "r1" in r.getMessage()]
     assert any("acknowledgement lost" in line for line in lines), lines
     assert not any("not answered" in line for line in lines), lines
+
+
+def test_5_the_memory_of_request_ids_is_bounded_and_covers_the_core_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Problem 5: the answered requestIds are remembered for at least the core's 180-second
+    window, and their number is bounded (here, for the test, at three): the oldest is
+    forgotten first, so memory stays flat however many requests come."""
+    from simplex_rpc.adapter import RESPONSE_WINDOW, _service
+
+    monkeypatch.setattr(_service, "_MAX_REMEMBERED", 3)
+    handled: list[str] = []
+
+    async def handler(request: ServiceRequest) -> str:
+        handled.append(request.request_id)
+        return "ok"
+
+    async def main() -> None:
+        async with scripted_serving(handler) as (fake, core, _t):
+            for n, name in enumerate(["a", "b", "c", "d"], start=1):
+                await fake.event(request_event(name))
+                await fake.wait_answers(n)
+            await fake.event(request_event("d"))  # remembered: not handled again
+            await fake.event(request_event("a"))  # forgotten (the bound): handled again
+            assert await fake.wait_answers(5) == ["a", "b", "c", "d", "a"]
+            (responder,) = core._request_sinks
+            assert responder.memory >= RESPONSE_WINDOW
+            assert len(responder.seen) <= 3
+
+    run(main)
+    assert handled == ["a", "b", "c", "d", "a"]
+
+
+def test_the_command_line_serve_takes_max_queue_and_grace(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from simplex_rpc.cli import build_parser
+
+    parser = build_parser()
+    base = ["serve", "--core", "ws://127.0.0.1:1", "--echo"]
+    args = parser.parse_args([*base, "--max-queue", "7", "--grace", "0"])
+    assert (args.max_queue, args.grace) == (7, 0.0)
+    args = parser.parse_args(base)
+    assert (args.max_queue, args.grace) == (1000, 5.0)
+    for bad in (["--max-queue", "-1"], ["--grace", "-1"], ["--grace", "inf"]):
+        with pytest.raises(SystemExit) as caught:
+            parser.parse_args([*base, *bad])
+        assert caught.value.code == 2
+        assert bad[0] in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"max_queue": -1}, {"max_queue": True}, {"grace": -0.5}, {"grace": float("inf")}],
+)
+def test_serve_refuses_a_bad_max_queue_or_grace(options: dict[str, Any]) -> None:
+    async def main() -> None:
+        async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+            with pytest.raises(SimplexRpcError, match=next(iter(options))):
+                await core.serve(1, lambda r: None, protocols=["mcp"], **options)
+
+    run(main)

@@ -13,7 +13,8 @@ Scenarios (``N`` requests, 1,000 by default, 200 with ``--quick``):
 * ``unsigned``, ``signed``: a burst of ``N``, echo handler (signed: one key,
   the request naming it as ``requestKey``);
 * ``faults``: one request in 20 each raises, raises ``CancelledError``,
-  hangs past the handler deadline (1 s), or returns an oversized result;
+  hangs past the handler deadline (2 s), or returns an oversized result
+  (128 slots: the hanging handlers do not starve the others);
 * ``overflow``: four slots and a queue of 50 for a burst of ``N``: the rest is
   shed with ``rate_limited``;
 * ``repeats``: the core reports every ``requestId`` twice at once, and every
@@ -375,7 +376,9 @@ def _scenario(key: str, n: int) -> tuple[Outcome, Runner]:
         "faults": (
             f"{n} requests, 1 in 5 raising, cancelled, hanging or oversized",
             True,
-            lambda o: _through_simulator(o, _faulty, serve_options={"handler_timeout": 1.0}),
+            lambda o: _through_simulator(
+                o, _faulty, serve_options={"concurrency": 128, "handler_timeout": 2.0}
+            ),
         ),
         "overflow": (
             f"{n} requests into 4 slots and a queue of 50",

@@ -325,13 +325,20 @@ class _CallServer:
         self.seen: OrderedDict[tuple[str, int], None] = OrderedDict()
         self.tasks: set[asyncio.Task[None]] = set()
 
+    def _lost(self) -> None:
+        # Nothing can be answered any more: free the slots, so that the loop reaches
+        # the stream's ChatCoreClosed at once.
+        for task in list(self.tasks):
+            task.cancel()
+
     async def run(self, stream: Any) -> NoReturn:
+        self.core._loss_watchers.add(self._lost)
         log.info("answering /_call for %s, user %d", ", ".join(sorted(self.handlers)), self.user_id)
         try:
             async for event in stream:
                 if event.get("type") != "newChatItems":
                     continue
-                if _path(event, "user", "userId") != self.user_id:
+                if _int(_path(event, "user", "userId")) != self.user_id:  # true is not 1
                     continue
                 items = event.get("chatItems")
                 if not isinstance(items, list):
@@ -345,6 +352,7 @@ class _CallServer:
             raise ChatCoreClosed("the connection to the chat core was closed")
         finally:
             stream.close()
+            self.core._loss_watchers.discard(self._lost)
             for task in list(self.tasks):
                 task.cancel()
             if self.tasks:
@@ -460,7 +468,12 @@ class _CallServer:
             )
             last = self._internal(call, "Internal error: the handler did not finish in time")
         except asyncio.CancelledError:
-            raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # serve_calls itself is being cancelled
+            # The handler awaited something that someone else cancelled: a failure.
+            log.error("/_call %s: the handler raised CancelledError", where)
+            last = self._internal(call, "Internal error")
         except Exception as exc:
             log.error("/_call %s: the handler raised %s", where, type(exc).__name__, exc_info=True)
             last = self._internal(call, "Internal error")
@@ -716,7 +729,10 @@ class _ChatCalls(_Declarations):
                 event = await asyncio.wait_for(anext(stream), remaining)
             except (TimeoutError, StopAsyncIteration):
                 return
-            if event.get("type") != "newChatItems" or _path(event, "user", "userId") != user_id:
+            if (
+                event.get("type") != "newChatItems"
+                or _int(_path(event, "user", "userId")) != user_id
+            ):
                 continue
             items = event.get("chatItems")
             for item in items if isinstance(items, list) else ():
