@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from . import _batch, _frame, _padding, _seal
+from . import _batch, _frame, _json, _padding, _seal
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,19 +34,27 @@ class Backend:
     open_response: Callable[..., Any]
     seal_requests: Callable[..., Any]
     open_requests: Callable[..., Any]
+    json_loads: Callable[..., Any]
 
     def __repr__(self) -> str:
         return f"<simplex_rpc backend {self.name!r}>"
 
 
 def _assemble(
-    name: str, *, padding: ModuleType, batch: ModuleType, frames: ModuleType, seals: ModuleType
+    name: str,
+    *,
+    padding: ModuleType,
+    batch: ModuleType,
+    frames: ModuleType,
+    seals: ModuleType,
+    json_loads: Callable[..., Any],
 ) -> Backend:
     """A backend of the functions of the modules that provide them.
 
     ``pad`` and ``unpad`` come from ``padding``; ``pad_many`` and ``unpad_many``
     from ``batch``; the frame codec from ``frames``; the single-block sealers and
-    openers from ``seals``, and ``seal_requests`` and ``open_requests`` run over them.
+    openers from ``seals``, and ``seal_requests`` and ``open_requests`` run over them;
+    ``json_loads`` is the strict JSON parser behind ``_json.loads``.
     """
     seal_requests, open_requests = _batch.batch_functions(seals.seal_request, seals.open_request)
     return Backend(
@@ -63,18 +71,26 @@ def _assemble(
         open_response=seals.open_response,
         seal_requests=seal_requests,
         open_requests=open_requests,
+        json_loads=json_loads,
     )
 
 
 def _python() -> Backend:
-    return _assemble("python", padding=_padding, batch=_batch, frames=_frame, seals=_seal)
+    return _assemble(
+        "python",
+        padding=_padding,
+        batch=_batch,
+        frames=_frame,
+        seals=_seal,
+        json_loads=_json.python_loads,
+    )
 
 
 def _c() -> Backend:
     """The C backend; raises whatever stops its extension from loading."""
     from . import _cbackend as c
 
-    return _assemble("c", padding=c, batch=c, frames=c, seals=c)
+    return _assemble("c", padding=c, batch=c, frames=c, seals=c, json_loads=c.json_loads)
 
 
 PYTHON = _python()

@@ -4,7 +4,7 @@
 extension ``simplex_rpc._simplex_rpc_c`` is compiled at ``pip install``
 (cffi calls it for the ``FFI``; importing this module builds nothing). The
 declarations come from ``csrc/simplex_rpc.h`` (its preprocessor lines are
-dropped for ``cdef``); the code is ``csrc/simplex_rpc.c``.
+dropped for ``cdef``); the code is ``csrc/simplex_rpc.c`` and ``csrc/json_strict.c``.
 
 Run as a script, it compiles the extension into a directory of your choice,
 optionally with AddressSanitizer and UndefinedBehaviorSanitizer
@@ -66,7 +66,7 @@ def make_ffi(extra_flags: list[str] | None = None, *, absolute: bool = False) ->
     ffi.set_source(
         MODULE_NAME,
         '#include "simplex_rpc.h"',
-        sources=[os.path.join(rel, "simplex_rpc.c")],
+        sources=[os.path.join(rel, "simplex_rpc.c"), os.path.join(rel, "json_strict.c")],
         include_dirs=[rel],
         extra_compile_args=flags,
         extra_link_args=[f for f in (extra_flags or []) if f.startswith("-fsanitize")],
