@@ -129,9 +129,9 @@ _DECODER = json.JSONDecoder(
     object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_int, parse_float=_float
 )
 
-#: Where a lone surrogate can come from: a \\uD800 to \\uDFFF escape, or (in str
-#: input) a surrogate code point. Without a match, no string can hold one.
-_SURROGATE_SOURCE: Final = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+#: An escape of a surrogate (\\uD800 to \\uDFFF): where a lone surrogate in text
+#: decoded from UTF-8 can only come from.
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _check_strings(value: Any) -> None:
@@ -155,6 +155,15 @@ def _check_strings(value: Any) -> None:
                 break
         else:
             stack.pop()
+
+
+def _encodes(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form (no surrogate code point)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_str(s: str) -> None:
@@ -215,7 +224,10 @@ def python_loads(data: bytes | bytearray | memoryview | str) -> Any:
     end = _skip_ws(text, end)
     if end != len(text):
         raise extra_error(end)
-    if _SURROGATE_SOURCE.search(text):
+    # "\\" in text is a memchr: most text has no escape at all.
+    if ("\\" in text and _SURROGATE_ESCAPE.search(text)) or (
+        text is data and not text.isascii() and not _encodes(text)
+    ):
         _check_strings(value)
     return value
 
