@@ -637,7 +637,7 @@ _JSON_WORKSPACE: Final[int] = lib.SRPC_E_JSON_WORKSPACE
 #: Keys the hash of member names, so that no input can be built to collide.
 _JSON_SEED: Final = int.from_bytes(os.urandom(8), "little")
 #: The json module's scanner without hooks: it builds the value C has validated.
-_scan_once: Final = json.JSONDecoder().scan_once
+_scan_once: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 # Each failure status and its error, worded by the pure backend's builders from what C
 # reports (``err``, an srpc_json_error) and the input's bytes.
