@@ -209,8 +209,21 @@ def _error(err: Any, *, length: int | None = None) -> SimplexRpcError:
 # -- padding (wire.md section 5) ----------------------------------------------------
 
 
+#: The fill of the longest block the join below builds, viewed without copying.
+_FILL_VIEW: Final = memoryview(b"#" * PADDED_LENGTH)
+
+
 def pad(message: Buffer, length: int = PADDED_LENGTH) -> bytes:
-    """Pad ``message`` to a block of exactly ``length`` bytes."""
+    """Pad ``message`` to a block of exactly ``length`` bytes.
+
+    One block of bytes up to ``PADDED_LENGTH`` is joined in CPython's C
+    (length field, message, a view of the fill), which allocates the result
+    once and copies each byte once: a cffi call would add its fixed cost and
+    a second copy out of C's buffer. Longer blocks and other buffers go to C.
+    """
+    if type(message) is bytes and len(message) <= length - 2 and length <= PADDED_LENGTH:
+        size = len(message)
+        return b"".join((size.to_bytes(2, "big"), message, _FILL_VIEW[: length - 2 - size]))
     if type(message) is bytes and 2 <= length <= SIZE_MAX:  # the fast path
         out = _alloc(_CHAR, length)
         if _srpc_pad(message, len(message), length, out, length, _NULL) >= 0:
