@@ -687,6 +687,14 @@ def _json_error(data: bytes, workspace: Any, size: int) -> _json.JsonError:
     """The pure backend's error for ``data``, from C's explanation of its failure."""
     err = ffi.new("srpc_json_error *")
     _srpc_json_check(data, len(data), _JSON_SEED, workspace, size, err)
+    return json_error_of(err, data)
+
+
+def json_error_of(err: Any, data: bytes) -> _json.JsonError:
+    """The error of an ``srpc_json_error`` for ``data`` (any object with its fields).
+
+    The fuzz harnesses call this with what C reported, to compare with the pure backend.
+    """
     what = _SYNTAX.get(err.status)
     if what is not None:
         return _json.syntax_error(what, err.chars)
