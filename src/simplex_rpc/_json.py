@@ -6,6 +6,11 @@ surrogates (also as ``\\uD800`` escapes), duplicate member names, NaN and
 Infinity, numbers that overflow to infinity, integers of more than
 ``MAX_INT_DIGITS`` digits, and nesting deeper than ``MAX_DEPTH``.
 
+``loads`` runs on the active backend (wire.md section 6): the C validator of
+``csrc/json_strict.c`` with the json module's scanner, or ``python_loads``
+here. Both give the same value and the same first error, whose message is
+worded once, by the builders below.
+
 Serialization is compact and deterministic: ``dumps`` writes members in the
 order given, with no whitespace and no ASCII escaping beyond JSON's own.
 """
