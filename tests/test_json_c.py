@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -279,3 +280,11 @@ def test_differential_mutated_documents(
 def test_differential_random_bytes(c_backend: _backend.Backend, data: bytes) -> None:
     """Arbitrary bytes: the same refusal (mostly UTF-8 and grammar errors) on both."""
     same(c_backend, data)
+
+
+def test_differential_fuzz_seeds(c_backend: _backend.Backend) -> None:
+    """The JSON fuzz seeds (every envelope of vectors/envelopes.json) agree on both backends."""
+    seeds = sorted((Path(__file__).resolve().parents[1] / "fuzz" / "corpus" / "json").iterdir())
+    assert len(seeds) >= 100
+    outcomes = {same(c_backend, seed.read_bytes())[0] for seed in seeds}
+    assert outcomes == {"ok", "error"}
