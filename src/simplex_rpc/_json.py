@@ -48,10 +48,6 @@ def json_type(value: object) -> str:
     return type(value).__name__
 
 
-def _fail(msg: str) -> NoReturn:
-    raise JsonError(msg)
-
-
 # -- the messages, worded once (the C backend builds its errors with these) ----------
 
 
