@@ -19,6 +19,7 @@
  */
 #include "simplex_rpc.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #define MAX_DEPTH SRPC_JSON_MAX_DEPTH
@@ -832,7 +833,12 @@ static size_t workspace_buckets(size_t names_count)
 size_t srpc_json_workspace_size(size_t n)
 {
     size_t count = workspace_names(n);
-    return count * sizeof(name) + workspace_buckets(count) * sizeof(size_t);
+    size_t buckets = workspace_buckets(count);
+    /* no input that fits in memory comes near; the sum must not wrap all the same */
+    if (count > SIZE_MAX / 4 / sizeof(name) || buckets > SIZE_MAX / 4 / sizeof(size_t)) {
+        return SIZE_MAX;
+    }
+    return count * sizeof(name) + buckets * sizeof(size_t);
 }
 
 static long long explain(scan *t, int status, srpc_json_error *err)
@@ -883,7 +889,7 @@ long long srpc_json_check(const unsigned char *s, size_t n, uint64_t seed, void 
     t.offset = 0;
     t.length = 0;
     t.value = 0;
-    if (ws != NULL && ws_size >= srpc_json_workspace_size(n)) {
+    if (ws != NULL && ws_size >= srpc_json_workspace_size(n) && ws_size != SIZE_MAX) {
         size_t count = workspace_names(n);
         size_t buckets = workspace_buckets(count);
         t.names.items = (name *)ws;
