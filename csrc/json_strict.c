@@ -411,28 +411,47 @@ static int scan_string(scan *t, size_t p, size_t *out, int *escaped)
     size_t n = t->n;
     size_t begin = p - 1;
     for (;;) {
+        /* to the next quote or backslash: eight plain bytes at a time, and the
+         * bytes of a chunk that holds anything else one by one */
         while (p < n) {
-            if (n - p >= 8 && !special8(load8(s + p))) {
-                p += 8;
-                continue;
+            size_t stop = n;
+            if (n - p >= 8) {
+                if (!special8(load8(s + p))) {
+                    p += 8;
+                    continue;
+                }
+                stop = p + 8;
             }
-            unsigned char c = s[p];
-            if (c == '"' || c == '\\') {
-                break;
-            }
-            if (c < 0x20) {
-                return error_at(t, SRPC_E_JSON_CONTROL, p, 0, 0);
-            }
-            if (c >= 0x80) {
+            while (p < stop) {
+                unsigned char c = s[p];
+                if (c < 0x80) {
+                    if (c == '"' || c == '\\') {
+                        goto stopped;
+                    }
+                    if (c < 0x20) {
+                        return error_at(t, SRPC_E_JSON_CONTROL, p, 0, 0);
+                    }
+                    p++;
+                    continue;
+                }
+                /* the common sequences first: two bytes, and three outside E0 and ED */
+                if (c >= 0xc2 && c < 0xe0 && n - p >= 2 && (s[p + 1] & 0xc0) == 0x80) {
+                    p += 2;
+                    continue;
+                }
+                if (c > 0xe0 && c < 0xf0 && c != 0xed && n - p >= 3 &&
+                    (s[p + 1] & 0xc0) == 0x80 && (s[p + 2] & 0xc0) == 0x80) {
+                    p += 3;
+                    continue;
+                }
                 size_t len = utf8_length(s, n, p);
                 if (len == 0) {
                     return error_at(t, SRPC_E_JSON_UTF8, p, 0, 0);
                 }
                 p += len;
-            } else {
-                p++;
             }
         }
+    stopped:
         if (p >= n) {
             return error_at(t, SRPC_E_JSON_UNTERMINATED, begin, 0, 0);
         }
