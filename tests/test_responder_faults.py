@@ -221,8 +221,9 @@ def test_2_past_max_queue_requests_are_answered_rate_limited_at_once() -> None:
             assert len(early) == 15
             for response in early:
                 assert code(response) == "rate_limited"
-                assert response.error is not None and response.error.retry_after is not None
-                assert response.error.retry_after >= 1
+                # From the queue: (3 waiting + 2 running + itself) x the handlers' mean
+                # time (1 s before any has finished) / 2 slots.
+                assert response.error is not None and response.error.retry_after == 3
             held.release.set()
             results = await asyncio.gather(*tasks)
             assert sum(r.response == "ok" for r in results) == 5
@@ -684,3 +685,86 @@ def test_serve_refuses_a_bad_max_queue_or_grace(options: dict[str, Any]) -> None
                 await core.serve(1, lambda r: None, protocols=["mcp"], **options)
 
     run(main)
+
+
+def test_10_requests_arriving_during_the_stop_are_answered_and_a_second_cancel_stops_at_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Problem 10: while serve() stops, a new request is not taken: it is answered
+    rate_limited with the short retryAfter. A second cancellation does not wait for the
+    grace: serve() ends, and the handler still running is cancelled."""
+    cancelled: list[str] = []
+
+    async def handler(request: ServiceRequest) -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(request.request_id)
+            raise
+        return "never"
+
+    async def main() -> None:
+        async with scripted_serving(handler, grace=60.0) as (fake, _, task):
+            await fake.event(request_event("stuck"))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            await asyncio.sleep(0.1)
+            await fake.event(request_event("late"))
+            await fake.wait_answers(1)
+            (answer,) = fake.answers["late"]
+            assert answer_code(answer) == "rate_limited" and answer["error"]["retryAfter"] <= 5
+            assert not task.done()  # the grace of 60 s runs
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                async with asyncio.timeout(10):  # generous: the rule is "at once"
+                    await task
+
+    run(main)
+    assert cancelled == ["stuck"]
+
+
+def test_an_event_stream_raises_at_once_when_the_connection_is_lost() -> None:
+    """Problem 4, for every reader of events(): events still waiting when the connection
+    is lost are not handed out (nothing could be answered): the next read raises
+    ChatCoreClosed. When this side closes, the waiting events are read first."""
+
+    async def main() -> None:
+        async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+            stream = core.events()
+            for n in range(3):
+                await fake.event({"type": f"e{n}"})
+            assert await core.command("/_sync") == {"type": "cmdOk"}  # the events are read
+            await fake.close_connection()
+            with pytest.raises(ChatCoreClosed):
+                async with asyncio.timeout(10):
+                    await anext(stream)
+        async with ScriptedCore() as fake:
+            async with ChatCore.connect(fake.url) as core:
+                stream = core.events()
+                await fake.event({"type": "kept"})
+                assert await core.command("/_sync") == {"type": "cmdOk"}
+            assert (await anext(stream))["type"] == "kept"
+            with pytest.raises(StopAsyncIteration):
+                await anext(stream)
+
+    run(main)
+
+
+def test_a_full_event_stream_logs_its_drops_at_powers_of_ten(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Overload as a few lines with counts: 120 events dropped by a full stream are
+    logged at the 1st, 10th and 100th drop, not 120 times."""
+
+    async def main() -> None:
+        async with ScriptedCore() as fake, ChatCore.connect(fake.url, event_buffer=1) as core:
+            stream = core.events()
+            with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
+                for n in range(121):
+                    await fake.event({"type": f"e{n}"})
+                assert await core.command("/_sync") == {"type": "cmdOk"}
+            assert stream.dropped == 120
+
+    run(main)
+    lines = [r.getMessage() for r in caplog.records if "event stream full" in r.getMessage()]
+    assert [line.split(": ")[1].split(" ")[0] for line in lines] == ["1", "10", "100"]

@@ -153,7 +153,7 @@ class EventStream:
 
 
 def _power_of_ten(n: int) -> bool:
-    while n % 10 == 0:
+    while n >= 10 and n % 10 == 0:
         n //= 10
     return n == 1
 

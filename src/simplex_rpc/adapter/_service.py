@@ -727,10 +727,17 @@ class _Responder:
             task.cancel()
         if cancelled:
             await asyncio.gather(*(task for task, _ in cancelled), return_exceptions=True)
-        for _, incoming in cancelled:
-            if incoming.answering:
+        for task, incoming in cancelled:
+            if not task.cancelled():
                 continue  # finished after all (its handler ignored the cancellation)
             self.outcome.cancelled += 1
+            if incoming.answering:
+                log.warning(
+                    "request %s: cancelled while its answer was being sent: it may have"
+                    " been delivered",
+                    show(incoming.request_id, 80),
+                )
+                continue
             log.warning(
                 "request %s: the handler did not finish within the %g s grace: cancelled,"
                 " answering internal",
@@ -745,6 +752,8 @@ class _Responder:
         if self.senders:
             # The last answers go out; a core that does not take them cannot hold the stop.
             await asyncio.wait(list(self.senders), timeout=max(self.grace, 1.0))
+        if self.failure is not None:
+            self._report_lost()
         self.overload.flush()
         self.repeated.flush()
         o = self.outcome
@@ -798,7 +807,8 @@ class _Responder:
             # A running mean of the handlers' time (for retryAfter), slow to move.
             self.service_time += (loop.time() - started - self.service_time) / 16
         if self.failure is not None:
-            return  # reported once, with the rest, by _report_lost
+            self.outcome.failed += 1  # reported with the rest, by _report_lost or the summary
+            return
         incoming.answering = True
         await self._send(incoming.request_id, response, protocol, kind="handled")
 
