@@ -49,7 +49,7 @@ from ._envelope import Request, Response
 from ._keys import SigningKey
 from .adapter import ChatCore, ServiceRequest
 from .cli import EXIT_INVALID, EXIT_OK, emit_json, fail
-from .errors import ChatCoreError
+from .errors import ChatCoreError, SimplexRpcError
 from .testing import CoreSimulator
 
 __all__ = ["SCENARIOS", "Outcome", "handle", "run_scenarios"]
@@ -424,7 +424,10 @@ def run_scenarios(
         if progress is not None:
             print(f"  {key}: {outcome.title} ...", file=progress, flush=True)
         with _counting_logs() as logs:
-            asyncio.run(run(outcome))
+            try:
+                asyncio.run(run(outcome))
+            except (OSError, SimplexRpcError) as exc:  # the loopback, or a core that failed
+                fail(f"scenario {key}: {type(exc).__name__}: {exc}")
         outcome.log_lines = logs.count
         outcomes.append(outcome)
     return {"machine": machine(), "requests": n, "outcomes": outcomes}
