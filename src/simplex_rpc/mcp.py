@@ -200,7 +200,8 @@ def chat_reply(response: Mapping[str, Any]) -> str:
 
     The compact JSON of ``response`` when it fits one chat message
     (``chat.fits_message``); otherwise a JSON-RPC error ``-32603`` with the
-    request's id and ``data`` ``{"size": ..., "limit": 15602}``.
+    request's id and ``data`` ``{"size": ..., "limit": 15602}``, where ``size``
+    counts the whole message as the limit does (``size > limit``).
     """
     return _bridge.chat_reply(response, binding="mcp")
 
