@@ -142,22 +142,30 @@ class SimplexTransport:
     ) -> None:
         if not isinstance(core, ChatCore):
             raise TypeError(f"core: expected a ChatCore, got {type(core).__name__}")
-        self.user_id = _check_user_id(user_id)
-        self.target = _check_target(target)
+        self.check_arguments(user_id, target, via=via, timeout=timeout)
+        if sign_key is not None and not isinstance(sign_key, SigningKey):
+            raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
+        self.core = core
+        self.user_id = user_id
+        self.target = target
+        self.via = via
+        self.timeout = float(timeout)
+        self.max_retry_after = _check_timeout(max_retry_after, "max_retry_after")
+        self._sign_key = sign_key
+        self._round_trip: RoundTrip = self._rpc_round_trip
+        self._cm: AbstractAsyncContextManager[TransportStreams] | None = None
+
+    @staticmethod
+    def check_arguments(user_id: object, target: object, *, via: object, timeout: object) -> None:
+        """Raise for arguments the constructor would refuse (before a core is open)."""
+        _check_user_id(user_id)
+        _check_target(target)
         if via not in VIAS:
             raise ValueError(
                 f"via: {str(via)[:32]!r} is not a transport this version serves;"
                 f" expected one of {', '.join(VIAS)}"
             )
-        if sign_key is not None and not isinstance(sign_key, SigningKey):
-            raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
-        self.core = core
-        self.via = via
-        self.timeout = _check_timeout(timeout, "timeout")
-        self.max_retry_after = _check_timeout(max_retry_after, "max_retry_after")
-        self._sign_key = sign_key
-        self._round_trip: RoundTrip = self._rpc_round_trip
-        self._cm: AbstractAsyncContextManager[TransportStreams] | None = None
+        _check_timeout(timeout, "timeout")
 
     def __repr__(self) -> str:
         signed = "signed" if self._sign_key is not None else "unsigned"
@@ -289,9 +297,7 @@ class SimplexTransport:
 
     @asynccontextmanager
     async def _connect(self) -> AsyncIterator[TransportStreams]:
-        to_client, client_reads = anyio.create_memory_object_stream[SessionMessage | Exception](
-            64
-        )
+        to_client, client_reads = anyio.create_memory_object_stream[SessionMessage | Exception](64)
         client_writes, from_client = anyio.create_memory_object_stream[SessionMessage](64)
         async with anyio.create_task_group() as tg, to_client, client_reads, client_writes:
             tg.start_soon(self._pump, from_client, to_client, tg)
