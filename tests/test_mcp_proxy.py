@@ -1,0 +1,205 @@
+"""``simplex-rpc mcp-proxy`` as a real subprocess under the MCP SDK's stdio client (issue 11).
+
+Three processes, as a user runs them: ``simplex-rpc simulator`` (the chat
+cores), ``simplex-rpc serve --mcp-module examples/mcp_two_tools.py:build_server``
+(the bot, with ``catalog`` marked for a conversation) and the proxy, started
+by the SDK's stdio client as an MCP host starts a local server.
+
+Rules pinned: the host sees the bot's tools whatever revision it speaks
+(2026-07-28 per-request envelopes, or the ``initialize`` handshake of earlier
+revisions); errors reach the host as MCP errors, never as a dead pipe; the
+sign key never appears in the proxy's output.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, TextContent
+
+from simplex_rpc import SigningKey
+from simplex_rpc.mcp import SERVICE_RPC_ERROR
+
+ROOT = Path(__file__).resolve().parent.parent
+BOT = f"{ROOT / 'examples' / 'mcp_two_tools.py'}:build_server"
+PY = sys.executable
+UNKNOWN = "simplex:/a#nobody-here?h=simulator.local"
+
+
+@dataclass
+class Network:
+    url: str
+    link: str
+
+
+def _read_until(stream: Any, pattern: str, what: str) -> str:
+    for line in stream:
+        match = re.search(pattern, line)
+        if match:
+            return match.group(1)
+    raise AssertionError(f"{what} ended before printing {pattern!r}")
+
+
+@pytest.fixture(scope="module")
+def network() -> Iterator[Network]:
+    """The simulator and the bot, each its own process, for the whole module."""
+    sim = subprocess.Popen(
+        [PY, "-m", "simplex_rpc", "simulator", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    bot: subprocess.Popen[str] | None = None
+    try:
+        url = _read_until(sim.stdout, r"core simulator at (ws://\S+)", "the simulator")
+        bot = subprocess.Popen(
+            [PY, "-m", "simplex_rpc", "serve", "--core", f"{url}/bob", "--mcp-module", BOT]
+            + ["--address", "--conversation-tool", "catalog"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        link = _read_until(bot.stderr, r"^address: (\S+)", "the bot")
+        yield Network(url=url, link=link)
+    finally:
+        for process in (bot, sim):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=20)
+
+
+def proxy(network: Network, *extra: str, target: str | None = None) -> StdioServerParameters:
+    args = ["-m", "simplex_rpc", "mcp-proxy", "--core", f"{network.url}/alice", *extra]
+    return StdioServerParameters(command=PY, args=[*args, target or network.link])
+
+
+def text_of(result: Any) -> str:
+    (content,) = result.content
+    assert isinstance(content, TextContent)
+    return content.text
+
+
+def run(main: Any) -> None:
+    async def bounded() -> None:
+        with anyio.fail_after(90):
+            await main()
+
+    anyio.run(bounded)
+
+
+def test_a_2026_host_lists_and_calls_the_bots_tools(network: Network) -> None:
+    """The host speaks 2026-07-28 (server/discover, the _meta envelope)."""
+
+    async def main() -> None:
+        async with Client(proxy(network)) as host:
+            assert host.protocol_version == "2026-07-28"
+            tools = await host.list_tools()
+            assert [t.name for t in tools.tools] == ["availability", "catalog"]
+            assert tools.tools[0].description == "Items in stock"
+            result = await host.call_tool("availability", {"item": "anvil"})
+            assert text_of(result) == "12 anvils are in stock."
+
+    run(main)
+
+
+def test_an_older_host_with_the_initialize_handshake(network: Network) -> None:
+    """A host of a revision before 2026-07-28 begins with initialize: the proxy's SDK
+    server answers it, and its SDK client speaks 2026-07-28 to the bot."""
+
+    async def main() -> None:
+        async with Client(proxy(network), mode="legacy") as host:
+            assert host.protocol_version == "2025-11-25"
+            assert host.session.initialize_result is not None
+            tools = await host.list_tools()
+            assert [t.name for t in tools.tools] == ["availability", "catalog"]
+            result = await host.call_tool("availability", {"item": "tongs"})
+            assert text_of(result) == "7 tongss are in stock."
+
+    run(main)
+
+
+def test_a_bot_error_reaches_the_host_as_an_mcp_error(network: Network) -> None:
+    """catalog needs a conversation: the host gets conversation_required as an MCP error
+    of that call, and the proxy goes on serving."""
+
+    async def main() -> None:
+        async with Client(proxy(network)) as host:
+            with pytest.raises(MCPError) as caught:
+                await host.call_tool("catalog", {"lines": 1})
+            assert caught.value.error.code == SERVICE_RPC_ERROR
+            assert caught.value.error.message.startswith("conversation_required")
+            result = await host.call_tool("availability", {"item": "hammer"})
+            assert text_of(result) == "40 hammers are in stock."
+
+    run(main)
+
+
+def test_an_unreachable_bot_is_an_mcp_error_not_a_dead_pipe(
+    network: Network, tmp_path: Path
+) -> None:
+    """Every request gets an MCP error naming the failure; the sign key (from @FILE) is in
+    neither the errors nor the proxy's log."""
+    key = SigningKey.generate()
+    key_file = tmp_path / "key"
+    key_file.write_text(key.encode())
+    log_path = tmp_path / "proxy.log"
+
+    async def main() -> None:
+        params = proxy(network, "--verbose", "--sign-key", f"@{key_file}", target=UNKNOWN)
+        with log_path.open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as host:
+                for _ in range(2):
+                    with pytest.raises(MCPError) as caught:
+                        await host.list_tools()
+                    error = caught.value.error
+                    assert error.code == CONNECTION_CLOSED
+                    assert error.message.startswith("the SimpleX bot could not be reached")
+                    assert key.encode() not in error.message
+
+    run(main)
+    log = log_path.read_text()
+    assert "could not be reached" in log
+    assert key.encode() not in log
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-m", "simplex_rpc", "mcp-proxy", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_bad_arguments_are_one_line_errors_without_the_key() -> None:
+    secret = SigningKey.generate().encode()
+    broken = secret[:-4] + "!!!!"
+    cases = [
+        (["--core", "ws://127.0.0.1:1", "--sign-key", "-", UNKNOWN], "standard input"),
+        (["--core", "ws://127.0.0.1:1", "--sign-key", broken, UNKNOWN], "--sign-key"),
+        (["--core", "ws://127.0.0.1:1", "two words"], "target"),
+        (["--core", "ws://127.0.0.1:1", "--via", "pigeon", UNKNOWN], "--via"),
+        (["--core", "ws://127.0.0.1:1", "--timeout", "0", UNKNOWN], "--timeout"),
+    ]
+    for args, needle in cases:
+        result = cli(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert needle in result.stderr
+        assert "Traceback" not in result.stderr
+        assert result.stdout == ""
+        assert secret not in result.stderr and broken not in result.stderr
