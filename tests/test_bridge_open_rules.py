@@ -121,7 +121,9 @@ def test_an_unauthenticated_caller_gets_the_public_card_only(parameters: dict[st
     card = answer["result"]
     assert card["description"] == "Anvils, delivered"
     assert [skill["id"] for skill in card["skills"]] == ["quote"]
-    assert card["supportedInterfaces"] == [a2a.agent_card_interface("https://smp12.simplex.im/a#acme")]
+    assert card["supportedInterfaces"] == [
+        a2a.agent_card_interface("https://smp12.simplex.im/a#acme")
+    ]
 
 
 def test_without_a_known_public_card_the_answer_is_not_configured() -> None:

@@ -64,8 +64,10 @@ def network() -> Iterator[Network]:
     try:
         url = _read_until(sim.stdout, r"core simulator at (ws://\S+)", "the simulator")
         bot = subprocess.Popen(
-            [PY, "-m", "simplex_rpc", "serve", "--core", f"{url}/bob", "--mcp-module", BOT]
-            + ["--address", "--conversation-tool", "catalog"],
+            [
+                *(PY, "-m", "simplex_rpc", "serve", "--core", f"{url}/bob"),
+                *("--mcp-module", BOT, "--address", "--conversation-tool", "catalog"),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
