@@ -57,11 +57,12 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 from google.protobuf.message import Message as ProtoMessage  # type: ignore[import-untyped]
 
 from . import a2a
+from ._client_args import check_destination, check_seconds
 from ._envelope import ErrorCode, ErrorInfo, Request
 from ._keys import SigningKey
 from ._redact import redact
-from .adapter import ChatCore, ChatCoreTimeout, _check_user_id
-from .errors import ChatCoreError, SimplexRpcError
+from .adapter import ChatCore, ChatCoreTimeout
+from .errors import ChatCoreError
 
 __all__ = ["ServiceRpcError", "SimplexA2aTransport", "register_client"]
 
@@ -94,14 +95,6 @@ class ServiceRpcError(A2AClientError):
         super().__init__(text, data=error.to_dict())
         self.code = error.code
         self.retry_after = error.retry_after
-
-
-def _check_seconds(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SimplexRpcError(f"{name}: expected a number of seconds, got {type(value).__name__}")
-    if not value > 0 or math.isinf(value):
-        raise SimplexRpcError(f"{name}: expected a positive, finite number of seconds")
-    return float(value)
 
 
 def _jsonrpc_error(error: object) -> Exception:
@@ -160,13 +153,14 @@ class SimplexA2aTransport(ClientTransport):
         if sign_key is not None and not isinstance(sign_key, SigningKey):
             raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
         a2a.agent_card_interface(target, version)  # checks the link and the version
+        check_destination(user_id, target)
         self.core = core
-        self.user_id = _check_user_id(user_id)
+        self.user_id = user_id
         self.target = target
         self.agent_card = card
         self.version = version
-        self.timeout = _check_seconds(timeout, "timeout")
-        self.max_retry_after = _check_seconds(max_retry_after, "max_retry_after")
+        self.timeout = check_seconds(timeout, "timeout")
+        self.max_retry_after = check_seconds(max_retry_after, "max_retry_after")
         self._sign_key = sign_key
         self._round_trip: RoundTrip = self._rpc_round_trip
 
@@ -198,7 +192,7 @@ class SimplexA2aTransport(ClientTransport):
 
     def _seconds(self, context: ClientCallContext | None) -> float:
         if context is not None and context.timeout is not None:
-            return _check_seconds(context.timeout, "context.timeout")
+            return check_seconds(context.timeout, "context.timeout")
         return self.timeout
 
     async def _rpc_round_trip(self, message: dict[str, Any], seconds: float) -> dict[str, Any]:
@@ -372,9 +366,9 @@ def register_client(
         raise TypeError(f"core: expected a ChatCore, got {type(core).__name__}")
     if sign_key is not None and not isinstance(sign_key, SigningKey):
         raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
-    _check_user_id(user_id)
-    _check_seconds(timeout, "timeout")
-    _check_seconds(max_retry_after, "max_retry_after")
+    check_destination(user_id, "probe")
+    check_seconds(timeout, "timeout")
+    check_seconds(max_retry_after, "max_retry_after")
     if isinstance(config, ClientConfig):
         bindings = config.supported_protocol_bindings
         if a2a.BINDING_URI not in bindings:

@@ -49,11 +49,12 @@ from pydantic import ValidationError
 
 from . import mcp
 from ._bridge import INTERNAL_ERROR, error_response
+from ._client_args import check_destination, check_seconds
 from ._envelope import ErrorCode, ErrorInfo, Request
 from ._keys import SigningKey
 from ._redact import RedactingLogger, redact
-from .adapter import ChatCore, ChatCoreTimeout, _check_target, _check_user_id
-from .errors import ChatCoreError, SimplexRpcError
+from .adapter import ChatCore, ChatCoreTimeout
+from .errors import ChatCoreError
 
 __all__ = ["SERVICE_RPC_ERROR", "VIAS", "SimplexTransport"]
 
@@ -80,14 +81,6 @@ RoundTrip = Callable[[dict[str, Any], Notify], Awaitable[dict[str, Any]]]
 """One request to the bot: the JSON-RPC request in, its JSON-RPC response out.
 Notifications the bot sends for the request before the response go to the
 ``Notify`` callable."""
-
-
-def _check_timeout(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SimplexRpcError(f"{name}: expected a number of seconds, got {type(value).__name__}")
-    if not value > 0 or math.isinf(value):
-        raise SimplexRpcError(f"{name}: expected a positive, finite number of seconds")
-    return float(value)
 
 
 def envelope_error(request_id: Any, error: ErrorInfo, *, hint: str = "") -> dict[str, Any]:
@@ -150,7 +143,7 @@ class SimplexTransport:
         self.target = target
         self.via = via
         self.timeout = float(timeout)
-        self.max_retry_after = _check_timeout(max_retry_after, "max_retry_after")
+        self.max_retry_after = check_seconds(max_retry_after, "max_retry_after")
         self._sign_key = sign_key
         self._round_trip: RoundTrip = self._rpc_round_trip
         self._cm: AbstractAsyncContextManager[TransportStreams] | None = None
@@ -158,14 +151,13 @@ class SimplexTransport:
     @staticmethod
     def check_arguments(user_id: object, target: object, *, via: object, timeout: object) -> None:
         """Raise for arguments the constructor would refuse (before a core is open)."""
-        _check_user_id(user_id)
-        _check_target(target)
+        check_destination(user_id, target)
         if via not in VIAS:
             raise ValueError(
                 f"via: {str(via)[:32]!r} is not a transport this version serves;"
                 f" expected one of {', '.join(VIAS)}"
             )
-        _check_timeout(timeout, "timeout")
+        check_seconds(timeout, "timeout")
 
     def __repr__(self) -> str:
         signed = "signed" if self._sign_key is not None else "unsigned"
