@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any
 
 import pytest
-from mcp import Client
+from mcp import Client, ClientSession
 from mcp.client.context import ClientRequestContext
 from mcp.server import MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
@@ -116,6 +116,32 @@ def test_mcp_client_lists_and_calls_tools_over_rpc() -> None:
             assert text_of(result) == "12 anvils are in stock."
             result = await client.call_tool("catalog", {"lines": 2})
             assert text_of(result) == "1. anvil\n2. hammer"
+
+    run(main)
+
+
+def test_client_session_over_the_transports_streams() -> None:
+    """The lower-level ClientSession works on the transport's two streams, unchanged:
+    server/discover, adopt, then requests; initialize, the handshake of revisions before
+    2026-07-28, is answered -32022 by the bot, which the binding does not carry it for."""
+
+    async def main() -> None:
+        async with bot() as p:
+            async with (
+                SimplexTransport(p.alice, 1, p.link) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                session.adopt(await session.discover())
+                assert session.protocol_version == "2026-07-28"
+                tools = await session.list_tools()
+                assert "availability" in [t.name for t in tools.tools]
+            async with (
+                SimplexTransport(p.alice, 1, p.link) as (read, write),
+                ClientSession(read, write) as legacy,
+            ):
+                with pytest.raises(MCPError) as caught:
+                    await legacy.initialize()
+                assert caught.value.error.code == -32022
 
     run(main)
 
