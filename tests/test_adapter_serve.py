@@ -50,6 +50,15 @@ def code(response: Response) -> str | None:
 # -- requestKey (bad_request) ----------------------------------------------------------
 
 
+async def ask_raw(p: Any, request: Request, sign_key: sx.SigningKey | None = None) -> Response:
+    """Send a request as a requester that ignores its own MUSTs (the command written by hand)."""
+    cmd = f"/_service_request 1 {p.link} timeout=5"
+    if sign_key is not None:
+        cmd += f" sign_key={sign_key.encode()}"
+    answer = await p.alice.command(f"{cmd} {request.to_json().decode()}", timeout=20)
+    return Response.parse(json.dumps(answer["responseData"]))
+
+
 def test_request_key_must_match_the_verified_signer() -> None:
     """A responder MUST answer bad_request to a request whose requestKey differs from
     signerKey, and to an unsigned request with requestKey."""
@@ -58,14 +67,31 @@ def test_request_key_must_match_the_verified_signer() -> None:
     async def main() -> None:
         async with pair(ok) as p:
             named = Request(protocol="mcp", request=1, request_key=other.public_key)
-            response = await ask(p, named, sign_key=signer)
+            response = await ask_raw(p, named, sign_key=signer)
             assert code(response) == "bad_request"
             assert response.error is not None and "differs" in (response.error.message or "")
-            response = await ask(p, named)
+            response = await ask_raw(p, named)
             assert code(response) == "bad_request"
             assert response.error is not None and "unsigned" in (response.error.message or "")
             response = await ask(p, named, sign_key=other)
             assert response.ok
+
+    run(main)
+
+
+def test_requester_refuses_a_request_key_it_does_not_sign_with() -> None:
+    """A request with requestKey MUST be signed with that key: the requester refuses
+    before sending (no request reaches the core)."""
+    signer, other = sx.SigningKey.generate(), sx.SigningKey.generate()
+
+    async def main() -> None:
+        async with pair(ok) as p:
+            named = Request(protocol="mcp", request=1, request_key=other.public_key)
+            for kwargs in ({"sign_key": signer}, {}):
+                with pytest.raises(SimplexRpcError, match="requestKey") as info:
+                    await ask(p, named, **kwargs)
+                assert signer.encode() not in str(info.value)
+            assert p.sim.stats.requests == 0
 
     run(main)
 

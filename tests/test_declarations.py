@@ -109,8 +109,14 @@ def test_rpc_does_not_apply_in_group_preferences() -> None:
     assert parse_protocols(prefs, group=True) == {}
     assert "'transports.rpc' is not a boolean" in check_protocols(prefs, group=True)[0]
     assert "groupPreferences" in check_protocols({"protocols": []}, group=True)[0]
-    with pytest.raises(DeclarationError, match="preferences only"):
-        build_protocols({"mcp": ProtocolDeclaration(versions=(), rpc=True)}, group=True)
+    # A profile's declarations copied into a business chat's groupPreferences (the
+    # protocol text's MUST) drop rpc, which is valid in preferences only.
+    copied = build_protocols(
+        {"mcp": ProtocolDeclaration(versions=("1",), chat=True, rpc=True)}, group=True
+    )
+    assert copied == {"mcp": {"versions": ["1"], "transports": {"chat": True}}}
+    rpc_only = build_protocols({"mcp": ProtocolDeclaration(versions=(), rpc=True)}, group=True)
+    assert rpc_only == {"mcp": {"versions": [], "transports": {}}}
 
 
 def test_absent_or_malformed_protocols() -> None:

@@ -10,7 +10,7 @@ the active backend (:func:`backend`).
 from __future__ import annotations
 
 from . import _backend
-from ._backend import backend, backends
+from ._backend import BackendInfo, backend, backend_info, backends
 from ._batch import BlockFailure, OpenedRequests
 from ._envelope import (
     UNSET,
@@ -56,6 +56,7 @@ __all__ = [
     "PADDED_LENGTH",
     "SIGNING_DOMAIN",
     "UNSET",
+    "BackendInfo",
     "BadSignature",
     "BlockFailure",
     "EnvelopeError",
@@ -74,6 +75,7 @@ __all__ = [
     "SigningKey",
     "SimplexRpcError",
     "backend",
+    "backend_info",
     "backends",
     "check_request_key",
     "decode_frame",

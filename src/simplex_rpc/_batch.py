@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final, Literal, overload
+from typing import Any, Final, Literal, Protocol, overload
 
 from . import _padding
 from ._keys import SigningKey, session_tag
@@ -242,6 +242,31 @@ class OpenedRequests(Sequence[OpenedRequest | BlockFailure]):
 # -- seal_requests and open_requests, over a backend's single-block functions -----
 
 
+class SealRequestsFunction(Protocol):
+    def __call__(
+        self,
+        payloads: Iterable[Buffer],
+        ad_or_ads: Buffer | Iterable[Buffer],
+        signing_key: SigningKey | None = None,
+        *,
+        workers: int | None = None,
+    ) -> bytes: ...
+
+
+class OpenRequestsFunction(Protocol):
+    def __call__(
+        self,
+        blocks: Buffer | Iterable[Buffer],
+        ad_or_ads: Buffer | Iterable[Buffer],
+        *,
+        workers: int | None = None,
+        strict: bool = False,
+    ) -> OpenedRequests: ...
+
+
+
+
+
 def _workers(workers: int | None, count: int) -> int:
     if workers is None:
         workers = default_workers()
@@ -375,7 +400,7 @@ def open_requests_with(
 
 def batch_functions(
     seal_request: Callable[..., bytes], open_request: Callable[..., OpenedRequest]
-) -> tuple[Callable[..., bytes], Callable[..., OpenedRequests]]:
+) -> tuple[SealRequestsFunction, OpenRequestsFunction]:
     """``seal_requests`` and ``open_requests`` over one backend's single-block functions."""
 
     def seal_requests(

@@ -27,6 +27,12 @@ from cffi import FFI
 
 MODULE_NAME = "simplex_rpc._simplex_rpc_c"
 
+#: The C files of the extension, in csrc/: a new one is one more entry here (the
+#: sdist takes every csrc/*.c and *.h through MANIFEST.in).
+C_SOURCES = ("simplex_rpc.c",)
+#: The headers they include; the first is read for ``cdef``.
+C_HEADERS = ("simplex_rpc.h",)
+
 #: Flags of the sanitizer build: every finding aborts, so a test run that
 #: passes is clean.
 SANITIZE_FLAGS = [
@@ -56,7 +62,7 @@ def make_ffi(extra_flags: list[str] | None = None, *, absolute: bool = False) ->
     """
     root = _root()
     csrc = root / "csrc"
-    header = (csrc / "simplex_rpc.h").read_text(encoding="utf-8")
+    header = (csrc / C_HEADERS[0]).read_text(encoding="utf-8")
     flags = ["-std=c11", "-Wall", "-Wextra", "-Wconversion", "-Wno-sign-conversion"]
     flags += shlex.split(os.environ.get("SIMPLEX_RPC_CFLAGS", ""))
     flags += extra_flags or []
@@ -66,11 +72,11 @@ def make_ffi(extra_flags: list[str] | None = None, *, absolute: bool = False) ->
     ffi.set_source(
         MODULE_NAME,
         '#include "simplex_rpc.h"',
-        sources=[os.path.join(rel, "simplex_rpc.c")],
+        sources=[os.path.join(rel, name) for name in C_SOURCES],
         include_dirs=[rel],
         extra_compile_args=flags,
         extra_link_args=[f for f in (extra_flags or []) if f.startswith("-fsanitize")],
-        depends=[os.path.join(rel, "simplex_rpc.h")],
+        depends=[os.path.join(rel, name) for name in C_HEADERS],
     )
     return ffi
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Any, Final, Literal, overload
 
 import nacl.bindings  # initialises libsodium before any of its functions is called
 import nacl.exceptions
@@ -328,6 +328,10 @@ def _give_scratch(buffer: Any) -> None:
         _scratch.buffer = buffer
 
 
+@overload
+def pad_many(messages: Iterable[Buffer], length: int = ..., *, out: None = None) -> bytes: ...
+@overload
+def pad_many(messages: Iterable[Buffer], length: int = ..., *, out: Any) -> memoryview: ...
 def pad_many(
     messages: Iterable[Buffer], length: int = PADDED_LENGTH, *, out: Any = None
 ) -> bytes | memoryview:
@@ -371,6 +375,14 @@ def pad_many(
     return dst[:total]
 
 
+@overload
+def unpad_many(
+    buffer: Buffer, length: int = ..., *, strict: bool = ..., views: Literal[False] = False
+) -> list[bytes]: ...
+@overload
+def unpad_many(
+    buffer: Buffer, length: int = ..., *, strict: bool = ..., views: Literal[True]
+) -> list[memoryview]: ...
 def unpad_many(
     buffer: Buffer,
     length: int = PADDED_LENGTH,

@@ -1,8 +1,11 @@
-"""The ``call`` and ``serve`` subcommands: Service RPC through a running chat core.
+"""The ``call``, ``serve`` and ``call-chat`` subcommands: both transports through a chat core.
 
 ``simplex-rpc call --core ws://127.0.0.1:5225 --user 1 TARGET PROTOCOL JSON``
 sends one request and prints the response envelope; ``simplex-rpc serve``
-answers requests with an echo responder or an MCP server (``McpBridge``).
+answers requests with an echo responder or an MCP server (``McpBridge``), and
+with ``--chat`` answers ``/_call`` in conversations too.
+``simplex-rpc call-chat --core URL CHAT PROTOCOL JSON`` sends one ``/_call``
+and prints the replies as JSON lines.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import asyncio
 import importlib
 import importlib.util
 import inspect
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +23,7 @@ from typing import Any
 
 from ._envelope import UNSET, Request
 from ._keys import SigningKey
-from .adapter import ChatCore, RateLimit, ServiceRequest
+from .adapter import ChatCore, IncomingCall, RateLimit, ReplySink, ServiceRequest
 from .cli import (
     EXIT_INVALID,
     EXIT_OK,
@@ -141,6 +145,46 @@ def _mcp_server(spec: str) -> Any:
     return obj
 
 
+async def echo_call(call: IncomingCall, send: ReplySink) -> str:
+    """The ``--echo`` bot in a conversation: the reply is the request itself.
+
+    A JSON-RPC request (with ``"jsonrpc": "2.0"``) gets a JSON-RPC result of
+    its own ``params`` with its id, so that a caller's answer ends.
+    """
+    request = call.request
+    if request.get("jsonrpc") == "2.0":
+        reply = {"jsonrpc": "2.0", "id": request.get("id"), "result": request.get("params", {})}
+        return json.dumps(reply, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(request, ensure_ascii=False, separators=(",", ":"))
+
+
+async def _serving(
+    core: ChatCore,
+    args: argparse.Namespace,
+    rpc_handler: Any,
+    chat_handler: Any,
+    protocols: list[str],
+    options: dict[str, Any],
+) -> None:
+    serve = core.serve(args.user, rpc_handler, protocols=protocols, declare=args.declare, **options)
+    if not args.chat:
+        await serve
+        return
+    calls = core.serve_calls(
+        args.user,
+        dict.fromkeys(protocols, chat_handler),
+        concurrency=args.concurrency,
+        declare=args.declare,
+    )
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(serve)
+            tasks.create_task(calls)
+    except ExceptionGroup as group:
+        # Both end together when the connection ends: report the first reason once.
+        raise group.exceptions[0] from None
+
+
 async def run_serve(
     args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
 ) -> int:
@@ -163,17 +207,49 @@ async def run_serve(
             protocols = args.protocol or ["echo"]
             if on_ready is not None:
                 on_ready(link)
-            await core.serve(args.user, echo_handler, protocols=protocols, **options)
+            await _serving(core, args, echo_handler, echo_call, protocols, options)
         from .mcp import McpBridge
 
         server = _mcp_server(args.mcp_module)
         async with McpBridge(server, conversation_tools=args.conversation_tool) as bridge:
             if on_ready is not None:
                 on_ready(link)
-            await core.serve(
-                args.user, bridge.rpc_handler, protocols=args.protocol or ["mcp"], **options
+            await _serving(
+                core, args, bridge.rpc_handler, bridge, args.protocol or ["mcp"], options
             )
     return EXIT_OK  # pragma: no cover - serve returns only by raising
+
+
+# -- call-chat ------------------------------------------------------------------
+
+
+async def run_call_chat(args: argparse.Namespace) -> int:
+    """Send one ``/_call``; print each reply as a JSON line; 0 with replies, 1 without."""
+    request = load_json(args.json, what="JSON")
+    if not isinstance(request, dict):
+        raise CliError("JSON: the request must be a JSON object")
+    count = 0
+    async with ChatCore.connect(args.core) as core:
+        if args.start:
+            await core.start(service_requests=False)
+        async for reply in core.call_stream(
+            args.chat,
+            args.protocol,
+            request,
+            member=args.member,
+            wait=args.wait,
+            user_id=args.user,
+        ):
+            count += 1
+            line = {"sender": str(reply.sender), "ends": reply.ends, "text": reply.text}
+            if reply.message is not None:
+                line["message"] = reply.message
+            print(json.dumps(line, ensure_ascii=False, separators=(",", ":")), flush=True)
+    return EXIT_OK if count else EXIT_INVALID
+
+
+def _cmd_call_chat(args: argparse.Namespace) -> int:
+    return asyncio.run(run_call_chat(args))
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -336,7 +412,59 @@ def register(subparsers: Any) -> None:
         metavar="N/S",
         help="at most N requests per S seconds for each signer key (unsigned requests share one)",
     )
+    p.add_argument(
+        "--chat",
+        action="store_true",
+        help="also answer /_call for the same protocols in conversations, with the same handler",
+    )
+    p.add_argument(
+        "--declare",
+        action="store_true",
+        help="declare the served protocols in the profile (transports.rpc, and chat with --chat)",
+    )
     p.set_defaults(handler=_cmd_serve)
+
+    p = subparsers.add_parser(
+        "call-chat",
+        help="send one /_call through a chat core and print the replies",
+        description="Send /_call PROTOCOL JSON to CHAT (@<contactId> or #<groupId>) and print"
+        " each reply that quotes it as a JSON line (sender, ends, text, message), until the"
+        " answer ends or --wait seconds pass. Exit status 0 with replies, 1 without, 2 when"
+        " the command is refused (too large, a credential in a group) or the core refuses it.",
+    )
+    p.add_argument(
+        "--core",
+        required=True,
+        metavar="URL",
+        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225",
+    )
+    p.add_argument(
+        "--user",
+        type=_positive_int,
+        default=None,
+        metavar="ID",
+        help="the user whose chat it is (default: the core's active user)",
+    )
+    p.add_argument("chat", metavar="CHAT", help="@<contactId> or #<groupId>")
+    p.add_argument("protocol", metavar="PROTOCOL", help="the protocol name, for example mcp")
+    p.add_argument(
+        "json", metavar="JSON", help="the protocol's request: JSON text, @FILE or - for stdin"
+    )
+    p.add_argument("--member", metavar="NAME", help="in a group: mention this member")
+    p.add_argument(
+        "--wait",
+        type=_positive_float,
+        default=30.0,
+        metavar="S",
+        help="seconds to wait for the replies (default 30)",
+    )
+    p.add_argument(
+        "--no-start",
+        dest="start",
+        action="store_false",
+        help="do not send /_start main=on first",
+    )
+    p.set_defaults(handler=_cmd_call_chat)
 
     p = subparsers.add_parser(
         "simulator",

@@ -24,6 +24,7 @@ stays the same from run to run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import sys
@@ -36,16 +37,18 @@ from ._examples import mcp_tools_call_request, mcp_tools_call_response
 from ._frame import SIGNED_REQUEST_OVERHEAD
 from ._keys import PublicKey, SigningKey, session_tag
 from ._padding import PADDED_LENGTH
-from .errors import BadSignature
+from .errors import BadSignature, SimplexRpcError
 
 __all__ = [
     "DEMO_AD_LABELS",
+    "ChatDemo",
     "CoreResult",
     "DemoResult",
     "demo_ad",
     "demo_signing_key",
     "round_trip",
     "run_demo",
+    "through_chat",
     "through_core",
 ]
 
@@ -81,16 +84,46 @@ def demo_signing_key() -> SigningKey:
     return SigningKey.from_seed(hashlib.sha256(_REQUESTER_SEED_LABEL).digest())
 
 
-def _x448_public(label: bytes) -> bytes:
-    """The 56-byte X448 public key whose private key is SHAKE-256(label)."""
-    secret = hashlib.shake_256(label).digest(56)
+#: The X448 public keys of the demo's labels, as ``_x448_from_label`` computes them
+#: with cryptography. Stored so that ``simplex-rpc demo`` runs on a plain install
+#: (cryptography is the ``crypto`` extra); tests/test_distribution.py recomputes them.
+_KNOWN_X448: Final = {
+    DEMO_AD_LABELS[0]: bytes.fromhex(
+        "4959eff8aee8b68f769d16f7d5a579291e19b7f72f307c221f227094407f64f9"
+        "ae1cbd4bd67d60cc223eed25f34e42b9dc1ac5faeaa0061b"
+    ),
+    DEMO_AD_LABELS[1]: bytes.fromhex(
+        "474775757d206aa2742ace425cc18a43f7547d28c8492ff96e8863786f421da7"
+        "76060519b65651ee90a2abd0d514d33528f5dfba03316a20"
+    ),
+    _OTHER_AD_LABELS[0]: bytes.fromhex(
+        "70d4043ce96004d5b713f84c4b46b00cd3cf9e37fa13ff1c003fc0739637d9fe"
+        "2bfad11cc407ac1a2acd31bea789f219fd53fbf3ab02802f"
+    ),
+    _OTHER_AD_LABELS[1]: bytes.fromhex(
+        "868a5c87db2c3e0cd6c0a41a464a0a9ca937a5549e3e00ee5177ab54b9d565f9"
+        "a40c62afa176505defbf534506f3699895c4c40cbb1cbe6f"
+    ),
+}
+
+
+def _x448_from_label(label: bytes) -> bytes:
+    """The 56-byte X448 public key whose private key is SHAKE-256(label), by cryptography."""
     try:
         from cryptography.hazmat.primitives.asymmetric import x448
+    except ImportError:
+        raise SimplexRpcError(
+            "demo AD: X448 keys of labels other than the demo's need cryptography:"
+            " pip install 'simplex-rpc[crypto]'"
+        ) from None
+    secret = hashlib.shake_256(label).digest(56)
+    return x448.X448PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw()
 
-        return x448.X448PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw()
-    except Exception:  # pragma: no cover - only an OpenSSL without X448 lands here
-        # Same shape, not a curve point: the AD is opaque bytes to every check.
-        return hashlib.shake_256(b"no X448: " + label).digest(56)
+
+def _x448_public(label: bytes) -> bytes:
+    """The 56-byte X448 public key whose private key is SHAKE-256(label)."""
+    known = _KNOWN_X448.get(label)
+    return known if known is not None else _x448_from_label(label)
 
 
 def demo_ad(labels: tuple[bytes, bytes] = DEMO_AD_LABELS) -> bytes:
@@ -473,12 +506,19 @@ async def through_core() -> CoreResult:
             ]
             exchanges = []
             for what, sign_key, request_key, protocol in cases:
-                request = Request(
-                    protocol=protocol, request=_tools_call(), request_key=request_key
-                )
-                response = await requester.service_request(
-                    1, address.link, request, timeout=10, sign_key=sign_key
-                )
+                request = Request(protocol=protocol, request=_tools_call(), request_key=request_key)
+                if request_key is not None and request_key != key.public_key:
+                    # service_request refuses this before sending (the requester's
+                    # MUST); the raw command shows what the responder does with it.
+                    assert sign_key is not None
+                    cmd = f"/_service_request 1 {address.link} timeout=10"
+                    cmd += f" sign_key={sign_key.encode()} {request.to_json().decode()}"
+                    answer = await requester.command(cmd, timeout=25)
+                    response = Response.parse(json.dumps(answer["responseData"]))
+                else:
+                    response = await requester.service_request(
+                        1, address.link, request, timeout=10, sign_key=sign_key
+                    )
                 event: dict[str, Any] = {}
                 while event.get("type") != "serviceRequest":
                     event = await asyncio.wait_for(anext(events), 10)
@@ -573,6 +613,140 @@ def render_core(core: CoreResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+# -- an MCP call over /_call in a group (the chat transport) ------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class ChatDemo:
+    """The chat transport part of the demo: one ``/_call mcp`` in a group and its replies."""
+
+    server: str
+    command: str
+    replies: list[dict[str, Any]]
+    quoted_command: bool
+
+    @property
+    def ok(self) -> bool:
+        """A progress notification, then the result that ends the answer, both quoting."""
+        if len(self.replies) != 2 or not self.quoted_command:
+            return False
+        note, answer = (r["message"] for r in self.replies)
+        return (
+            isinstance(note, dict)
+            and note.get("method") == "notifications/progress"
+            and isinstance(answer, dict)
+            and answer.get("id") == 2
+            and self.replies[1]["ends"]
+            and all(r["sender"] == "acme" for r in self.replies)
+        )
+
+
+def _catalog_call() -> dict[str, Any]:
+    from . import mcp
+
+    params = {"name": "catalog", "arguments": {}, "_meta": {"progressToken": "p-1"}}
+    return mcp.make_request("tools/call", params, id=2)
+
+
+def _chat_handler() -> tuple[str, Any]:
+    """The bot's MCP server for /_call: the SDK behind McpBridge, or a plain handler."""
+    try:
+        from mcp.server import MCPServer
+        from mcp.server.mcpserver import Context
+
+        from .mcp import McpBridge
+    except ImportError:
+
+        async def plain(call: Any, send: Any) -> str:
+            note: dict[str, Any] = {"jsonrpc": "2.0", "method": "notifications/progress"}
+            note["params"] = {"progressToken": "p-1", "progress": 0, "total": 1}
+            await send(json.dumps(note))
+            result = {"content": [{"type": "text", "text": "anvil, hammer"}]}
+            return json.dumps({"jsonrpc": "2.0", "id": call.request.get("id"), "result": result})
+
+        return "a handler of its own (the mcp SDK is not installed)", plain
+    server = MCPServer("acme", log_level="WARNING")
+
+    async def catalog(ctx: Any) -> str:
+        await ctx.report_progress(0, 1, "listing")
+        return "anvil, hammer"
+
+    # The SDK reads the annotations to find the Context parameter; this module's
+    # annotations are strings (postponed), so give it the class itself.
+    catalog.__annotations__ = {"ctx": Context, "return": str}
+    server.tool(description="The catalog", structured_output=False)(catalog)
+
+    return "an MCP SDK server with the tool catalog, behind McpBridge", McpBridge(server)
+
+
+async def through_chat() -> ChatDemo:
+    """One ``/_call mcp`` with a mention in a group of three simulated cores."""
+    from .adapter import ChatCore
+    from .testing import CoreSimulator
+
+    server, handler = _chat_handler()
+    async with (
+        CoreSimulator() as sim,
+        ChatCore.connect(sim.url_for("customer")) as customer,
+        ChatCore.connect(sim.url_for("acme")) as acme,
+        ChatCore.connect(sim.url_for("helper")) as helper,
+    ):
+        for core in (customer, acme, helper):
+            await core.start(service_requests=False)
+        ids = sim.create_group("Acme customers", "customer", ["acme", "helper"])
+        group = ids[("customer", 1)]
+        if hasattr(handler, "__aenter__"):
+            await handler.__aenter__()
+        serving = asyncio.create_task(acme.serve_calls(1, {"mcp": handler}))
+        events = customer.events()
+        try:
+            await asyncio.sleep(0)
+            replies = await customer.call(
+                f"#{group}", "mcp", _catalog_call(), member="acme", wait=20
+            )
+            quoted = []
+            while not events._queue.empty():
+                event = events._queue.get_nowait()
+                for item in event.get("chatItems", []) if isinstance(event, dict) else []:
+                    quoted.append((item["chatItem"].get("quotedItem") or {}).get("itemId"))
+        finally:
+            events.close()
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving
+            if hasattr(handler, "__aexit__"):
+                await handler.__aexit__(None, None, None)
+    from .chat import format_call
+
+    return ChatDemo(
+        server=server,
+        command=format_call("mcp", _catalog_call(), member="acme"),
+        replies=[
+            {"sender": str(r.sender), "text": r.text, "message": r.message, "ends": r.ends}
+            for r in replies
+        ],
+        quoted_command=len(quoted) == len(replies) and len(set(quoted)) == 1 and None not in quoted,
+    )
+
+
+def render_chat(demo: ChatDemo) -> str:
+    """The human-readable account of the ``/_call`` in a group."""
+    lines = [
+        "Over the chat transport: /_call in a group of three simulated cores",
+        "",
+        "11. Group 'Acme customers': customer (owner), acme and helper; acme answers /_call"
+        f" mcp with {demo.server}",
+        f"    customer sends, mentioning acme:  {demo.command}",
+        "",
+        "12. Replies, each quoting the command"
+        + (" (checked)" if demo.quoted_command else " (NOT all quoting it)"),
+    ]
+    for n, reply in enumerate(demo.replies, start=1):
+        end = "  <- ends the answer" if reply["ends"] else ""
+        lines.append(f"    {n}. {reply['sender']}: {reply['text']}{end}")
+    return "\n".join(lines) + "\n"
+
+
 def run_demo(*, json_output: bool = False, out: TextIO | None = None) -> int:
     """Run the demo, print it (text, or with ``json_output`` a JSON summary).
 
@@ -583,14 +757,23 @@ def run_demo(*, json_output: bool = False, out: TextIO | None = None) -> int:
     stream = sys.stdout if out is None else out
     result = round_trip()
     core = asyncio.run(through_core())
-    ok = result.ok and core.ok
+    chat_demo = asyncio.run(through_chat())
+    ok = result.ok and core.ok and chat_demo.ok
     if json_output:
         document = summary(result) | {"ok": ok, "core": core_summary(core)}
+        document["chat"] = {
+            "ok": chat_demo.ok,
+            "server": chat_demo.server,
+            "command": chat_demo.command,
+            "replies": chat_demo.replies,
+            "each_reply_quotes_the_command": chat_demo.quoted_command,
+        }
         stream.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
     else:
         text = render_text(result)
         closing = "All steps as expected." if result.ok else "SOMETHING WENT WRONG: see above."
         text = text[: text.rindex(closing)].rstrip("\n") + "\n\n" + render_core(core)
+        text += "\n" + render_chat(chat_demo)
         stream.write(
             text
             + "\n"

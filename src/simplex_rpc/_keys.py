@@ -93,10 +93,20 @@ class PublicKey:
 
     @classmethod
     def from_pem(cls, pem: bytes | str) -> PublicKey:
-        """Build a key from a PEM ``PUBLIC KEY`` block holding an Ed25519 SPKI."""
-        from cryptography.exceptions import UnsupportedAlgorithm
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric import ed25519
+        """Build a key from a PEM ``PUBLIC KEY`` block holding an Ed25519 SPKI.
+
+        Needs the ``crypto`` extra (cryptography parses the PEM and its DER):
+        without it, :class:`SimplexRpcError` says what to install.
+        """
+        try:
+            from cryptography.exceptions import UnsupportedAlgorithm
+            from cryptography.hazmat.primitives import serialization
+            from cryptography.hazmat.primitives.asymmetric import ed25519
+        except ImportError:
+            raise SimplexRpcError(
+                "public key PEM: reading PEM needs cryptography:"
+                " pip install 'simplex-rpc[crypto]' (or give the key as DER or text)"
+            ) from None
 
         if isinstance(pem, str):
             try:

@@ -209,22 +209,51 @@ def _set_trailing_bits(text: str) -> str:
     return body[:-1] + changed + "=" * pad
 
 
-def _other_der() -> dict[str, bytes]:
-    """SPKI DER of keys that are not Ed25519, all from fixed numbers."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+#: SPKI DER of the RSA and P-256 keys of the negative key cases, as
+#: ``_foreign_der_from_numbers`` builds them with cryptography from fixed numbers.
+#: Stored so that ``vectors check`` runs on a plain install (cryptography is the
+#: ``crypto`` extra); tests/test_distribution.py rebuilds them and compares.
+_FOREIGN_DER: Final = {
+    "p256": bytes.fromhex(
+        "3059301306072a8648ce3d020106082a8648ce3d03010703420004ea7a823a6795c755cbd139ab6dc5"
+        "e8e70b8375c02ef638abeca14c3d8fe8dc40d875e54d99c48e3ea36b2bc043c50fab1347b11716d4bb"
+        "fe6be8d13a0fba6003"
+    ),
+    "rsa": bytes.fromhex(
+        "30819f300d06092a864886f70d010101050003818d0030818902818100e982a62383fe126918adbbcf"
+        "0e6b680742fe8cc19819dd044272a2725619062eba0d8e2b779ec5298ee07368d10c849fa13c244529"
+        "28a1666fef773b2da3c9b4b20c8261303b82a10a2a54e453f1bd5ef7c25699cf8540c00fb312d87c48"
+        "1435b0749e9cdbbdda8da0058276f154c04840e4483449a839d9833e8f8796197c230203010001"
+    ),
+}
+
+
+def _foreign_der_from_numbers() -> dict[str, bytes]:
+    """The RSA and P-256 SPKI DER of ``_FOREIGN_DER``, built from fixed numbers."""
+    try:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    except ImportError:
+        raise VectorError(
+            "vectors: building RSA and P-256 keys needs cryptography:"
+            " pip install 'simplex-rpc[crypto]'"
+        ) from None
 
     spki = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     modulus = int.from_bytes(_derived("rsa modulus", 128), "big") | (1 << 1023) | 1
     rsa_der = rsa.RSAPublicNumbers(65537, modulus).public_key().public_bytes(*spki)
     p256 = int.from_bytes(_derived("p-256 scalar"), "big") % (2**255)
     p256_der = ec.derive_private_key(p256, ec.SECP256R1()).public_key().public_bytes(*spki)
+    return {"p256": p256_der, "rsa": rsa_der}
+
+
+def _other_der() -> dict[str, bytes]:
+    """SPKI DER of keys that are not Ed25519, all from fixed numbers."""
     raw = _derived("other curve point")
     return {
         "x25519": bytes.fromhex("302a300506032b656e032100") + raw,
         "ed448": bytes.fromhex("3043300506032b6571033a00") + _derived("ed448 point", 57),
-        "p256": p256_der,
-        "rsa": rsa_der,
+        **_FOREIGN_DER,
     }
 
 

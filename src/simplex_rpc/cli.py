@@ -111,15 +111,34 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+class _Version(argparse.Action):
+    """``--version``: the text as written (argparse's own action rewraps its lines)."""
+
+    def __init__(self, option_strings: list[str], version: str, dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+        self.version = version
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        print(self.version)
+        parser.exit(EXIT_OK)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="simplex-rpc",
         description="Service RPC for SimpleX agent protocols: keys, signed padded requests,"
         " envelopes, vectors and tools.",
     )
-    from . import __version__
+    from . import __version__, backend_info
 
-    parser.add_argument("--version", action="version", version=f"simplex-rpc {__version__}")
+    info = backend_info()
+    # Both backends are named: which one runs, and why the other does not.
+    version = f"simplex-rpc {__version__}\nbackend: {info.name} ({info.reason})"
+    if info.extension is not None:
+        version += f"\nextension: {info.extension}"
+    parser.add_argument(
+        "--version", action=_Version, version=version, help="print the version and the backend"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:

@@ -16,6 +16,7 @@ the schema is dropped alone, never the whole profile.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -202,9 +203,10 @@ def build_protocols(
     Parsing it gives the same declarations, and for an entry read by
     :func:`parse_protocols` it is the same JSON, except that a transport is
     written only when true (absent is false) and, in ``groupPreferences``,
-    the ``rpc`` that does not apply there is left out. Raise
-    :class:`DeclarationError` for a key that is not a protocol name, or for
-    ``rpc`` in ``groupPreferences``.
+    the ``rpc`` that does not apply there is left out: a profile's
+    declarations copied into a business chat's ``groupPreferences`` (as the
+    protocol text requires) keep everything else. Raise
+    :class:`DeclarationError` for a key that is not a protocol name.
     """
     out: dict[str, Any] = {}
     for name, declaration in declarations.items():
@@ -215,10 +217,8 @@ def build_protocols(
         if not isinstance(declaration, ProtocolDeclaration):
             raise DeclarationError(f"protocols.{name}: expected a ProtocolDeclaration")
         if group and declaration.rpc:
-            raise DeclarationError(
-                f"protocols.{name}: transports.rpc is valid in preferences only, not in"
-                " groupPreferences"
-            )
+            # transports.rpc is valid in preferences only.
+            declaration = dataclasses.replace(declaration, rpc=False)
         out[name] = declaration.to_dict()
     return out
 

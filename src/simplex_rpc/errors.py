@@ -7,6 +7,8 @@ the same messages. No message ever contains private key material.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BadSignature",
     "CallSyntaxError",
@@ -23,8 +25,27 @@ __all__ = [
 ]
 
 
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...]) -> BaseException:
+    """An exception of ``cls`` with ``args``, without calling ``cls.__init__``.
+
+    Unpickling calls this; the attributes then come back from the pickled state.
+    """
+    return cls.__new__(cls, *args)
+
+
 class SimplexRpcError(ValueError):
-    """Base class of every error raised by simplex-rpc."""
+    """Base class of every error raised by simplex-rpc.
+
+    Every subclass pickles and copies with its message and attributes
+    (``size``, ``limit``, ``code``, ``chat_error``, ...), so an error raised in
+    a worker process reaches the parent intact.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # BaseException's own reduce re-calls cls(*args), which fails for a subclass
+        # with keyword-only arguments (PayloadTooLarge's size and limit): a process
+        # pool's result thread dies on it. The attributes travel as state instead.
+        return (_rebuild, (type(self), self.args), self.__dict__ or None)
 
 
 class KeyFormatError(SimplexRpcError):

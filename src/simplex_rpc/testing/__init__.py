@@ -45,10 +45,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from . import _backend, _json
-from ._keys import SigningKey
-from ._redact import RedactingLogger, show
-from .errors import KeyFormatError, PaddingError
+from .. import _backend, _json
+from .._keys import SigningKey
+from .._redact import RedactingLogger, show
+from ..errors import KeyFormatError, PaddingError
+from ._chat import ChatWorld, Party
+
+PartyRef = str | tuple[str, int]
+"""A user of a simulated core: ``("alice", 2)``, or ``"alice"`` for its user 1."""
 
 __all__ = ["CoreSimulator", "SimulatorStats"]
 
@@ -75,6 +79,8 @@ _ADDRESS: Final = re.compile(r"/_address (?P<user>\d+)(?: pq_ratchet=(?P<pq>on|o
 _ADDRESS_SETTINGS: Final = re.compile(
     r"/_address_settings (?P<user>\d+)(?: pq_ratchet=(?P<pq>on|off))? (?P<json>.+)", re.DOTALL
 )
+_CONNECT_PLAN: Final = re.compile(r"/_connect plan (?P<user>\d{1,18}) (?P<link>\S+)")
+_GROUP_LINK: Final = re.compile(r"simplex:/g#(?P<token>[A-Za-z0-9_-]{24})\?h=simulator\.local")
 _USER_COMMAND: Final = re.compile(r"/_(?P<name>show_address|delete_address) (?P<user>\d+)")
 _START_OPTIONS: Final = {
     "main=on": ("main", True),
@@ -87,6 +93,17 @@ _START_OPTIONS: Final = {
 
 
 # -- the core's answers ------------------------------------------------------
+
+
+def _frame(message: dict[str, Any]) -> str:
+    """JSON text of a message to a client: UTF-8 as the core sends it, escaped where a
+    string holds a lone surrogate (which UTF-8 cannot carry)."""
+    text = json.dumps(message, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(message)
+    return text
 
 
 def _cmd_error(chat_error: dict[str, Any]) -> dict[str, Any]:
@@ -141,6 +158,8 @@ class SimulatorStats:
     """Second responses to a request already answered, refused."""
     requester_timeouts: int = 0
     """Requesters that waited out their ``timeout``."""
+    messages: int = 0
+    """Chat messages sent with ``/_send`` (each composed message counts once)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -273,6 +292,7 @@ class CoreSimulator:
         self._finished: OrderedDict[str, str] = OrderedDict()  # request id -> "answered"/"expired"
         self._connections: dict[Any, _Session] = {}
         self._link_ids = 0
+        self._chat = ChatWorld(emit=self._emit_to_core, stats=self.stats)
 
     def __repr__(self) -> str:
         state = f"at {self.url}" if self._server is not None else "stopped"
@@ -341,6 +361,130 @@ class CoreSimulator:
             raise RuntimeError("start the simulator first")
         return _NativeHandle(self, core, self._loop)
 
+    # -- the chat model: profiles, contacts, groups --------------------------
+
+    def _party(self, ref: PartyRef) -> Party:
+        party = (ref, 1) if isinstance(ref, str) else ref
+        name, user_id = party
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
+            raise ValueError("core: use letters, digits, '-' and '_'")
+        if user_id not in self.users:
+            raise ValueError(f"user {user_id!r} is not among the simulator's users")
+        return party
+
+    def set_profile(self, who: PartyRef, profile: dict[str, Any]) -> None:
+        """Set a user's ``Profile`` (``displayName``, ``preferences``, ...) as it is now."""
+        if not isinstance(profile.get("displayName"), str):
+            raise ValueError("profile: displayName is required")
+        self._chat.profiles[self._party(who)] = json.loads(json.dumps(profile))
+
+    def profile(self, who: PartyRef) -> dict[str, Any]:
+        """A copy of a user's current ``Profile``."""
+        result: dict[str, Any] = json.loads(json.dumps(self._chat.profile(self._party(who))))
+        return result
+
+    def connect(self, a: PartyRef, b: PartyRef) -> tuple[int, int]:
+        """Make ``a`` and ``b`` contacts; return the contact id at ``a`` and at ``b``.
+
+        ``a`` sends to ``@<first>``, ``b`` to ``@<second>``.
+        """
+        pa, pb = self._party(a), self._party(b)
+        if pa == pb:
+            raise ValueError("connect: a user is not its own contact")
+        return self._chat.connect(pa, pb)
+
+    def create_group(
+        self,
+        name: str,
+        owner: PartyRef,
+        members: list[PartyRef],
+        *,
+        business: bool = False,
+        preferences: dict[str, Any] | None = None,
+    ) -> dict[Party, int]:
+        """Create a group of ``owner`` (role owner) and ``members``; return each one's group id.
+
+        The result maps ``(core, user id)`` to the id the group has there:
+        that user sends to ``#<id>``. ``preferences`` become the profile's
+        ``groupPreferences``; a business chat copies the owner's protocols.
+        """
+        return self._chat.group(
+            name,
+            self._party(owner),
+            [self._party(m) for m in members],
+            business=business,
+            preferences=preferences,
+        )
+
+    def group_link(self, who: PartyRef, group_id: int) -> str:
+        """A group link of ``who``'s group ``group_id`` (for ``/_connect plan``)."""
+        return self._chat.group_link(self._party(who), group_id)
+
+    def set_link_data(self, link: str, **fields: Any) -> None:
+        """Add fields (``serves``, ...) to the link data of a contact address."""
+        short = _SHORT_LINK.fullmatch(link)
+        full = _FULL_LINK.fullmatch(link)
+        if short is None and full is None:
+            raise ValueError("set_link_data: not a contact address of this simulator")
+        token = (short or full)["token"]  # type: ignore[index]
+        self._chat.link_data.setdefault(token, {}).update(fields)
+
+    async def send_event(self, core: str, event: dict[str, Any]) -> None:
+        """Send a raw event (the ``resp`` object) to every connection of ``core``.
+
+        For tests of what a bot does with events a real core would not send.
+        """
+        await self._emit_to_core(core, event)
+
+    async def _emit_to_core(self, core_name: str, event: dict[str, Any]) -> None:
+        core = self._cores.get(core_name)
+        if core is None:
+            return
+        for session in list(core.sessions):
+            await session.emit(event)
+
+    def _connect_plan(self, core: _Core, user_id: int, link: str) -> dict[str, Any]:
+        # APIConnectPlan (COMMANDS.md): connectionPlan with ConnectionPlan (TYPES.md).
+        if user_id not in core.users:
+            return _store_error("userNotFound", userId=user_id)
+        party = (core.name, user_id)
+        group = _GROUP_LINK.fullmatch(link)
+        if group is not None:
+            group_plan = self._chat.plan_group_link(party, group["token"])
+            if group_plan is None:
+                return _chat_error("invalidConnReq")
+            return {
+                "type": "connectionPlan",
+                "user": self._chat.user(party),
+                "connLink": {"connFullLink": link, "connShortLink": link},
+                "connectionPlan": {"type": "groupLink", "groupLinkPlan": group_plan},
+            }
+        short = _SHORT_LINK.fullmatch(link)
+        full = _FULL_LINK.fullmatch(link)
+        if short is None and full is None:
+            return _chat_error("invalidConnReq")
+        token = (short or full)["token"]  # type: ignore[index]
+        address = self._addresses.get(token)
+        if address is None:
+            return _chat_error("invalidConnReq")
+        plan: dict[str, Any]
+        if address.core is core and address.user_id == user_id:
+            plan = {"type": "ownLink"}
+        else:
+            owner = (address.core.name, address.user_id)
+            data: dict[str, Any] = {
+                "profile": self._chat.profile(owner),
+                "business": bool(address.settings.get("businessAddress", False)),
+            }
+            data.update(self._chat.link_data.get(token, {}))
+            plan = {"type": "ok", "contactSLinkData_": json.loads(json.dumps(data))}
+        return {
+            "type": "connectionPlan",
+            "user": self._chat.user(party),
+            "connLink": address.created_link(),
+            "connectionPlan": {"type": "contactAddress", "contactAddressPlan": plan},
+        }
+
     # -- connections --------------------------------------------------------
 
     def _core(self, name: str) -> _Core:
@@ -373,7 +517,7 @@ class CoreSimulator:
 
         async def emit(event: dict[str, Any]) -> None:
             with contextlib.suppress(ConnectionClosed):
-                await ws.send(json.dumps({"resp": event}, ensure_ascii=False))
+                await ws.send(_frame({"resp": event}))
 
         session = self._open_session(name, emit)
         self._connections[ws] = session
@@ -405,7 +549,7 @@ class CoreSimulator:
 
         resp = await self.run_command(session, cmd)
         with contextlib.suppress(ConnectionClosed):
-            await ws.send(json.dumps({"corrId": corr_id, "resp": resp}, ensure_ascii=False))
+            await ws.send(_frame({"corrId": corr_id, "resp": resp}))
 
     # -- commands -----------------------------------------------------------
 
@@ -429,7 +573,9 @@ class CoreSimulator:
             core.service_requests = False
             return {"type": "chatStopped"}
         if cmd == "/user":
-            return {"type": "activeUser", "user": _user(min(core.users))}
+            return {"type": "activeUser", "user": self._chat.user((core.name, min(core.users)))}
+        if m := _CONNECT_PLAN.fullmatch(cmd):
+            return self._connect_plan(core, int(m["user"]), m["link"])
         if cmd.startswith("/_service_request "):
             return await self._service_request(session, cmd)
         if cmd.startswith("/_service_response "):
@@ -453,6 +599,9 @@ class CoreSimulator:
                 }
             del self._addresses[address.token]
             return {"type": "userContactLinkDeleted", "user": _user(user_id)}
+        chat = await self._chat.run(core.name, core.users, cmd)
+        if chat is not None:
+            return chat
         return _command_error("unknown command")
 
     def _start(self, core: _Core, cmd: str) -> dict[str, Any]:
@@ -672,7 +821,7 @@ class _NativeHandle:
         return f"<simulator native handle on core {self._session.core.name}>"
 
     async def _emit(self, event: dict[str, Any]) -> None:
-        self._events.put(json.dumps({"result": event}, ensure_ascii=False))
+        self._events.put(_frame({"result": event}))
 
     def chat_send_cmd(self, cmd: str) -> str:
         if self._closed.is_set():
@@ -682,8 +831,8 @@ class _NativeHandle:
         )
         resp = future.result()
         if resp.get("type") == "chatCmdError":
-            return json.dumps({"error": resp["chatError"]}, ensure_ascii=False)
-        return json.dumps({"result": resp}, ensure_ascii=False)
+            return _frame({"error": resp["chatError"]})
+        return _frame({"result": resp})
 
     def chat_recv_msg_wait(self, wait_us: int) -> str:
         try:

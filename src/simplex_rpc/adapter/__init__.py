@@ -1,0 +1,87 @@
+"""A thin asyncio adapter to the SimpleX chat core: both transports of the protocol.
+
+The chat core does the work: it opens the connection to the address, runs the
+double ratchet, signs with ``sign_key=``, pads, verifies, and reports the
+verified ``signerKey``. This package drives it through its command API and is
+the only part of the library that does I/O. Its parts:
+
+* :mod:`._transports`: the WebSocket API of the SimpleX CLI
+  (:meth:`ChatCore.connect`; a command is ``{"corrId", "cmd"}``, its answer
+  ``{"corrId", "resp"}``, an event ``{"resp"}`` without a ``corrId``:
+  simplex-chat ``bots/README.md``) and the native library of the
+  ``simplex-chat`` Python package (:meth:`ChatCore.native`).
+* :mod:`._core`: ``ChatCore``'s commands and events.
+* :mod:`._service`: Service RPC, the requester and the responder.
+* :mod:`._chat`: the chat transport, ``/_call`` sent and answered as messages.
+* :mod:`._declare`: the profile declarations, written and read through the core.
+
+Secrets: the private key given as ``sign_key`` never appears in a log line, an
+exception message or a repr; everything logged passes through
+:func:`simplex_rpc._redact.redact`. What a peer sent is data: it is parsed
+strictly, never interpreted, and logged escaped and truncated.
+"""
+
+from __future__ import annotations
+
+from ..errors import ChatCoreError
+from ._chat import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_CALL_WAIT,
+    CallRefused,
+    IncomingCall,
+    ReplySink,
+    _ChatCalls,
+)
+from ._chat import CallHandler as CallHandler
+from ._core import DEFAULT_COMMAND_TIMEOUT as DEFAULT_COMMAND_TIMEOUT
+from ._core import EventStream
+from ._declare import LinkDeclarations
+from ._errors import ChatCoreClosed, ChatCoreTimeout
+from ._errors import _loads_core as _loads_core
+from ._service import (
+    DEFAULT_HANDLER_TIMEOUT,
+    RESPONSE_WINDOW,
+    RateLimit,
+    ServiceAddress,
+    ServiceRequest,
+    _ServiceRpc,
+    service_request_command,
+)
+from ._service import DEFAULT_REQUEST_TIMEOUT as DEFAULT_REQUEST_TIMEOUT
+from ._service import Handler as Handler
+from ._service import _Limiter as _Limiter
+from ._service import _parse_request_data as _parse_request_data
+from ._service import _parse_response_data as _parse_response_data
+from ._transports import LibsimplexHandle, NativeHandle
+
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_CALL_WAIT",
+    "DEFAULT_HANDLER_TIMEOUT",
+    "RESPONSE_WINDOW",
+    "CallRefused",
+    "ChatCore",
+    "ChatCoreClosed",
+    "ChatCoreError",
+    "ChatCoreTimeout",
+    "EventStream",
+    "IncomingCall",
+    "LibsimplexHandle",
+    "LinkDeclarations",
+    "NativeHandle",
+    "RateLimit",
+    "ReplySink",
+    "ServiceAddress",
+    "ServiceRequest",
+    "service_request_command",
+]
+
+
+class ChatCore(_ServiceRpc, _ChatCalls):
+    """A connection to a SimpleX chat core: Service RPC and the chat transport.
+
+    Use :meth:`connect` (WebSocket) or :meth:`native` as an async context
+    manager. Commands may run concurrently; answers are matched by
+    ``corrId``. When the connection drops, every pending command fails with
+    :class:`ChatCoreClosed`.
+    """

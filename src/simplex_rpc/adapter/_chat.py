@@ -1,0 +1,759 @@
+"""The chat transport through the core: ``/_call`` answered and sent as chat messages.
+
+The bot side (:meth:`_ChatCalls.serve_calls`) reads ``newChatItems`` events,
+answers each ``/_call`` for a served protocol with replies that quote it, and
+follows the protocol text's rules (direct chat, mention, broadcast, size,
+parse error, exactly one answer). The caller side (:meth:`_ChatCalls.call`,
+:meth:`_ChatCalls.call_stream`) sends a ``/_call`` and collects the quoted
+replies with :class:`~simplex_rpc.chat.ReplyCollector`'s rules.
+
+Shapes from simplex-chat's bot API: APISendMessages (``/_send <chatRef> json
+[ComposedMessage]``) and APIListMembers (``/_members #<groupId>``) in
+``bots/api/COMMANDS.md``; the ``newChatItems`` event in ``bots/api/EVENTS.md``;
+``AChatItem``, ``ChatInfo``, ``ChatItem``, ``CIDirection``, ``CIMeta``,
+``CIQuote``, ``CIMention``, ``ComposedMessage``, ``ChatRef``, ``Group`` and
+``GroupMember`` in ``bots/api/TYPES.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NoReturn
+
+from .. import a2a
+from .._bridge import INTERNAL_ERROR, PARSE_ERROR, BindingError, error_response
+from .._json import JsonError, dumps
+from .._redact import show
+from ..chat import (
+    COMMAND,
+    JSONRPC_BINDINGS,
+    Call,
+    ChatKind,
+    Reply,
+    ReplyCollector,
+    ends_answer,
+    fits_message,
+    format_call,
+    parse_call,
+    parse_reply,
+)
+from ..declarations import parse_protocols
+from ..errors import CallSyntaxError, DeclarationError, SimplexRpcError
+from ._core import _check_user_id, _dump_command_json, log
+from ._declare import _Declarations
+from ._errors import ChatCoreClosed
+
+#: How long a ``/_call`` handler may run before it is cancelled and answered
+#: with the binding's internal error. A conversation has no response window,
+#: but a caller's wait does end.
+DEFAULT_CALL_TIMEOUT: Final = 300.0
+#: The caller's default wait for the replies, in seconds.
+DEFAULT_CALL_WAIT: Final = 30.0
+
+_CHAT_REF: Final = re.compile(r"(?P<type>[@#])(?P<id>[1-9][0-9]{0,17})")
+# The longest text looked at as a command: a message the core delivers is at
+# most 15,602 bytes of JSON, so anything far longer is not one.
+_MAX_TEXT: Final = 4 * 15_602
+# Received item ids remembered so that a repeated event is not answered twice.
+_SEEN_LIMIT: Final = 100_000
+# Service parameters that carry credentials (A2A security schemes send them as
+# HTTP headers: Authorization for HTTP schemes, a named header for API keys).
+_CREDENTIAL_NAMES: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
+_CREDENTIAL_WORDS: Final = re.compile(r"auth|token|key|secret|password|credential|session", re.I)
+
+
+class CallRefused(SimplexRpcError):
+    """A ``/_call`` was refused before anything was sent (the caller's MUSTs and the size rule)."""
+
+
+ReplySink = Callable[[str], Awaitable[None]]
+"""``send(text)``: send an earlier reply of the answer (a notification, a stream event)."""
+
+CallHandler = Callable[["IncomingCall", ReplySink], Awaitable[str]]
+"""A ``/_call`` handler: returns the text of the answer's last reply."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IncomingCall:
+    """One received ``/_call``, as a :meth:`~_ChatCalls.serve_calls` handler sees it.
+
+    ``request`` is the parsed JSON object (the peer's data: never code);
+    ``chat`` the chat it came from as a ChatRef (``"@5"``, ``"#7"``);
+    ``sender`` the sender's display name; ``member`` the mentioned member's
+    name, or None; ``item_id`` the command's chat item id; ``caller`` the
+    A2A caller (the contact, or the group member).
+    """
+
+    protocol: str
+    request: dict[str, Any]
+    chat: str
+    sender: str
+    member: str | None
+    item_id: int
+    caller: a2a.Caller
+    user_id: int
+
+
+def _check_chat(chat: object) -> str:
+    if not isinstance(chat, str) or _CHAT_REF.fullmatch(chat) is None:
+        raise SimplexRpcError(
+            f"chat: expected a ChatRef such as '@5' or '#7', got {show(chat, 40)}"
+        )
+    return chat
+
+
+def _path(value: Any, *keys: str) -> Any:
+    """``value[k1][k2]...`` when every step is an object that has the key, else None."""
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _chat_ref(chat_info: Any) -> str | None:
+    """The ChatRef text of a ``ChatInfo`` (TYPES.md): ``@<contactId>`` or ``#<groupId>``."""
+    kind = _path(chat_info, "type")
+    if kind == "direct":
+        contact_id = _int(_path(chat_info, "contact", "contactId"))
+        return f"@{contact_id}" if contact_id is not None and contact_id > 0 else None
+    if kind == "group":
+        group_id = _int(_path(chat_info, "groupInfo", "groupId"))
+        return f"#{group_id}" if group_id is not None and group_id > 0 else None
+    return None
+
+
+def _display_name(record: Any, profile_key: str) -> str | None:
+    name = _path(record, "localDisplayName")
+    if not isinstance(name, str) or not name:
+        name = _path(record, profile_key, "displayName")
+    return name if isinstance(name, str) and name else None
+
+
+def _credential_parameters(request: Mapping[str, Any]) -> list[str]:
+    """Names of the A2A service parameters of ``request`` that look like credentials."""
+    try:
+        parameters = a2a.service_parameters(request)
+    except BindingError as exc:
+        raise CallRefused(f"a2a request: {exc}") from None
+    return [
+        name
+        for name in parameters
+        if name.lower() in _CREDENTIAL_NAMES or _CREDENTIAL_WORDS.search(name) is not None
+    ]
+
+
+@dataclass(slots=True)
+class _Received:
+    """A text message of another party, with what the bot needs to decide about it."""
+
+    user_id: int
+    chat: str
+    item_id: int
+    text: str
+    sender: str
+    caller: a2a.Caller
+    group: bool
+    my_member_id: str | None
+    my_name: str | None
+    mentions: Any
+
+
+def _received(item: Any, user_id: int) -> _Received | None:
+    """Read one ``AChatItem`` of a ``newChatItems`` event; None when it is not a peer's text."""
+    chat_info = _path(item, "chatInfo")
+    chat_item = _path(item, "chatItem")
+    chat = _chat_ref(chat_info)
+    direction = _path(chat_item, "chatDir", "type")
+    item_id = _int(_path(chat_item, "meta", "itemId"))
+    if chat is None or item_id is None or direction not in ("directRcv", "groupRcv"):
+        return None
+    content = _path(chat_item, "content")
+    if _path(content, "type") != "rcvMsgContent":
+        return None
+    text = _path(content, "msgContent", "text")
+    if _path(content, "msgContent", "type") != "text" or not isinstance(text, str):
+        return None
+    if direction == "directRcv":
+        contact = _path(chat_info, "contact")
+        return _Received(
+            user_id=user_id,
+            chat=chat,
+            item_id=item_id,
+            text=text,
+            sender=_display_name(contact, "profile") or chat,
+            caller=a2a.Caller(chat=chat),
+            group=False,
+            my_member_id=None,
+            my_name=None,
+            mentions=None,
+        )
+    member = _path(chat_item, "chatDir", "groupMember")
+    member_key = _path(member, "memberId")
+    if not isinstance(member_key, str) or not member_key:
+        local = _int(_path(member, "groupMemberId"))
+        if local is None:
+            return None
+        member_key = str(local)
+    membership = _path(chat_info, "groupInfo", "membership")
+    my_member_id = _path(membership, "memberId")
+    return _Received(
+        user_id=user_id,
+        chat=chat,
+        item_id=item_id,
+        text=text,
+        sender=_display_name(member, "memberProfile") or member_key,
+        caller=a2a.Caller(chat=chat, member=member_key),
+        group=True,
+        my_member_id=my_member_id if isinstance(my_member_id, str) else None,
+        my_name=_display_name(membership, "memberProfile"),
+        mentions=_path(chat_item, "mentions"),
+    )
+
+
+def _mentions_me(received: _Received, name: str) -> bool:
+    """Whether ``@name`` in a group command names this bot.
+
+    The core's ``mentions`` map (``CIMention``, TYPES.md) ties the name to a
+    member id; without a usable entry, the name is compared with the bot's
+    own display name in the group.
+    """
+    entry = received.mentions.get(name) if isinstance(received.mentions, dict) else None
+    member_id = _path(entry, "memberId")
+    if isinstance(member_id, str) and received.my_member_id is not None:
+        return member_id == received.my_member_id
+    return received.my_name is not None and name == received.my_name
+
+
+def _protocol_word(text: str) -> str | None:
+    """The protocol of a ``/_call`` text that does not parse, when it can be read."""
+    parts = text.split(" ", 3)
+    if len(parts) < 2:
+        return None
+    word = parts[2] if parts[1].startswith("@") and len(parts) > 2 else parts[1]
+    return word if re.fullmatch(r"[a-z0-9-]{1,64}", word) else None
+
+
+def _mention_word(text: str) -> str | None:
+    """The mentioned name of a ``/_call`` text that does not parse, when it has one."""
+    rest = text[len(COMMAND) + 1 :]
+    if not rest.startswith("@"):
+        return None
+    if rest.startswith("@'"):
+        end = rest.find("'", 2)
+        return rest[2:end] if end > 2 else None
+    return rest[1:].split(" ", 1)[0] or None
+
+
+def _safe(text: str) -> str:
+    """``text`` with lone surrogates replaced, so that it can be sent as UTF-8."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _binding_error(protocol: str, request: Mapping[str, Any] | None, code: int, text: str) -> str:
+    request_id = request.get("id") if request is not None else None
+    if isinstance(request_id, bool) or not isinstance(request_id, (str, int, type(None))):
+        request_id = None
+    try:
+        return dumps(error_response(request_id, code, text)).decode("utf-8")
+    except JsonError:  # an id no JSON can carry back: answer as for an unreadable id
+        return dumps(error_response(None, code, text)).decode("utf-8")
+
+
+def _is_jsonrpc(protocol: str, request: Mapping[str, Any] | None) -> bool:
+    return protocol in JSONRPC_BINDINGS or (request is not None and request.get("jsonrpc") == "2.0")
+
+
+def _as_handler(value: object, protocol: str) -> CallHandler:
+    """A handler from a callable or a bridge (an object with ``chat_handler``)."""
+    chat_handler = getattr(value, "chat_handler", None)
+    if chat_handler is not None and callable(chat_handler):
+        takes_caller = "caller" in inspect.signature(chat_handler).parameters
+
+        async def bridged(call: IncomingCall, send: ReplySink) -> str:
+            if takes_caller:
+                text: str = await chat_handler(call.request, caller=call.caller, send=send)
+            else:
+                text = await chat_handler(call.request, send=send)
+            return text
+
+        return bridged
+    if not callable(value):
+        raise TypeError(
+            f"handlers[{protocol!r}]: expected an async callable (call, send) -> str,"
+            " an McpBridge or an A2aBridge"
+        )
+    return value
+
+
+class _CallServer:
+    def __init__(
+        self,
+        core: _ChatCalls,
+        user_id: int,
+        handlers: Mapping[str, object],
+        *,
+        concurrency: int,
+        handler_timeout: float,
+    ) -> None:
+        if not isinstance(handlers, Mapping) or not handlers:
+            raise SimplexRpcError("handlers: expected a mapping of protocol names to handlers")
+        self.handlers: dict[str, CallHandler] = {}
+        for protocol, handler in handlers.items():
+            try:
+                Call(protocol, {})
+            except CallSyntaxError as exc:
+                raise SimplexRpcError(f"handlers: {exc}") from None
+            self.handlers[protocol] = _as_handler(handler, protocol)
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise SimplexRpcError("concurrency: expected a positive integer")
+        if not isinstance(handler_timeout, (int, float)) or not handler_timeout > 0:
+            raise SimplexRpcError("handler_timeout: expected a positive number of seconds")
+        self.core = core
+        self.user_id = user_id
+        self.handler_timeout = float(handler_timeout)
+        self.slots = asyncio.Semaphore(concurrency)
+        self.seen: OrderedDict[tuple[str, int], None] = OrderedDict()
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self, stream: Any) -> NoReturn:
+        log.info("answering /_call for %s, user %d", ", ".join(sorted(self.handlers)), self.user_id)
+        try:
+            async for event in stream:
+                if event.get("type") != "newChatItems":
+                    continue
+                if _path(event, "user", "userId") != self.user_id:
+                    continue
+                items = event.get("chatItems")
+                if not isinstance(items, list):
+                    log.warning(
+                        "newChatItems without a chatItems list (%s): ignored",
+                        show(type(items).__name__, 20),
+                    )
+                    continue
+                for item in items:
+                    await self._consider(item)
+            raise ChatCoreClosed("the connection to the chat core was closed")
+        finally:
+            stream.close()
+            for task in list(self.tasks):
+                task.cancel()
+            if self.tasks:
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    async def _consider(self, item: Any) -> None:
+        try:
+            received = _received(item, self.user_id)
+        except Exception:  # pragma: no cover - defensive: a hostile event never stops the bot
+            log.warning("newChatItems: an item that cannot be read: ignored", exc_info=True)
+            return
+        if received is None:
+            if (
+                not isinstance(_path(item, "chatItem"), dict)
+                or _chat_ref(_path(item, "chatInfo")) is None
+            ):
+                log.warning(
+                    "newChatItems: an item that is not a chat item of a contact or group (%s)",
+                    show(type(item).__name__, 20),
+                )
+            return
+        if not received.text.startswith(COMMAND + " "):
+            return
+        key = (received.chat, received.item_id)
+        if key in self.seen:
+            log.warning("chat item %s/%d seen again: not answered twice", *key)
+            return
+        self.seen[key] = None
+        while len(self.seen) > _SEEN_LIMIT:
+            self.seen.popitem(last=False)
+        if len(received.text) > _MAX_TEXT:
+            log.warning(
+                "/_call of %d characters in %s is longer than any message: ignored",
+                len(received.text),
+                received.chat,
+            )
+            return
+        await self.slots.acquire()
+        task = asyncio.create_task(self._answer(received))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _answer(self, received: _Received) -> None:
+        where = f"{received.chat}/{received.item_id}"
+        try:
+            await self._dispatch(received, where)
+        except asyncio.CancelledError:
+            raise
+        except ChatCoreClosed as exc:
+            log.warning("/_call %s not answered: %s", where, exc)
+        except Exception:  # pragma: no cover - defensive: one command never stops the loop
+            log.error("answering /_call %s failed", where, exc_info=True)
+        finally:
+            self.slots.release()
+
+    async def _dispatch(self, received: _Received, where: str) -> None:
+        try:
+            call = parse_call(received.text)
+        except CallSyntaxError as exc:
+            protocol = _protocol_word(received.text)
+            if protocol is None or protocol not in self.handlers:
+                return
+            mention = _mention_word(received.text)
+            if received.group and mention is not None and not _mentions_me(received, mention):
+                return  # a broken command for another member is that member's to answer
+            log.info("/_call %s does not parse: %s", where, show(str(exc), 200))
+            if _is_jsonrpc(protocol, None):
+                text = _binding_error(protocol, None, PARSE_ERROR, _safe(f"Parse error: {exc}"))
+                await self._reply(received, text, where)
+            return
+        handler = self.handlers.get(call.protocol)
+        if handler is None:
+            return
+        if received.group and call.member is not None and not _mentions_me(received, call.member):
+            log.debug("/_call %s mentions another member: not for this bot", where)
+            return
+        incoming = IncomingCall(
+            protocol=call.protocol,
+            request=call.request,
+            chat=received.chat,
+            sender=received.sender,
+            member=call.member,
+            item_id=received.item_id,
+            caller=received.caller,
+            user_id=self.user_id,
+        )
+        await self._run_handler(handler, incoming, received, where)
+
+    async def _run_handler(
+        self, handler: CallHandler, call: IncomingCall, received: _Received, where: str
+    ) -> None:
+        ended = False
+
+        async def send(text: str) -> None:
+            nonlocal ended
+            if ended:
+                log.info("/_call %s: the answer has ended; a later reply is not sent", where)
+                return
+            if not isinstance(text, str):
+                raise TypeError(f"send: expected the reply's text, got {type(text).__name__}")
+            text = self._sized(call, text, where)
+            ended = self._ends(call, text)
+            await self._reply(received, text, where)
+
+        try:
+            async with asyncio.timeout(self.handler_timeout):
+                last = await handler(call, send)
+            if not isinstance(last, str):
+                raise TypeError(f"the handler returned {type(last).__name__}, not a reply text")
+        except TimeoutError:
+            log.warning(
+                "/_call %s: the handler did not finish within %g s", where, self.handler_timeout
+            )
+            last = self._internal(call, "Internal error: the handler did not finish in time")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("/_call %s: the handler raised %s", where, type(exc).__name__, exc_info=True)
+            last = self._internal(call, "Internal error")
+        if ended:
+            log.info("/_call %s: the answer ended before the handler's last reply", where)
+            return
+        if last:
+            await send(last)
+        log.info("/_call %s (%s) answered", where, show(call.protocol, 40))
+
+    def _internal(self, call: IncomingCall, message: str) -> str:
+        if _is_jsonrpc(call.protocol, call.request):
+            return _binding_error(call.protocol, call.request, INTERNAL_ERROR, message)
+        return ""
+
+    def _sized(self, call: IncomingCall, text: str, where: str) -> str:
+        if fits_message(text):
+            return text
+        log.warning("/_call %s: a reply does not fit one message: replaced", where)
+        replacement = self._internal(
+            call, "Response too large: the reply does not fit one chat message"
+        )
+        return replacement
+
+    def _ends(self, call: IncomingCall, text: str) -> bool:
+        message = parse_reply(call.protocol, text)
+        return message is not None and ends_answer(call.protocol, call.request, message)
+
+    async def _reply(self, received: _Received, text: str, where: str) -> None:
+        if not text:
+            return
+        composed = [
+            {"msgContent": {"type": "text", "text": text}, "quotedItemId": received.item_id}
+        ]
+        try:
+            await self.core.command(f"/_send {received.chat} json {_dump_command_json(composed)}")
+        except ChatCoreClosed:
+            raise
+        except SimplexRpcError as exc:
+            log.warning("/_call %s: the core refused a reply: %s", where, exc)
+
+
+class _ChatCalls(_Declarations):
+    """``ChatCore``'s chat transport methods (see :class:`simplex_rpc.adapter.ChatCore`)."""
+
+    async def serve_calls(
+        self,
+        user_id: int,
+        handlers: Mapping[str, object],
+        *,
+        concurrency: int = 32,
+        handler_timeout: float = DEFAULT_CALL_TIMEOUT,
+        declare: bool = False,
+        versions: Mapping[str, Sequence[str]] | None = None,
+    ) -> NoReturn:
+        """Answer each ``/_call`` of ``handlers``' protocols sent to ``user_id``, until cancelled.
+
+        ``handlers`` maps a protocol name to an async ``handler(call, send) ->
+        str`` (``call`` an :class:`IncomingCall`, ``send(text)`` sends an
+        earlier reply, the return value is the last reply) or to an
+        ``McpBridge`` or ``A2aBridge``. The protocol text's rules:
+
+        * a direct chat: every command is answered; a group: a command that
+          mentions this bot and a broadcast (no mention), never a command
+          that mentions another member;
+        * every reply quotes the command, in the order sent; the answer ends
+          with the binding's last message, and nothing is sent after it;
+        * a reply that does not fit one message (:func:`~simplex_rpc.chat.fits_message`)
+          is replaced with the binding's ``-32603``, which ends the answer;
+        * a ``/_call`` that does not parse gets ``-32700`` (the JSON-RPC
+          bindings); text that is not a ``/_call`` is left alone;
+        * a handler that raises, or runs past ``handler_timeout`` (then it is
+          cancelled), is answered ``-32603`` without its exception text;
+        * each command is answered once; commands of other users of the core
+          and unserved protocols are ignored.
+
+        A protocol without a JSON-RPC binding gets no error replies (its
+        messages are not known here). Raises :class:`ChatCoreClosed` when the
+        connection ends.
+
+        With ``declare``, the profile first declares ``transports.chat`` for
+        each served protocol (:meth:`declare`, keeping what else it declares),
+        with ``versions[protocol]`` as the declared versions.
+        """
+        server = _CallServer(
+            self,
+            _check_user_id(user_id),
+            handlers,
+            concurrency=concurrency,
+            handler_timeout=handler_timeout,
+        )
+        # Subscribed before anything is awaited: a command sent once this
+        # coroutine has started is seen, however long declaring takes.
+        stream = self.events()
+        try:
+            if declare:
+                await self._declare_transport(user_id, sorted(server.handlers), "chat", versions)
+        except BaseException:
+            stream.close()
+            raise
+        await server.run(stream)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _active_user(self) -> int:
+        resp = await self.command("/user")
+        user_id = _int(_path(resp, "user", "userId"))
+        if resp.get("type") != "activeUser" or user_id is None:
+            raise SimplexRpcError("the chat core did not name its active user (/user)")
+        return user_id
+
+    async def _group_members(self, group_id: int) -> tuple[dict[str, Any], list[Any]]:
+        # APIListMembers: groupMembers with group: Group {groupInfo, members} (COMMANDS.md).
+        resp = await self.command(f"/_members #{group_id}")
+        group = _path(resp, "group")
+        info = _path(group, "groupInfo")
+        members = _path(group, "members")
+        if resp.get("type") != "groupMembers" or not isinstance(members, list):
+            raise SimplexRpcError(f"unexpected answer {show(resp.get('type'), 60)} to /_members")
+        return (info if isinstance(info, dict) else {}), members
+
+    async def call_stream(
+        self,
+        chat: str,
+        protocol: str,
+        request: Mapping[str, Any],
+        *,
+        member: str | None = None,
+        wait: float = DEFAULT_CALL_WAIT,
+        user_id: int | None = None,
+    ) -> AsyncIterator[Reply]:
+        """Send ``/_call`` to ``chat`` and yield each accepted reply as it arrives.
+
+        ``chat`` is a ChatRef (``"@5"`` a contact, ``"#7"`` a group) of
+        ``user_id``, by default the core's active user (``/user``). In a
+        group, ``member`` mentions the called member (``@name`` in the text
+        and the ``mentions`` map of ``ComposedMessage``); without it the
+        command is a broadcast. Replies are matched by the quoted item and
+        accepted by :class:`~simplex_rpc.chat.ReplyCollector`'s rules. The
+        iteration ends when the answer is complete (the binding's end rule;
+        in a broadcast, the end of every group owner's answer when the group
+        declares the protocol for chat) or after ``wait`` seconds.
+
+        Refused before sending, with :class:`CallRefused`: a command that does
+        not fit one message, an A2A request with a credential service
+        parameter in a group ("A request with a credential MUST NOT be sent
+        in a group"), a mention in a direct chat or of an unknown member.
+        """
+        chat = _check_chat(chat)
+        if not isinstance(wait, (int, float)) or not wait > 0:
+            raise SimplexRpcError("wait: expected a positive number of seconds")
+        group = chat.startswith("#")
+        chat_id = int(chat[1:])
+        try:
+            text = format_call(protocol, request, member=member)
+        except CallSyntaxError as exc:
+            raise CallRefused(str(exc)) from None
+        call = parse_call(text)
+        if not fits_message(text):
+            raise CallRefused("the /_call does not fit one chat message (15,602 bytes of JSON)")
+        if not group and member is not None:
+            raise CallRefused("member: a direct chat has no members to mention")
+        if group and protocol == "a2a":
+            credentials = _credential_parameters(call.request)
+            if credentials:
+                raise CallRefused(
+                    "a2a: a request with a credential MUST NOT be sent in a group"
+                    f" (service parameters {', '.join(sorted(credentials))})"
+                )
+        user = _check_user_id(user_id) if user_id is not None else await self._active_user()
+        mentions: dict[str, int] = {}
+        served: set[str] = set()
+        if group:
+            info, members = await self._group_members(chat_id)
+            if member is not None:
+                found = next(
+                    (m for m in members if _display_name(m, "memberProfile") == member), None
+                )
+                member_ref = _int(_path(found, "groupMemberId"))
+                if member_ref is None:
+                    raise CallRefused(f"member: no member named {member[:64]!r} in {chat}")
+                mentions[member] = member_ref
+            else:
+                served = self._served_owners(info, members, protocol)
+        composed: dict[str, Any] = {"msgContent": {"type": "text", "text": text}}
+        if mentions:
+            composed["mentions"] = mentions
+        collector = ReplyCollector()
+        stream = self.events()
+        try:
+            resp = await self.command(f"/_send {chat} json {_dump_command_json([composed])}")
+            item_id = _int(_path(_first(resp.get("chatItems")), "chatItem", "meta", "itemId"))
+            if resp.get("type") != "newChatItems" or item_id is None:
+                raise SimplexRpcError(
+                    f"unexpected answer {show(resp.get('type'), 60)} to /_send: no chat item id"
+                )
+            peer: str | None = None
+            if not group:
+                peer = _display_name(
+                    _path(_first(resp.get("chatItems")), "chatInfo", "contact"), "profile"
+                )
+                peer = peer or chat
+            collector.register(
+                item_id, call, chat=ChatKind.GROUP if group else ChatKind.DIRECT, peer=peer
+            )
+            async for reply in self._collect(stream, collector, user, chat, item_id, wait, served):
+                yield reply
+        finally:
+            stream.close()
+
+    @staticmethod
+    def _served_owners(info: dict[str, Any], members: list[Any], protocol: str) -> set[str]:
+        """The owners' names when the group declares ``protocol`` for chat (they serve it)."""
+        preferences = _path(info, "groupProfile", "groupPreferences")
+        try:
+            declared = parse_protocols(
+                preferences if isinstance(preferences, dict) else {}, group=True
+            )
+        except DeclarationError:
+            return set()
+        entry = declared.get(protocol)
+        if entry is None or "chat" not in entry.transports:
+            return set()
+        return {
+            name
+            for m in members
+            if _path(m, "memberRole") == "owner"
+            and (name := _display_name(m, "memberProfile")) is not None
+        }
+
+    async def _collect(
+        self,
+        stream: Any,
+        collector: ReplyCollector,
+        user_id: int,
+        chat: str,
+        item_id: int,
+        wait: float,
+        served: Collection[str],
+    ) -> AsyncIterator[Reply]:
+        broadcast = collector.is_broadcast(item_id)
+        seen = 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            if broadcast and served and all(collector.is_complete(item_id, s) for s in served):
+                return
+            if not broadcast and collector.is_complete(item_id):
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            try:
+                event = await asyncio.wait_for(anext(stream), remaining)
+            except (TimeoutError, StopAsyncIteration):
+                return
+            if event.get("type") != "newChatItems" or _path(event, "user", "userId") != user_id:
+                continue
+            items = event.get("chatItems")
+            for item in items if isinstance(items, list) else ():
+                received = _received(item, user_id)
+                if received is None or received.chat != chat:
+                    continue
+                quoted = _int(_path(item, "chatItem", "quotedItem", "itemId"))
+                collector.add(received.sender, quoted, received.text)
+            replies = collector.collected(item_id)
+            for reply in replies[seen:]:
+                yield reply
+            seen = len(replies)
+
+    async def call(
+        self,
+        chat: str,
+        protocol: str,
+        request: Mapping[str, Any],
+        *,
+        member: str | None = None,
+        wait: float = DEFAULT_CALL_WAIT,
+        user_id: int | None = None,
+    ) -> tuple[Reply, ...]:
+        """Send ``/_call`` and return every accepted reply, in arrival order.
+
+        The same as :meth:`call_stream`, collected: returns when the answer is
+        complete or ``wait`` ends (then with what arrived).
+        """
+        return tuple(
+            [
+                reply
+                async for reply in self.call_stream(
+                    chat, protocol, request, member=member, wait=wait, user_id=user_id
+                )
+            ]
+        )
+
+
+def _first(value: Any) -> Any:
+    return value[0] if isinstance(value, list) and value else None

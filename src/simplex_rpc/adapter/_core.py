@@ -1,0 +1,400 @@
+"""``ChatCore``'s commands and events: the plumbing under every part of the adapter.
+
+One connection to the chat core (over a transport of :mod:`._transports`),
+commands matched to answers by ``corrId``, events fanned out to every
+:class:`EventStream`. Service RPC (:mod:`._service`), the chat transport
+(:mod:`._chat`) and the declarations (:mod:`._declare`) are built on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any, Final, Self
+
+from .._redact import RedactingLogger, redact, redact_tree, show
+from ..errors import ChatCoreError, SimplexRpcError
+from ._errors import ChatCoreClosed, ChatCoreTimeout, _loads_core
+from ._transports import (
+    LibsimplexHandle,
+    NativeHandle,
+    _NativeTransport,
+    _Transport,
+    _WebSocketTransport,
+)
+
+# One logger for the whole adapter package: the name users configure.
+log = RedactingLogger(logging.getLogger("simplex_rpc.adapter"))
+
+#: How long a plain command may take before the adapter gives up on it.
+DEFAULT_COMMAND_TIMEOUT: Final = 60.0
+
+
+# ---------------------------------------------------------------------------
+# Commands
+
+
+def _check_user_id(user_id: object) -> int:
+    if isinstance(user_id, bool) or not isinstance(user_id, int) or user_id < 1:
+        raise SimplexRpcError(f"user_id: expected a positive integer, got {show(user_id, 40)}")
+    return user_id
+
+
+def _command_name(cmd: str) -> str:
+    return cmd.split(" ", 1)[0][:40]
+
+
+def _dump_command_json(value: Any) -> str:
+    """Compact JSON for a command argument; one line, so it cannot inject another command."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _core_error(what: str, chat_error: object) -> ChatCoreError:
+    safe = redact_tree(chat_error) if isinstance(chat_error, dict) else None
+    err = ChatCoreError("", chat_error=safe)
+    path = err.type_path or "unknown error"
+    message = f"chat core refused {what}: {path}"
+    detail = _error_detail(safe)
+    if detail:
+        message += f" ({detail})"
+    err.args = (redact(message),)
+    return err
+
+
+def _error_detail(chat_error: object) -> str:
+    """A short human text from the innermost ``message``-like field, if any."""
+    node = chat_error
+    found = ""
+    for _ in range(16):
+        if not isinstance(node, dict):
+            break
+        for key in ("message", "rejectReason", "internalErr", "respErr"):
+            value = node.get(key)
+            if isinstance(value, str) and value:
+                found = value
+        node = next((v for k, v in node.items() if k != "type" and isinstance(v, dict)), None)
+    return found[:200]
+
+
+# ---------------------------------------------------------------------------
+# Events
+
+
+_END: Final = object()
+
+
+class EventStream:
+    """The core's events from the moment of subscription, as an async iterator.
+
+    Iteration ends when the core is closed by this side, and raises
+    :class:`ChatCoreClosed` when the connection is lost. At most ``limit``
+    events wait in the stream; more are dropped with a warning (a stalled
+    reader must not stall command answers).
+    """
+
+    def __init__(self, core: _CoreBase, limit: int) -> None:
+        self._core = core
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._limit = limit
+        self.dropped = 0
+
+    def _put(self, event: dict[str, Any]) -> None:
+        if self._queue.qsize() >= self._limit:
+            self.dropped += 1
+            log.warning("event stream full: dropped a %s event", show(event.get("type"), 40))
+            return
+        self._queue.put_nowait(event)
+
+    def _end(self) -> None:
+        self._queue.put_nowait(_END)
+
+    def close(self) -> None:
+        """Stop receiving events."""
+        self._core._subscribers.discard(self)
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        item = await self._queue.get()
+        if item is _END:
+            self._queue.put_nowait(_END)
+            failure = self._core._failure
+            if failure is not None and not self._core._closing:
+                raise ChatCoreClosed(str(failure))
+            raise StopAsyncIteration
+        assert isinstance(item, dict)
+        return item
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------
+# The core
+
+
+class _CoreBase:
+    """The connection, its commands and its events (see :class:`simplex_rpc.adapter.ChatCore`)."""
+
+    def __init__(self, transport: _Transport, *, event_buffer: int = 10_000) -> None:
+        """Wrap a transport; use :meth:`connect` or :meth:`native` instead of calling this."""
+        self._transport = transport
+        self._event_buffer = event_buffer
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._subscribers: set[EventStream] = set()
+        self._failure: ChatCoreClosed | None = None
+        self._closing = False
+        self._counter = itertools.count(1)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._failure is not None else "open"
+        return f"<ChatCore {self._transport.description} {state}>"
+
+    # -- opening and closing -------------------------------------------------
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def connect(
+        cls,
+        url: str,
+        *,
+        open_timeout: float | None = 10.0,
+        max_size: int | None = 16 * 2**20,
+        ping_interval: float | None = 20.0,
+        proxy: str | None = None,
+        event_buffer: int = 10_000,
+    ) -> AsyncIterator[Self]:
+        """Connect to the CLI's WebSocket API (``simplex-chat -p PORT``): ``async with``.
+
+        ``proxy`` is None by default: the CLI listens on the local host.
+        """
+        transport = _WebSocketTransport(
+            url,
+            open_timeout=open_timeout,
+            max_size=max_size,
+            ping_interval=ping_interval,
+            proxy=proxy,
+        )
+        async with cls._opened(transport, event_buffer) as core:
+            log.info("connected to the chat core at %s", transport.description)
+            yield core
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def native(
+        cls,
+        handle: NativeHandle,
+        *,
+        workers: int = 64,
+        poll_us: int = 200_000,
+        event_buffer: int = 10_000,
+    ) -> AsyncIterator[Self]:
+        """Drive a native chat library through a :class:`NativeHandle`: ``async with``.
+
+        ``workers`` bounds the commands running at once (a service request
+        blocks its worker until the answer); ``poll_us`` is the event wait.
+        """
+        transport = _NativeTransport(handle, workers=workers, poll_us=poll_us)
+        async with cls._opened(transport, event_buffer) as core:
+            yield core
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def _opened(cls, transport: _Transport, event_buffer: int) -> AsyncIterator[Self]:
+        """A core over ``transport``, opened; closed when the block ends, however it ends."""
+        core = cls(transport, event_buffer=event_buffer)
+        await transport.open(core)
+        try:
+            yield core
+        finally:
+            await core.close()
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def libsimplex(
+        cls, db_prefix: str, *, db_key: str = "", backend: str = "sqlite", workers: int = 64
+    ) -> AsyncIterator[Self]:
+        """Open a chat database with the ``simplex-chat`` package's native library.
+
+        See :class:`LibsimplexHandle`: the package downloads the library at run
+        time from outside the registries.
+        """
+        handle = await asyncio.to_thread(
+            LibsimplexHandle.open, db_prefix, db_key=db_key, backend=backend
+        )
+        async with cls.native(handle, workers=workers) as core:
+            yield core
+
+    @property
+    def closed(self) -> bool:
+        """True once the connection is closed or lost."""
+        return self._failure is not None
+
+    async def close(self) -> None:
+        """Close the connection; pending commands fail with :class:`ChatCoreClosed`."""
+        if self._failure is None:
+            self._closing = True
+            self._lost("closed by this side")
+        await self._transport.close()
+
+    # -- input from transports -------------------------------------------------
+
+    def _receive(self, message: str | bytes) -> None:
+        if not isinstance(message, str):
+            log.warning("chat core sent a binary message (%d bytes); ignored", len(message))
+            return
+        try:
+            msg = _loads_core(message)
+        except ValueError:
+            log.warning("chat core sent a message that is not JSON: %s", show(message))
+            return
+        resp = msg.get("resp") if isinstance(msg, dict) else None
+        if not isinstance(resp, dict) or not isinstance(resp.get("type"), str):
+            log.warning("chat core sent a message without resp.type: %s", show(message))
+            return
+        corr = msg.get("corrId")
+        if isinstance(corr, int) and not isinstance(corr, bool):
+            corr = str(corr)
+        if isinstance(corr, str) and corr:
+            self._deliver(corr, resp)
+        else:
+            self._event(resp)
+
+    def _receive_native_result(self, corr_id: str, text: str) -> None:
+        try:
+            result = _loads_core(text)
+        except ValueError:
+            result = None
+        if isinstance(result, dict) and isinstance(result.get("result"), dict):
+            self._deliver(corr_id, result["result"])
+        elif isinstance(result, dict) and "error" in result:
+            self._deliver(corr_id, {"type": "chatCmdError", "chatError": result["error"]})
+        else:
+            self._fail_command(corr_id, f"invalid chat_send_cmd result {show(text, 80)}")
+
+    def _receive_native_event(self, text: str) -> None:
+        try:
+            result = _loads_core(text)
+        except ValueError:
+            result = None
+        if isinstance(result, dict) and isinstance(result.get("result"), dict):
+            event = result["result"]
+            if isinstance(event.get("type"), str):
+                self._event(event)
+                return
+        elif isinstance(result, dict) and "error" in result:
+            self._event({"type": "chatError", "chatError": result["error"]})
+            return
+        log.warning("native library sent an invalid event: %s", show(text))
+
+    def _deliver(self, corr_id: str, resp: dict[str, Any]) -> None:
+        future = self._pending.get(corr_id)
+        if future is None or future.done():
+            log.debug("answer to a command no longer waited for (corrId %s)", show(corr_id, 40))
+            return
+        future.set_result(resp)
+
+    def _fail_command(self, corr_id: str, reason: str) -> None:
+        future = self._pending.get(corr_id)
+        if future is not None and not future.done():
+            future.set_exception(ChatCoreError(f"the chat core command failed: {reason}"))
+
+    def _event(self, event: dict[str, Any]) -> None:
+        log.debug("event %s", show(event.get("type"), 60))
+        for stream in list(self._subscribers):
+            stream._put(event)
+
+    def _lost(self, reason: str) -> None:
+        if self._failure is not None:
+            return
+        text = f"connection to the chat core ({self._transport.description}) {reason}"
+        self._failure = ChatCoreClosed(redact(text))
+        if not self._closing:
+            log.warning("%s; %d commands were pending", text, len(self._pending))
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(
+                    ChatCoreClosed(redact(f"{text} before the command was answered"))
+                )
+        for stream in list(self._subscribers):
+            stream._end()
+
+    # -- commands -------------------------------------------------------------
+
+    async def command(
+        self, cmd: str, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT
+    ) -> dict[str, Any]:
+        """Send one command and return the core's ``resp`` object.
+
+        Raises :class:`ChatCoreError` (with the core's error object) for a
+        ``chatCmdError``, :class:`ChatCoreClosed` when the connection is or
+        gets closed, and :class:`ChatCoreTimeout` when no answer comes in
+        ``timeout`` seconds.
+        """
+        if not isinstance(cmd, str) or "\n" in cmd or "\r" in cmd:
+            raise SimplexRpcError("command: expected one line of text")
+        if self._failure is not None:
+            raise ChatCoreClosed(str(self._failure))
+        name = _command_name(cmd)
+        corr_id = str(next(self._counter))
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[corr_id] = future
+        log.debug("command %s: %s", corr_id, show(cmd, 300))
+        try:
+            await self._transport.send(self, corr_id, cmd)
+            try:
+                async with asyncio.timeout(timeout):
+                    resp = await future
+            except TimeoutError:
+                raise ChatCoreTimeout(
+                    f"the chat core did not answer {name} within {timeout:g} s"
+                ) from None
+        finally:
+            self._pending.pop(corr_id, None)
+        if resp.get("type") == "chatCmdError":
+            raise _core_error(name, resp.get("chatError"))
+        log.debug("answer %s: %s", corr_id, show(resp.get("type"), 60))
+        return resp
+
+    def events(self) -> EventStream:
+        """Subscribe to the core's events (from now on); iterate the result."""
+        stream = EventStream(self, self._event_buffer)
+        if self._failure is not None:
+            stream._end()
+        else:
+            self._subscribers.add(stream)
+        return stream
+
+    async def start(self, service_requests: bool = True, *, main: bool = True) -> bool:
+        """Start the chat, with service requests enabled or not; True if it was started now.
+
+        Sends ``/_start main=on service_requests=on``: the syntax of simplex-chat
+        ``bots/api/COMMANDS.md`` (StartChat, ``/_start main=on|off[ snd_files=off]
+        [ service_requests=on]``), where the bare ``/_start`` takes no options.
+        A chat already running answers ``chatRunning`` and keeps its settings:
+        then False is returned and a warning logged.
+        """
+        cmd = "/_start main=" + ("on" if main else "off")
+        if service_requests:
+            cmd += " service_requests=on"
+        resp = await self.command(cmd)
+        kind = resp.get("type")
+        if kind == "chatStarted":
+            log.info("chat started (service requests %s)", "on" if service_requests else "off")
+            return True
+        if kind == "chatRunning":
+            if service_requests:
+                log.warning(
+                    "chat was already running: service_requests=on may not be in effect;"
+                    " start the core with service requests enabled"
+                )
+            return False
+        raise ChatCoreError(f"unexpected answer {show(kind, 60)} to /_start")

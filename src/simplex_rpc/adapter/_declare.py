@@ -1,0 +1,289 @@
+"""Profile declarations through the core: written with ``/_profile``, read with ``/_connect plan``.
+
+``protocols`` is a key of a profile's ``preferences`` and of a group
+profile's ``groupPreferences`` (the protocol text, "Profile declarations").
+The core's APIUpdateProfile (``/_profile <userId> <json(profile)>``) and
+APIUpdateGroupProfile (``/_group_profile #<groupId> <json(groupProfile)>``)
+replace the whole profile, so a declaration is merged into the profile read
+just before: ListUsers (``/users``) and APIListGroups (``/_groups <userId>``).
+APIConnectPlan (``/_connect plan <userId> <link>``) reads a link's data
+without connecting. Shapes from simplex-chat ``bots/api/COMMANDS.md`` and
+``bots/api/TYPES.md`` (``User``, ``LocalProfile``, ``Profile``, ``GroupInfo``,
+``GroupProfile``, ``BusinessChatInfo``, ``ConnectionPlan``,
+``ContactAddressPlan``, ``GroupLinkPlan``, ``ContactShortLinkData``,
+``GroupShortLinkData``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from .._redact import show
+from ..declarations import (
+    ProtocolDeclaration,
+    build_protocols,
+    parse_audience,
+    parse_protocols,
+    parse_serves,
+)
+from ..errors import ChatCoreError, DeclarationError, SimplexRpcError
+from ._core import _check_user_id, _CoreBase, _dump_command_json, log
+
+# LocalProfile fields that are this core's own, not part of the Profile sent.
+_LOCAL_FIELDS = ("profileId", "localAlias")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkDeclarations:
+    """What the data of a contact address or group link declares, read without connecting.
+
+    ``kind`` is ``"contact"`` (a contact address) or ``"group"`` (a group or
+    channel link); ``name`` its display name. ``protocols`` are the parsed
+    declarations; ``serves`` the peer types of a contact address (None for a
+    group), ``audience`` those of a group or channel (None for a contact
+    address); ``business`` marks a business address. ``own`` is True for
+    this user's own link (its data is not retrieved then).
+    """
+
+    kind: str
+    name: str | None
+    protocols: dict[str, ProtocolDeclaration]
+    serves: list[str] | None
+    audience: list[str] | None
+    business: bool
+    own: bool = False
+
+
+def _declarations(
+    protocols: Mapping[str, ProtocolDeclaration | Mapping[str, Any]],
+) -> dict[str, ProtocolDeclaration]:
+    if not isinstance(protocols, Mapping):
+        raise DeclarationError("protocols: expected a mapping of protocol names to declarations")
+    out: dict[str, ProtocolDeclaration] = {}
+    for name, value in protocols.items():
+        if isinstance(value, ProtocolDeclaration):
+            out[name] = value
+            continue
+        parsed = parse_protocols({"protocols": {name: value}})
+        if name not in parsed:
+            raise DeclarationError(f"protocols.{str(name)[:64]}: not a valid declaration")
+        out[name] = parsed[name]
+    build_protocols(out)  # checks the names
+    return out
+
+
+class _Declarations(_CoreBase):
+    """``ChatCore``'s declaration methods (see :class:`simplex_rpc.adapter.ChatCore`)."""
+
+    async def _profile(self, user_id: int) -> dict[str, Any]:
+        """The user's current ``Profile``: its ``LocalProfile`` without local fields."""
+        resp = await self.command("/users")
+        users = resp.get("users")
+        if resp.get("type") != "usersList" or not isinstance(users, list):
+            raise ChatCoreError(f"unexpected answer {show(resp.get('type'), 60)} to /users")
+        for info in users:
+            user = info.get("user") if isinstance(info, dict) else None
+            if isinstance(user, dict) and user.get("userId") == user_id:
+                profile = user.get("profile")
+                if not isinstance(profile, dict):
+                    break
+                return {k: copy.deepcopy(v) for k, v in profile.items() if k not in _LOCAL_FIELDS}
+        raise ChatCoreError(f"the chat core has no user {user_id} with a profile")
+
+    async def _groups(self, user_id: int) -> list[dict[str, Any]]:
+        resp = await self.command(f"/_groups {user_id}")
+        groups = resp.get("groups")
+        if resp.get("type") != "groupsList" or not isinstance(groups, list):
+            raise ChatCoreError(f"unexpected answer {show(resp.get('type'), 60)} to /_groups")
+        return [g for g in groups if isinstance(g, dict)]
+
+    async def declared(
+        self, user_id: int, *, group_id: int | None = None
+    ) -> dict[str, ProtocolDeclaration]:
+        """The protocols the user's profile (or its group ``group_id``) declares now."""
+        _check_user_id(user_id)
+        if group_id is None:
+            preferences = (await self._profile(user_id)).get("preferences")
+            return parse_protocols(preferences if isinstance(preferences, dict) else {})
+        info = await self._group_info(user_id, group_id)
+        preferences = _get(info, "groupProfile", "groupPreferences")
+        return parse_protocols(preferences if isinstance(preferences, dict) else {}, group=True)
+
+    async def _group_info(self, user_id: int, group_id: int) -> dict[str, Any]:
+        for info in await self._groups(user_id):
+            if info.get("groupId") == group_id:
+                return info
+        raise ChatCoreError(f"user {user_id} has no group {group_id}")
+
+    async def declare(
+        self,
+        user_id: int,
+        protocols: Mapping[str, ProtocolDeclaration | Mapping[str, Any]],
+        *,
+        group_id: int | None = None,
+        business_chats: bool = True,
+    ) -> dict[str, ProtocolDeclaration]:
+        """Write ``protocols`` as the declarations of the user's profile; return them.
+
+        The profile is read and written back whole (``/_profile`` replaces the
+        profile): only ``preferences.protocols`` changes, the rest of the
+        profile and its other preferences stay as they were. With
+        ``group_id``, the group's ``groupPreferences.protocols`` is written
+        instead (``/_group_profile``; the user must own the group), without
+        ``rpc``, which is valid in preferences only. A profile's declarations
+        are also copied into each business chat where this user is the
+        business (the protocol text: "protocols of the business profile MUST
+        be copied into the chat's groupPreferences"), unless
+        ``business_chats`` is False.
+        """
+        _check_user_id(user_id)
+        declarations = _declarations(protocols)
+        if group_id is not None:
+            await self._write_group(user_id, group_id, declarations)
+            return declarations
+        profile = await self._profile(user_id)
+        preferences = profile.get("preferences")
+        preferences = dict(preferences) if isinstance(preferences, dict) else {}
+        preferences["protocols"] = build_protocols(declarations)
+        profile["preferences"] = preferences
+        resp = await self.command(f"/_profile {user_id} {_dump_command_json(profile)}")
+        if resp.get("type") not in ("userProfileUpdated", "userProfileNoChange"):
+            raise ChatCoreError(f"unexpected answer {show(resp.get('type'), 60)} to /_profile")
+        log.info("user %d declares %s", user_id, ", ".join(sorted(declarations)) or "nothing")
+        if business_chats:
+            for info in await self._groups(user_id):
+                business = info.get("businessChat")
+                me = _get(info, "membership", "memberId")
+                group = info.get("groupId")
+                if (
+                    isinstance(business, dict)
+                    and isinstance(me, str)
+                    and business.get("businessId") == me
+                    and isinstance(group, int)
+                ):
+                    await self._write_group(user_id, group, declarations, info=info)
+        return declarations
+
+    async def _write_group(
+        self,
+        user_id: int,
+        group_id: int,
+        declarations: Mapping[str, ProtocolDeclaration],
+        *,
+        info: dict[str, Any] | None = None,
+    ) -> None:
+        if isinstance(group_id, bool) or not isinstance(group_id, int) or group_id < 1:
+            raise SimplexRpcError(
+                f"group_id: expected a positive integer, got {show(group_id, 40)}"
+            )
+        if info is None:
+            info = await self._group_info(user_id, group_id)
+        profile = info.get("groupProfile")
+        if not isinstance(profile, dict):
+            raise ChatCoreError(f"group {group_id} has no group profile")
+        profile = copy.deepcopy(profile)
+        preferences = profile.get("groupPreferences")
+        preferences = dict(preferences) if isinstance(preferences, dict) else {}
+        preferences["protocols"] = build_protocols(declarations, group=True)
+        profile["groupPreferences"] = preferences
+        resp = await self.command(f"/_group_profile #{group_id} {_dump_command_json(profile)}")
+        if resp.get("type") != "groupUpdated":
+            raise ChatCoreError(
+                f"unexpected answer {show(resp.get('type'), 60)} to /_group_profile"
+            )
+        log.info("group %d declares %s", group_id, ", ".join(sorted(declarations)) or "nothing")
+
+    async def _declare_transport(
+        self,
+        user_id: int,
+        protocols: Iterable[str],
+        transport: Literal["chat", "rpc"],
+        versions: Mapping[str, Iterable[Any]] | None,
+    ) -> None:
+        """Add ``transport`` to the user's declarations of ``protocols``, keeping the rest."""
+        current = await self.declared(user_id)
+        for name in protocols:
+            served = [v for v in (versions or {}).get(name, ()) if isinstance(v, str)]
+            entry = current.get(name)
+            if entry is None:
+                entry = ProtocolDeclaration(versions=tuple(served))
+            elif served:
+                entry = replace(entry, versions=tuple(served))
+            if transport == "chat":
+                entry = replace(entry, chat=True)
+            else:
+                entry = replace(entry, rpc=True)
+            current[name] = entry
+        await self.declare(user_id, current)
+
+    async def link_declarations(self, user_id: int, link: str) -> LinkDeclarations:
+        """Read what a contact address, group or channel link declares, without connecting.
+
+        Sends ``/_connect plan <userId> <link>`` and parses the link data: a
+        contact address's profile ``preferences.protocols``, ``serves`` and
+        ``business``; a group's or channel's ``groupPreferences.protocols``
+        and ``publicGroup.audience``. Declarations that break the schema are
+        dropped, unknown values ignored (the protocol text's MUSTs).
+        """
+        _check_user_id(user_id)
+        if not isinstance(link, str) or not link or any(c.isspace() for c in link):
+            raise SimplexRpcError("link: expected a SimpleX link without white space")
+        resp = await self.command(f"/_connect plan {user_id} {link}")
+        plan = resp.get("connectionPlan")
+        if resp.get("type") != "connectionPlan" or not isinstance(plan, dict):
+            raise ChatCoreError(f"unexpected answer {show(resp.get('type'), 60)} to /_connect plan")
+        kind = plan.get("type")
+        if kind == "contactAddress":
+            inner = plan.get("contactAddressPlan")
+            data = _get(inner, "contactSLinkData_")
+            own = _get(inner, "type") == "ownLink"
+            profile = _get(data, "profile")
+            preferences = _get(profile, "preferences")
+            return LinkDeclarations(
+                kind="contact",
+                name=_str(_get(profile, "displayName")),
+                protocols=_parse(preferences, group=False),
+                serves=parse_serves(data if isinstance(data, dict) else {}),
+                audience=None,
+                business=_get(data, "business") is True,
+                own=own,
+            )
+        if kind == "groupLink":
+            inner = plan.get("groupLinkPlan")
+            profile = _get(inner, "groupSLinkData_", "groupProfile")
+            if profile is None:
+                profile = _get(inner, "groupInfo", "groupProfile")
+            public = _get(profile, "publicGroup")
+            return LinkDeclarations(
+                kind="group",
+                name=_str(_get(profile, "displayName")),
+                protocols=_parse(_get(profile, "groupPreferences"), group=True),
+                serves=None,
+                audience=parse_audience(public if isinstance(public, dict) else {}),
+                business=False,
+                own=_get(inner, "type") == "ownLink",
+            )
+        raise ChatCoreError(
+            f"the link is not a contact address or a group link (plan {show(kind, 40)})"
+        )
+
+
+def _get(value: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _parse(preferences: Any, *, group: bool) -> dict[str, ProtocolDeclaration]:
+    if not isinstance(preferences, dict):
+        return {}
+    return parse_protocols(preferences, group=group)

@@ -1,0 +1,639 @@
+"""Service RPC through the chat core: the requester and the responder.
+
+The responder (:class:`_Responder`) answers ``serviceRequest`` events with
+``/_service_response``; the requester sends ``/_service_request`` and parses
+the ``serviceResponse``. Command and event shapes: simplex-chat
+``bots/api/COMMANDS.md`` and ``bots/api/EVENTS.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import math
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, NoReturn
+
+from .. import _json
+from .._envelope import (
+    UNSET,
+    ErrorCode,
+    Request,
+    Response,
+    check_protocol_name,
+    check_request_key,
+)
+from .._keys import PublicKey, SigningKey
+from .._redact import show
+from .._seal import MAX_RESPONSE
+from ..errors import ChatCoreError, EnvelopeError, KeyFormatError, SimplexRpcError
+from ._core import _check_user_id, _CoreBase, _dump_command_json, log
+from ._declare import _Declarations
+from ._errors import ChatCoreClosed
+
+#: The core accepts a response within 180 seconds of receiving the request
+#: (the protocol text, "Service RPC transport", Requirements).
+RESPONSE_WINDOW: Final = 180.0
+#: The responder's default handler deadline: below the core's window, so that
+#: the error answer still reaches the requester.
+DEFAULT_HANDLER_TIMEOUT: Final = 170.0
+#: The requester's default wait (the protocol's default ``timeout``).
+DEFAULT_REQUEST_TIMEOUT: Final = 30
+#: Extra time given to the core, beyond ``timeout``, to answer a service request.
+_REQUEST_GRACE: Final = 15.0
+
+# A request id is put into a command as one token: it must be one.
+_REQUEST_ID: Final = re.compile(r"[A-Za-z0-9_=+/.:-]{1,512}")
+_OPTION_NAMES: Final = ("timeout=", "sign_key=")
+
+
+# ---------------------------------------------------------------------------
+# Values
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceAddress:
+    """A contact address with ratchet keys: the target of Service RPC requests."""
+
+    full_link: str
+    short_link: str | None = None
+
+    @property
+    def link(self) -> str:
+        """The short link when there is one, else the full link."""
+        return self.short_link or self.full_link
+
+    @classmethod
+    def from_created_link(cls, obj: object) -> ServiceAddress:
+        """Build from the core's ``CreatedConnLink`` (``connFullLink``, ``connShortLink``)."""
+        if not isinstance(obj, dict) or not isinstance(obj.get("connFullLink"), str):
+            raise ChatCoreError("the chat core's answer has no contact link (connLinkContact)")
+        short = obj.get("connShortLink")
+        return cls(
+            full_link=obj["connFullLink"], short_link=short if isinstance(short, str) else None
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceRequest:
+    """One request as the responder's handler sees it.
+
+    ``signer`` is the key the core verified the signature with, or None for an
+    unsigned request; ``request`` is the parsed envelope (its ``request`` is
+    the protocol's message). The content is the peer's data: never code.
+    """
+
+    request_id: str
+    signer: PublicKey | None
+    request: Request
+    user_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RateLimit:
+    """A per-signer token bucket: ``requests`` requests per ``per`` seconds.
+
+    Unsigned requests share one bucket. At most ``max_signers`` buckets are
+    kept; the least recently used is forgotten first (so memory stays bounded
+    however many keys requesters make).
+    """
+
+    requests: int
+    per: float
+    max_signers: int = 10_000
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.requests, bool)
+            or not isinstance(self.requests, int)
+            or self.requests < 1
+        ):
+            raise ValueError("rate limit: requests must be a positive integer")
+        if not isinstance(self.per, (int, float)) or not self.per > 0 or math.isinf(self.per):
+            raise ValueError("rate limit: per must be a positive number of seconds")
+        if self.max_signers < 1:
+            raise ValueError("rate limit: max_signers must be positive")
+
+
+class _Limiter:
+    def __init__(self, limit: RateLimit, clock: Callable[[], float] = time.monotonic) -> None:
+        self._capacity = float(limit.requests)
+        self._rate = limit.requests / float(limit.per)
+        self._max = limit.max_signers
+        self._clock = clock
+        self._buckets: OrderedDict[bytes, tuple[float, float]] = OrderedDict()
+
+    def check(self, signer: PublicKey | None) -> int | None:
+        """Take a token for ``signer``; return None, or the seconds until one is free."""
+        key = signer.raw if signer is not None else b""
+        now = self._clock()
+        tokens, last = self._buckets.pop(key, (self._capacity, now))
+        tokens = min(self._capacity, tokens + (now - last) * self._rate)
+        wait: int | None = None
+        if tokens >= 1.0:
+            tokens -= 1.0
+        else:
+            wait = max(1, math.ceil((1.0 - tokens) / self._rate))
+        self._buckets[key] = (tokens, now)
+        while len(self._buckets) > self._max:
+            self._buckets.popitem(last=False)
+        return wait
+
+
+Handler = Callable[[ServiceRequest], Any]
+"""A responder's handler: returns (or, if async, resolves to) a Response or a JSON value."""
+
+
+def _check_target(target: object) -> str:
+    if not isinstance(target, str) or not target:
+        raise SimplexRpcError("target: expected a contact address link or a SimpleX name")
+    if any(ch.isspace() or not ch.isprintable() for ch in target):
+        raise SimplexRpcError("target: must not contain white space or control characters")
+    if target.startswith(_OPTION_NAMES):
+        raise SimplexRpcError("target: must not begin with an option name (timeout=, sign_key=)")
+    return target
+
+
+def service_request_command(
+    user_id: int,
+    target: str,
+    request: Request,
+    *,
+    timeout: int | None = DEFAULT_REQUEST_TIMEOUT,
+    sign_key: SigningKey | None = None,
+) -> str:
+    """The exact command text of a service request.
+
+    ``/_service_request <userId> <target> [timeout=<s>] [sign_key=<key>] <json>``,
+    with ``<json>`` the compact envelope. A request with ``requestKey`` must
+    be signed with that key: otherwise :class:`SimplexRpcError`, before anything
+    is sent.
+
+    The text holds the private key when ``sign_key`` is given: it goes to the
+    core and nowhere else (never log it unredacted).
+    """
+    _check_user_id(user_id)
+    _check_target(target)
+    if not isinstance(request, Request):
+        raise TypeError(f"request: expected a Request, got {type(request).__name__}")
+    parts = ["/_service_request", str(user_id), target]
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
+            raise SimplexRpcError("timeout: expected a positive whole number of seconds")
+        parts.append(f"timeout={timeout}")
+    if sign_key is not None:
+        if not isinstance(sign_key, SigningKey):
+            raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
+        parts.append(f"sign_key={sign_key.encode()}")
+    if request.request_key is not None and (
+        sign_key is None or sign_key.public_key != request.request_key
+    ):
+        # The protocol text: "A request with requestKey MUST be signed with that
+        # key". The responder would answer bad_request; refuse before sending.
+        raise SimplexRpcError(
+            "requestKey: the request names a key that does not sign it"
+            + (" (no sign_key given)" if sign_key is None else " (sign_key has another key)")
+        )
+    parts.append(request.to_json().decode("utf-8"))
+    return " ".join(parts)
+
+
+def _envelope_json(data: object, kind: str, member: str) -> str | bytes:
+    """The JSON text of the ``kind`` envelope the core reported as ``member``.
+
+    The core reports an envelope as a JSON object (encoded again here) or as
+    its JSON text (returned as it is, for the envelope parser to check);
+    anything else, or an object that is not JSON, raises :class:`EnvelopeError`.
+    """
+    if isinstance(data, str):
+        return data
+    if isinstance(data, dict):
+        try:
+            return _json.dumps(data)
+        except _json.JsonError as exc:
+            raise EnvelopeError(f"{kind} envelope: {exc}") from None
+    raise EnvelopeError(f"{kind} envelope: {member} is neither a JSON object nor a string")
+
+
+def _parse_response_data(data: object) -> Response:
+    """The response envelope from a ``serviceResponse``'s ``responseData``."""
+    return Response.parse(_envelope_json(data, "response", "responseData"))
+
+
+def _parse_request_data(data: object) -> Request:
+    """The request envelope from a ``serviceRequest``'s ``requestData``."""
+    return Request.parse(_envelope_json(data, "request", "requestData"))
+
+
+class _ServiceRpc(_Declarations):
+    """``ChatCore``'s Service RPC methods (see :class:`simplex_rpc.adapter.ChatCore`)."""
+
+    async def service_address(self, user_id: int, pq_ratchet: bool = True) -> ServiceAddress:
+        """Make sure ``user_id``'s contact address exists and has ratchet keys; return it.
+
+        Creates it with ``/_address <userId> pq_ratchet=on|off``, or updates the
+        existing one with ``/_address_settings <userId> pq_ratchet=on|off
+        <settings>`` keeping its settings (simplex-chat ``bots/api/COMMANDS.md``,
+        APICreateMyAddress and APISetAddressSettings; the protocol text: the
+        core adds ratchet keys to an address created or updated with either
+        option).
+        """
+        _check_user_id(user_id)
+        option = f"pq_ratchet={'on' if pq_ratchet else 'off'}"
+        try:
+            shown = await self.command(f"/_show_address {user_id}")
+        except ChatCoreError as exc:
+            if "userContactLinkNotFound" not in exc.type_path:
+                raise
+            created = await self.command(f"/_address {user_id} {option}")
+            address = ServiceAddress.from_created_link(created.get("connLinkContact"))
+            log.info("created a contact address with ratchet keys for user %d", user_id)
+            return address
+        contact_link = shown.get("contactLink")
+        settings = contact_link.get("addressSettings") if isinstance(contact_link, dict) else None
+        if not isinstance(settings, dict):
+            settings = {"businessAddress": False}
+        updated = await self.command(
+            f"/_address_settings {user_id} {option} {_dump_command_json(settings)}"
+        )
+        link = updated.get("contactLink")
+        address = ServiceAddress.from_created_link(
+            link.get("connLinkContact") if isinstance(link, dict) else None
+        )
+        log.info("updated the contact address of user %d with ratchet keys", user_id)
+        return address
+
+    async def service_request(
+        self,
+        user_id: int,
+        target: str,
+        request: Request,
+        *,
+        timeout: int | None = DEFAULT_REQUEST_TIMEOUT,
+        sign_key: SigningKey | None = None,
+        retries: int = 0,
+        max_retry_after: float | None = None,
+    ) -> Response:
+        """Send one request and return the response envelope.
+
+        Sends ``/_service_request <userId> <target> [timeout=<s>]
+        [sign_key=<key>] <json>`` and parses ``responseData`` (a JSON value or
+        a JSON string) as the response. A response whose error has
+        ``retryAfter`` is repeated after that many seconds, at most
+        ``retries`` times, and not when ``retryAfter`` exceeds
+        ``max_retry_after``; an error without ``retryAfter`` (any code, known
+        or not) is final. Errors of the core raise :class:`ChatCoreError`.
+        """
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise SimplexRpcError("retries: expected a non-negative integer")
+        cmd = service_request_command(user_id, target, request, timeout=timeout, sign_key=sign_key)
+        wait_for = (
+            float(timeout if timeout is not None else DEFAULT_REQUEST_TIMEOUT) + _REQUEST_GRACE
+        )
+        attempt = 0
+        while True:
+            resp = await self.command(cmd, timeout=wait_for)
+            if resp.get("type") != "serviceResponse":
+                raise ChatCoreError(
+                    f"unexpected answer {show(resp.get('type'), 60)} to /_service_request"
+                )
+            response = _parse_response_data(resp.get("responseData"))
+            error = response.error
+            if error is None or error.is_final() or attempt >= retries:
+                return response
+            assert error.retry_after is not None
+            if max_retry_after is not None and error.retry_after > max_retry_after:
+                return response
+            attempt += 1
+            log.info(
+                "service request answered %s with retryAfter %d: repeating (%d of %d)",
+                show(error.code, 40),
+                error.retry_after,
+                attempt,
+                retries,
+            )
+            await asyncio.sleep(error.retry_after)
+
+    async def serve(
+        self,
+        user_id: int,
+        handler: Handler,
+        *,
+        protocols: Iterable[str],
+        versions: Mapping[str, Collection[Any]] | None = None,
+        concurrency: int = 32,
+        handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
+        rate_limit: RateLimit | None = None,
+        max_response_bytes: int = MAX_RESPONSE,
+        declare: bool = False,
+    ) -> NoReturn:
+        """Answer every ``serviceRequest`` event for ``user_id``; run until cancelled.
+
+        For each request: an invalid envelope (or a ``signerKey`` that is not
+        an Ed25519 key) is answered ``bad_request``; ``requestKey`` must match
+        the verified signer (``check_request_key``); a protocol not in
+        ``protocols`` is answered ``unsupported_protocol``, and a version not
+        in ``versions[protocol]`` (where given) ``unsupported_version``; the
+        optional ``rate_limit`` answers ``rate_limited`` with ``retryAfter``.
+        Then ``handler`` is called with a :class:`ServiceRequest` and returns
+        a :class:`Response` or a JSON value (a success). A handler that raises
+        is answered ``internal`` (without its text); one still running
+        ``handler_timeout`` seconds after the request arrived (time spent
+        waiting for a concurrency slot included) is cancelled and answered
+        ``conversation_required`` for ``a2a`` and ``internal`` otherwise. A
+        response longer than ``max_response_bytes`` (at most the block's
+        ``MAX_RESPONSE``) is answered ``too_large``. At most ``concurrency``
+        requests run at once, and each is answered exactly once.
+
+        With ``declare``, the profile first declares ``transports.rpc`` for
+        each served protocol (:meth:`declare`, keeping what else it declares;
+        string ``versions`` become the declared versions).
+
+        Raises :class:`ChatCoreClosed` when the connection ends.
+        """
+        responder = _Responder(
+            self,
+            _check_user_id(user_id),
+            handler,
+            protocols=protocols,
+            versions=versions,
+            concurrency=concurrency,
+            handler_timeout=handler_timeout,
+            rate_limit=rate_limit,
+            max_response_bytes=max_response_bytes,
+        )
+        if declare:
+            await self._declare_transport(user_id, sorted(responder.protocols), "rpc", versions)
+        await responder.run()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+# ---------------------------------------------------------------------------
+# The responder
+
+
+def _version_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(slots=True)
+class _Incoming:
+    request_id: str
+    signer_key: object
+    data: object
+    received: float  # the event loop's time when the event arrived
+
+
+class _Responder:
+    def __init__(
+        self,
+        core: _CoreBase,
+        user_id: int,
+        handler: Handler,
+        *,
+        protocols: Iterable[str],
+        versions: Mapping[str, Collection[Any]] | None,
+        concurrency: int,
+        handler_timeout: float,
+        rate_limit: RateLimit | None,
+        max_response_bytes: int,
+    ) -> None:
+        if not callable(handler):
+            raise TypeError("handler: expected a callable")
+        if isinstance(protocols, str):
+            raise TypeError("protocols: expected a collection of protocol names, not one string")
+        self.protocols = frozenset(check_protocol_name(p, "protocols") for p in protocols)
+        if not self.protocols:
+            raise SimplexRpcError("protocols: at least one protocol must be served")
+        self.versions: dict[str, frozenset[str]] = {}
+        for name, served in (versions or {}).items():
+            check_protocol_name(name, "versions")
+            if name not in self.protocols:
+                raise SimplexRpcError(f"versions: {name!r} is not among the served protocols")
+            if isinstance(served, (str, bytes)):
+                raise TypeError(f"versions[{name!r}]: expected a collection of versions")
+            self.versions[name] = frozenset(_version_key(v) for v in served)
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise SimplexRpcError("concurrency: expected a positive integer")
+        if not isinstance(handler_timeout, (int, float)) or not handler_timeout > 0:
+            raise SimplexRpcError("handler_timeout: expected a positive number of seconds")
+        if handler_timeout >= RESPONSE_WINDOW:
+            log.warning(
+                "handler_timeout %g s is not below the core's %g s window:"
+                " late answers will be refused",
+                handler_timeout,
+                RESPONSE_WINDOW,
+            )
+        if not isinstance(max_response_bytes, int) or not 1 <= max_response_bytes <= MAX_RESPONSE:
+            raise SimplexRpcError(f"max_response_bytes: expected 1 to {MAX_RESPONSE}")
+        self.core = core
+        self.user_id = user_id
+        self.handler = handler
+        self.handler_timeout = float(handler_timeout)
+        self.max_response_bytes = max_response_bytes
+        self.limiter = _Limiter(rate_limit) if rate_limit is not None else None
+        self.slots = asyncio.Semaphore(concurrency)
+        self.inflight: set[str] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self) -> NoReturn:
+        stream = self.core.events()
+        log.info("serving %s for user %d", ", ".join(sorted(self.protocols)), self.user_id)
+        try:
+            async for event in stream:
+                if event.get("type") != "serviceRequest":
+                    continue
+                incoming = self._accept(event)
+                if incoming is None:
+                    continue
+                await self.slots.acquire()
+                self.inflight.add(incoming.request_id)
+                task = asyncio.create_task(self._answer(incoming))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+            raise ChatCoreClosed("the connection to the chat core was closed")
+        finally:
+            stream.close()
+            for task in list(self.tasks):
+                task.cancel()
+            if self.tasks:
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    def _accept(self, event: dict[str, Any]) -> _Incoming | None:
+        user = event.get("user")
+        if not isinstance(user, dict) or user.get("userId") != self.user_id:
+            return None
+        request_id = event.get("requestId")
+        if not isinstance(request_id, str) or not _REQUEST_ID.fullmatch(request_id):
+            log.warning(
+                "serviceRequest with an unusable requestId %s: ignored", show(request_id, 80)
+            )
+            return None
+        if request_id in self.inflight:
+            log.warning(
+                "serviceRequest %s is already being answered: ignored", show(request_id, 80)
+            )
+            return None
+        return _Incoming(
+            request_id=request_id,
+            signer_key=event.get("signerKey"),
+            data=event.get("requestData"),
+            received=asyncio.get_running_loop().time(),
+        )
+
+    async def _answer(self, incoming: _Incoming) -> None:
+        try:
+            response, protocol = await self._respond(incoming)
+            await self._send(incoming.request_id, response, protocol)
+        except asyncio.CancelledError:
+            raise
+        except ChatCoreClosed as exc:
+            log.warning("request %s not answered: %s", show(incoming.request_id, 80), exc)
+        except Exception:  # pragma: no cover - defensive: one request never stops the loop
+            log.error("answering request %s failed", show(incoming.request_id, 80), exc_info=True)
+        finally:
+            self.inflight.discard(incoming.request_id)
+            self.slots.release()
+
+    async def _respond(self, incoming: _Incoming) -> tuple[Response, str | None]:
+        rid = show(incoming.request_id, 80)
+        signer: PublicKey | None = None
+        if incoming.signer_key is not None:
+            if not isinstance(incoming.signer_key, str):
+                return _failure(ErrorCode.BAD_REQUEST, "the signer key is not a key"), None
+            try:
+                signer = PublicKey.decode(incoming.signer_key)
+            except KeyFormatError:
+                return _failure(ErrorCode.BAD_REQUEST, "the signer key is not an Ed25519 key"), None
+        try:
+            request = _parse_request_data(incoming.data)
+        except EnvelopeError as exc:
+            log.info("request %s: bad envelope: %s", rid, show(str(exc), 200))
+            return _failure(ErrorCode.BAD_REQUEST, str(exc)[:300]), None
+        protocol = request.protocol
+        key_error = check_request_key(request, signer)
+        if key_error is not None:
+            return Response(error=key_error), protocol
+        if protocol not in self.protocols:
+            return (
+                _failure(
+                    ErrorCode.UNSUPPORTED_PROTOCOL,
+                    "this responder does not serve the protocol over Service RPC",
+                ),
+                protocol,
+            )
+        served = self.versions.get(protocol)
+        if served is not None and request.version is not UNSET:
+            try:
+                key = _version_key(request.version)
+            except (TypeError, ValueError):
+                key = ""
+            if key not in served:
+                return (
+                    _failure(
+                        ErrorCode.UNSUPPORTED_VERSION, "this responder does not serve the version"
+                    ),
+                    protocol,
+                )
+        if self.limiter is not None:
+            wait = self.limiter.check(signer)
+            if wait is not None:
+                return (
+                    Response.failure(ErrorCode.RATE_LIMITED, "too many requests", retry_after=wait),
+                    protocol,
+                )
+        log.debug(
+            "request %s: protocol %s, signer %s",
+            rid,
+            show(protocol, 40),
+            signer.encode() if signer else "none",
+        )
+        service_request = ServiceRequest(
+            request_id=incoming.request_id, signer=signer, request=request, user_id=self.user_id
+        )
+        try:
+            # The core's window runs from the request's arrival, not from when a
+            # concurrency slot freed up: so does the deadline.
+            async with asyncio.timeout_at(incoming.received + self.handler_timeout) as deadline:
+                result = self.handler(service_request)
+                if inspect.isawaitable(result):
+                    result = await result
+        except TimeoutError:
+            if not deadline.expired():
+                log.error("request %s: the handler raised TimeoutError", rid)
+                return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
+            code = ErrorCode.CONVERSATION_REQUIRED if protocol == "a2a" else ErrorCode.INTERNAL
+            log.warning(
+                "request %s: the handler did not finish within %g s: answering %s",
+                rid,
+                self.handler_timeout,
+                code.value,
+            )
+            return _failure(code, "the responder did not finish in time"), protocol
+        except Exception as exc:
+            log.error("request %s: the handler raised %s", rid, type(exc).__name__, exc_info=True)
+            return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
+        response = result if isinstance(result, Response) else None
+        if response is None:
+            try:
+                response = Response.success(result)
+            except EnvelopeError:  # pragma: no cover - Response.success accepts any value
+                return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
+        return response, protocol
+
+    async def _send(self, request_id: str, response: Response, protocol: str | None) -> None:
+        rid = show(request_id, 80)
+        try:
+            payload = response.to_json()
+        except EnvelopeError:
+            log.error("request %s: the handler's result is not JSON: answering internal", rid)
+            response = _failure(ErrorCode.INTERNAL, "the responder failed")
+            payload = response.to_json()
+        if len(payload) > self.max_response_bytes:
+            log.warning(
+                "request %s: response of %d bytes exceeds %d: answering too_large",
+                rid,
+                len(payload),
+                self.max_response_bytes,
+            )
+            response = _failure(
+                ErrorCode.TOO_LARGE,
+                f"the response exceeds the size limit of {self.max_response_bytes} bytes",
+            )
+            payload = response.to_json()
+        try:
+            await self._command(request_id, payload)
+        except ChatCoreClosed:
+            raise
+        except ChatCoreError as exc:
+            # The core's padded block is the final word on size: an answer it
+            # cannot pad is replaced by too_large, once.
+            if response.error is None and exc.type_path.endswith("/LARGE"):
+                log.warning("request %s: the core found the response too large", rid)
+                response = _failure(ErrorCode.TOO_LARGE, "the response exceeds the size limit")
+                try:
+                    await self._command(request_id, response.to_json())
+                except ChatCoreClosed:
+                    raise
+                except ChatCoreError as again:
+                    log.warning("request %s: the core refused the answer: %s", rid, again)
+                    return
+            else:
+                log.warning("request %s: the core refused the answer: %s", rid, exc)
+                return
+        outcome = "response" if response.error is None else f"error {response.error.code}"
+        log.info("request %s (%s): answered with %s", rid, show(protocol, 40), show(outcome, 60))
+
+    async def _command(self, request_id: str, payload: bytes) -> None:
+        await self.core.command(
+            f"/_service_response {self.user_id} {request_id} {payload.decode('utf-8')}"
+        )
+
+
+def _failure(code: ErrorCode, message: str) -> Response:
+    return Response.failure(code, message)

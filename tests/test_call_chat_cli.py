@@ -1,0 +1,106 @@
+"""``simplex-rpc serve --chat`` and ``simplex-rpc call-chat`` against the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from simplex_rpc import _cli_adapter, mcp
+from simplex_rpc.cli import build_parser, main
+from test_adapter_cli import EXAMPLE, Background
+
+REQUEST = {"jsonrpc": "2.0", "id": 7, "method": "echo", "params": {"a": [1, 2]}}
+
+
+def bot(*extra: str) -> Background:
+    """core bob runs ``serve --chat``; alice has bob as contact 1 and a group #1 with bob."""
+
+    async def responder(bg: Background) -> Any:
+        assert bg.sim is not None
+        bg.sim.connect("alice", "bob")
+        bg.sim.create_group("team", "alice", ["bob"])
+        args = build_parser().parse_args(
+            ["serve", "--core", bg.sim.url_for("bob"), "--chat", *extra]
+        )
+
+        def ready(link: str) -> None:
+            bg.ready.set()
+
+        await _cli_adapter.run_serve(args, on_ready=ready)
+
+    return Background(responder)
+
+
+def call_chat(bg: Background, *args: str) -> list[str]:
+    return ["call-chat", "--core", f"{bg.url}/alice", "--wait", "10", *args]
+
+
+def test_call_chat_prints_each_reply_as_a_json_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """serve --chat answers /_call with the same handler; call-chat prints the replies."""
+    with bot("--echo", "--protocol", "echo") as bg:
+        assert main(call_chat(bg, "@1", "echo", json.dumps(REQUEST))) == 0
+        assert main(call_chat(bg, "#1", "echo", json.dumps(REQUEST), "--member", "bob")) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 2
+    for line in lines:
+        assert line["sender"] == "bob" and line["ends"] is True
+        assert line["message"] == {"jsonrpc": "2.0", "id": 7, "result": {"a": [1, 2]}}
+
+
+def test_call_chat_refusals_are_one_line_with_status_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"x": "y" * 16_000}))
+    with bot("--echo") as bg:
+        assert main(call_chat(bg, "@1", "echo", f"@{big}")) == 2
+        assert "does not fit" in capsys.readouterr().err
+        assert main(call_chat(bg, "#1", "echo", "{}", "--member", "nobody")) == 2
+        assert "no member" in capsys.readouterr().err
+        assert main(call_chat(bg, "alice", "echo", "{}")) == 2
+        assert "ChatRef" in capsys.readouterr().err
+        assert main(call_chat(bg, "@1", "echo", "[1]")) == 2
+
+
+def test_serve_chat_with_an_mcp_server(capsys: pytest.CaptureFixture[str]) -> None:
+    """serve --chat --mcp-module answers /_call mcp through McpBridge."""
+    pytest.importorskip("mcp.server")
+    with bot("--mcp-module", f"{EXAMPLE}:build_server") as bg:
+        request = mcp.make_request("tools/list", id=1)
+        assert main(call_chat(bg, "@1", "mcp", json.dumps(request))) == 0
+    (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert line["ends"] and line["message"]["id"] == 1 and "tools" in line["message"]["result"]
+
+
+def test_serve_chat_ends_with_one_line_when_the_core_goes_away(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Both loops end with the connection: serve --chat reports it once, status 2."""
+    finished = threading.Event()
+    status: list[int] = []
+
+    async def responder(bg: Background) -> None:
+        assert bg.sim is not None
+
+        async def drop_soon() -> None:
+            assert bg.sim is not None
+            while not await bg.sim.drop_connections("bob"):
+                await asyncio.sleep(0.05)
+
+        dropper = asyncio.create_task(drop_soon())
+        bg.ready.set()
+        argv = ["serve", "--core", bg.sim.url_for("bob"), "--echo", "--chat"]
+        status.append(await asyncio.to_thread(main, argv))
+        await dropper
+        finished.set()
+
+    with Background(responder):
+        assert finished.wait(20)
+    assert status == [2]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "connection to the chat core" in err[0]

@@ -1,0 +1,457 @@
+"""The chat transport through the core ("Chat transport" of the protocol text), on the simulator.
+
+A caller core ``alice`` and bot cores ``bot`` and ``carol``; the bots answer
+``/_call`` with :meth:`ChatCore.serve_calls`, the caller sends with
+:meth:`ChatCore.call` and :meth:`ChatCore.call_stream`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from simplex_rpc.adapter import CallRefused, ChatCore, IncomingCall
+from simplex_rpc.adapter._chat import ReplySink
+from simplex_rpc.errors import SimplexRpcError
+from simplex_rpc.testing import CoreSimulator
+from test_adapter_support import run
+
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+
+
+@dataclass
+class Recorder:
+    """A ``/_call`` handler that records its calls and answers with a JSON-RPC result."""
+
+    name: str
+    calls: list[IncomingCall] = field(default_factory=list)
+
+    async def __call__(self, call: IncomingCall, send: ReplySink) -> str:
+        self.calls.append(call)
+        return json.dumps({"jsonrpc": "2.0", "id": call.request.get("id"), "result": self.name})
+
+
+@dataclass
+class World:
+    sim: CoreSimulator
+    alice: ChatCore
+    bot: ChatCore
+    carol: ChatCore
+    direct: int  # alice's contact id of bot
+    group: int  # alice's id of the group (alice owner; bot, carol members)
+    raw: Any  # alice's event stream
+
+
+@contextlib.asynccontextmanager
+async def world() -> AsyncIterator[World]:
+    async with (
+        CoreSimulator() as sim,
+        ChatCore.connect(sim.url_for("alice")) as alice,
+        ChatCore.connect(sim.url_for("bot")) as bot,
+        ChatCore.connect(sim.url_for("carol")) as carol,
+    ):
+        for core in (alice, bot, carol):
+            await core.start(service_requests=False)
+        direct, _ = sim.connect("alice", "bot")
+        ids = sim.create_group("team", "alice", ["bot", "carol"])
+        raw = alice.events()
+        try:
+            yield World(sim, alice, bot, carol, direct, ids[("alice", 1)], raw)
+        finally:
+            raw.close()
+
+
+@contextlib.asynccontextmanager
+async def serving(core: ChatCore, handlers: dict[str, Any], **options: Any) -> AsyncIterator[None]:
+    task = asyncio.create_task(core.serve_calls(1, handlers, **options))
+    await asyncio.sleep(0)  # subscribed to events
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def drain(stream: Any) -> list[dict[str, Any]]:
+    """The chat items alice received so far: (text, quoted item id, sender kind)."""
+    items = []
+    while not stream._queue.empty():
+        event = stream._queue.get_nowait()
+        if isinstance(event, dict) and event.get("type") == "newChatItems":
+            for item in event["chatItems"]:
+                chat_item = item["chatItem"]
+                items.append(
+                    {
+                        "text": chat_item["content"]["msgContent"]["text"],
+                        "quoted": (chat_item.get("quotedItem") or {}).get("itemId"),
+                    }
+                )
+    return items
+
+
+async def send_text(core: ChatCore, chat: str, text: str) -> int:
+    """Send ``text`` as a plain message (as a person or a hand-written client would)."""
+    resp = await core.command(
+        f"/_send {chat} json " + json.dumps([{"msgContent": {"type": "text", "text": text}}])
+    )
+    item_id: int = resp["chatItems"][0]["chatItem"]["meta"]["itemId"]
+    return item_id
+
+
+# -- direct and group ------------------------------------------------------------------
+
+
+def test_direct_chat_every_command_is_answered_with_a_quoting_reply() -> None:
+    """In a direct chat the bot answers every command; each reply quotes the command."""
+
+    async def main() -> None:
+        async with world() as w:
+            bot = Recorder("bot")
+            async with serving(w.bot, {"mcp": bot}):
+                replies = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+                assert [r.message for r in replies] == [
+                    {"jsonrpc": "2.0", "id": 1, "result": "bot"}
+                ]
+                assert replies[0].ends and replies[0].sender == "bot"
+                call = bot.calls[0]
+                assert (call.protocol, call.request, call.member) == ("mcp", PING, None)
+                assert call.chat.startswith("@") and call.sender == "alice"
+                assert call.caller.chat == call.chat and call.caller.member is None
+                sent = drain(w.raw)
+                assert sent and all(item["quoted"] is not None for item in sent)
+
+    run(main)
+
+
+def test_group_broadcast_is_answered_by_every_serving_member() -> None:
+    """A command without a mention is a broadcast: each member that serves the protocol answers."""
+
+    async def main() -> None:
+        async with world() as w:
+            bot, carol = Recorder("bot"), Recorder("carol")
+            async with serving(w.bot, {"mcp": bot}), serving(w.carol, {"mcp": carol}):
+                replies = await w.alice.call(f"#{w.group}", "mcp", PING, wait=1.5)
+                assert sorted(r.sender for r in replies) == ["bot", "carol"]
+                assert all(r.ends for r in replies)
+                assert len(bot.calls) == len(carol.calls) == 1
+                assert bot.calls[0].caller.member is not None
+                assert bot.calls[0].caller.chat == bot.calls[0].chat
+
+    run(main)
+
+
+def test_group_mention_is_answered_by_the_mentioned_member_only() -> None:
+    """A command with a mention is answered by the mentioned member; another member's
+    mention is ignored."""
+
+    async def main() -> None:
+        async with world() as w:
+            bot, carol = Recorder("bot"), Recorder("carol")
+            async with serving(w.bot, {"mcp": bot}), serving(w.carol, {"mcp": carol}):
+                replies = await w.alice.call(f"#{w.group}", "mcp", PING, member="bot", wait=10)
+                assert [r.sender for r in replies] == ["bot"]
+                assert bot.calls[0].member == "bot"
+                await asyncio.sleep(0.2)  # carol had the chance to answer and did not
+                assert carol.calls == []
+                assert [i["text"] for i in drain(w.raw)].count(replies[0].text) == 1
+
+    run(main)
+
+
+def test_broadcast_ends_with_every_declared_owners_answer() -> None:
+    """A group's declaration states that its owners serve the protocol: a broadcast
+    completes when each owner's answer ended, without waiting out ``wait``."""
+
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+            ChatCore.connect(sim.url_for("bot")) as bot,
+        ):
+            for core in (alice, bot):
+                await core.start(service_requests=False)
+            prefs = {
+                "protocols": {"mcp": {"versions": ["2025-06-18"], "transports": {"chat": True}}}
+            }
+            ids = sim.create_group("shop", "bot", ["alice"], preferences=prefs)
+            async with serving(bot, {"mcp": Recorder("bot")}):
+                replies = await alice.call(f"#{ids[('alice', 1)]}", "mcp", PING, wait=600)
+                assert [r.sender for r in replies] == ["bot"]
+
+    run(main)
+
+
+# -- replies ------------------------------------------------------------------------------
+
+
+def test_stream_replies_arrive_in_order_each_quoting_the_command() -> None:
+    """Several replies go in order, each quoting the command; the binding's last message
+    ends the answer, and call_stream yields each as it arrives."""
+
+    async def handler(call: IncomingCall, send: ReplySink) -> str:
+        for step in range(3):
+            note = {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progress": step},
+            }
+            await send(json.dumps(note))
+        return json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}})
+
+    async def main() -> None:
+        async with world() as w, serving(w.bot, {"mcp": handler}):
+            seen = [r async for r in w.alice.call_stream(f"@{w.direct}", "mcp", PING, wait=10)]
+            steps = [r.message["params"]["progress"] for r in seen[:3] if r.message]
+            assert steps == [0, 1, 2] and seen[3].ends and len(seen) == 4
+            replies = drain(w.raw)  # what alice's core received: the four replies
+            assert [r["text"] for r in replies] == [r.text for r in seen]
+            quoted = {r["quoted"] for r in replies}
+            assert len(quoted) == 1 and None not in quoted
+
+    run(main)
+
+
+def test_a_reply_too_large_is_replaced_with_the_binding_error() -> None:
+    """A reply over 15,602 bytes of message JSON is replaced with -32603."""
+
+    async def handler(call: IncomingCall, send: ReplySink) -> str:
+        return json.dumps({"jsonrpc": "2.0", "id": 1, "result": "x" * 20_000})
+
+    async def main() -> None:
+        async with world() as w, serving(w.bot, {"mcp": handler}):
+            (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+            assert reply.message is not None and reply.message["error"]["code"] == -32603
+            assert reply.message["id"] == 1 and reply.ends
+
+    run(main)
+
+
+def test_nothing_is_sent_after_a_stream_reply_is_replaced() -> None:
+    """For a stream, nothing more is sent after the size replacement."""
+
+    async def handler(call: IncomingCall, send: ReplySink) -> str:
+        event = {"jsonrpc": "2.0", "id": 1, "result": {"statusUpdate": {"big": "x" * 20_000}}}
+        await send(json.dumps(event))
+        await send(json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"later": True}}))
+        return json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"last": True}})
+
+    request = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {}}
+
+    async def main() -> None:
+        async with world() as w, serving(w.bot, {"a2a": handler}):
+            replies = await w.alice.call(f"@{w.direct}", "a2a", request, wait=1.5)
+            assert len(replies) == 1 and replies[0].message is not None
+            assert replies[0].message["error"]["code"] == -32603
+
+    run(main)
+
+
+def test_a_call_that_does_not_parse_gets_the_parse_error_and_other_text_is_left_alone() -> None:
+    """A /_call that does not parse gets -32700 as a quoting reply; other text gets nothing."""
+
+    async def main() -> None:
+        async with world() as w:
+            bot = Recorder("bot")
+            async with serving(w.bot, {"mcp": bot}):
+                chat = f"@{w.direct}"
+                await send_text(w.alice, chat, "hello bot")
+                bad = await send_text(w.alice, chat, '/_call mcp {"jsonrpc": ')
+                async with asyncio.timeout(10):
+                    while not (replies := [i for i in drain(w.raw) if i["quoted"] == bad]):
+                        await asyncio.sleep(0.02)
+                (reply,) = replies
+                message = json.loads(reply["text"])
+                assert message["error"]["code"] == -32700 and message["id"] is None
+                assert bot.calls == [] and w.sim.stats.messages == 3
+
+    run(main)
+
+
+def test_a_broken_command_for_another_member_is_left_to_that_member() -> None:
+    """In a group, a /_call that does not parse but mentions another member is not
+    answered by this bot; one that mentions it gets the parse error."""
+
+    async def main() -> None:
+        async with world() as w, serving(w.bot, {"mcp": Recorder("bot")}):
+            chat = f"#{w.group}"
+            other = await send_text(w.alice, chat, '/_call @carol mcp {"broken": ')
+            mine = await send_text(w.alice, chat, '/_call @bot mcp {"broken": ')
+            received: list[dict[str, Any]] = []
+            async with asyncio.timeout(10):
+                while not any(i["quoted"] == mine for i in received):
+                    received += drain(w.raw)
+                    await asyncio.sleep(0.02)
+            await asyncio.sleep(0.2)
+            received += drain(w.raw)
+            (reply,) = [i for i in received if i["quoted"] == mine]
+            assert json.loads(reply["text"])["error"]["code"] == -32700
+            assert not [i for i in received if i["quoted"] == other]
+
+    run(main)
+
+
+def test_a_failing_or_late_handler_gets_the_internal_error_without_its_text() -> None:
+    """A handler that raises is answered -32603 without its exception text; one past
+    handler_timeout is cancelled and answered the same way."""
+    cancelled = []
+
+    async def failing(call: IncomingCall, send: ReplySink) -> str:
+        raise RuntimeError("secret detail")
+
+    async def late(call: IncomingCall, send: ReplySink) -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return ""
+
+    async def main() -> None:
+        async with world() as w:
+            async with serving(w.bot, {"mcp": failing}):
+                (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+                assert reply.message is not None and reply.message["error"]["code"] == -32603
+                assert "secret" not in reply.text
+            async with serving(w.bot, {"mcp": late}, handler_timeout=0.2):
+                (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+                assert reply.message is not None and reply.message["error"]["code"] == -32603
+                assert cancelled == [True]
+
+    run(main)
+
+
+def test_each_command_is_answered_exactly_once() -> None:
+    """The same chat item delivered twice is answered once."""
+
+    async def main() -> None:
+        async with world() as w:
+            bot = Recorder("bot")
+            async with serving(w.bot, {"mcp": bot}):
+                captured = w.bot.events()
+                await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+                event = await anext(captured)
+                captured.close()
+                await w.sim.send_event("bot", event)
+                await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+                assert len(bot.calls) == 2
+
+    run(main)
+
+
+# -- refusals before sending -------------------------------------------------------------
+
+
+def test_the_caller_refuses_before_sending() -> None:
+    """Refused before sending: a command that does not fit one message; an A2A request
+    with a credential in a group ("A request with a credential MUST NOT be sent in a
+    group"); a mention in a direct chat or of an unknown member."""
+    credential = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "a2a-service-parameters": {"A2A-Version": "1.0", "Authorization": "Bearer abc"},
+        "params": {},
+    }
+
+    async def main() -> None:
+        async with world() as w:
+            with pytest.raises(CallRefused, match="does not fit"):
+                await w.alice.call(f"@{w.direct}", "mcp", {"x": "y" * 16_000})
+            with pytest.raises(CallRefused, match="credential") as info:
+                await w.alice.call(f"#{w.group}", "a2a", credential)
+            assert "Bearer" not in str(info.value)
+            with pytest.raises(CallRefused, match="direct chat"):
+                await w.alice.call(f"@{w.direct}", "mcp", PING, member="bot")
+            with pytest.raises(CallRefused, match="no member"):
+                await w.alice.call(f"#{w.group}", "mcp", PING, member="nobody")
+            with pytest.raises(SimplexRpcError, match="ChatRef"):
+                await w.alice.call("bot", "mcp", PING)
+            assert w.sim.stats.messages == 0
+            # In a direct chat the credential may go.
+            assert await w.alice.call(f"@{w.direct}", "a2a", credential, wait=0.1) == ()
+            assert w.sim.stats.messages == 1
+
+    run(main)
+
+
+# -- hostile events --------------------------------------------------------------------------
+
+
+def test_hostile_events_never_crash_the_bot_nor_get_answered_twice(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every field of an event can be missing, of the wrong type or hostile: the bot logs
+    and goes on."""
+
+    async def main() -> None:
+        async with world() as w:
+            bot = Recorder("bot")
+            async with serving(w.bot, {"mcp": bot}):
+                captured = w.bot.events()
+                await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+                good = await anext(captured)
+                captured.close()
+                item = good["chatItems"][0]
+
+                def variant(**changes: Any) -> dict[str, Any]:
+                    copy = json.loads(json.dumps(item))
+                    chat_item = copy["chatItem"]
+                    chat_item["meta"]["itemId"] = changes.pop("item_id", 1000)
+                    for key, value in changes.items():
+                        if key == "text":
+                            chat_item["content"]["msgContent"]["text"] = value
+                        else:
+                            chat_item[key] = value
+                    return {"type": "newChatItems", "user": good["user"], "chatItems": [copy]}
+
+                no_text = variant(item_id=1001)
+                del no_text["chatItems"][0]["chatItem"]["content"]["msgContent"]["text"]
+                hostile = [
+                    no_text,
+                    variant(item_id=1002, quotedItem={"itemId": 99_999}, text="hi"),
+                    variant(item_id=1003, mentions=[1, 2], text="/_call @bot mcp {}"),
+                    variant(item_id=1004, text="/_call mcp " + "[" * 100_000),
+                    variant(item_id=1005, text='/_call mcp {"a":"\ud800"}'),
+                    {**good, "user": {"userId": 2}},
+                    {"type": "newChatItems", "user": good["user"], "chatItems": "nope"},
+                    {"type": "newChatItems", "user": good["user"], "chatItems": [None, 1, {}]},
+                ]
+                with caplog.at_level(logging.DEBUG, logger="simplex_rpc.adapter"):
+                    for event in hostile:
+                        await w.sim.send_event("bot", event)
+                    await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+                # Answered: the two good calls, and item 1003 (a direct chat answers
+                # every command; its broken mention map does not matter there).
+                assert 1003 in {c.item_id for c in bot.calls}
+                assert len(bot.calls) == 3
+                assert "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[" not in caplog.text
+
+    run(main)
+
+
+def test_commands_of_another_user_of_the_core_are_ignored() -> None:
+    """serve_calls answers its own user's commands only, as serve does."""
+
+    async def main() -> None:
+        async with (
+            CoreSimulator(users=(1, 2)) as sim,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+            ChatCore.connect(sim.url_for("bot")) as bot,
+        ):
+            for core in (alice, bot):
+                await core.start(service_requests=False)
+            to_user2, _ = sim.connect("alice", ("bot", 2))
+            recorder = Recorder("bot")
+            async with serving(bot, {"mcp": recorder}):
+                assert await alice.call(f"@{to_user2}", "mcp", PING, wait=0.5) == ()
+                assert recorder.calls == []
+
+    run(main)

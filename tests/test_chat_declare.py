@@ -1,0 +1,220 @@
+"""Profile declarations through the core ("Profile declarations" of the protocol text).
+
+``declare`` writes ``preferences.protocols`` (and ``groupPreferences``) with
+``/_profile`` and ``/_group_profile``, merging into the profile; ``serve`` and
+``serve_calls`` declare what they serve; ``link_declarations`` reads a link's
+data with ``/_connect plan``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from simplex_rpc.adapter import ChatCore, IncomingCall, LinkDeclarations
+from simplex_rpc.adapter._chat import ReplySink
+from simplex_rpc.declarations import ProtocolDeclaration
+from simplex_rpc.errors import ChatCoreError, DeclarationError, SimplexRpcError
+from simplex_rpc.testing import CoreSimulator
+from test_adapter_support import run
+
+MCP = ProtocolDeclaration(versions=("2025-06-18",), chat=True, rpc=True)
+PROFILE = {
+    "displayName": "Acme",
+    "fullName": "Acme Inc.",
+    "shortDescr": "Orders",
+    "preferences": {
+        "timedMessages": {"allow": "yes"},
+        "commands": [{"type": "command", "keyword": "help", "label": "Help"}],
+    },
+}
+
+
+@contextlib.asynccontextmanager
+async def two_cores() -> AsyncIterator[tuple[CoreSimulator, ChatCore, ChatCore]]:
+    async with (
+        CoreSimulator() as sim,
+        ChatCore.connect(sim.url_for("bot")) as bot,
+        ChatCore.connect(sim.url_for("alice")) as alice,
+    ):
+        for core in (bot, alice):
+            await core.start(service_requests=True)
+        sim.set_profile("bot", PROFILE)
+        yield sim, bot, alice
+
+
+def test_declare_merges_into_the_profile() -> None:
+    """/_profile replaces the whole profile: declare keeps the rest of the profile and
+    its other preferences, and writes preferences.protocols."""
+
+    async def main() -> None:
+        async with two_cores() as (sim, bot, _):
+            written = await bot.declare(1, {"mcp": MCP})
+            assert written == {"mcp": MCP}
+            profile = sim.profile("bot")
+            assert {k: v for k, v in profile.items() if k != "preferences"} == {
+                k: v for k, v in PROFILE.items() if k != "preferences"
+            }
+            preferences = profile["preferences"]
+            assert preferences["timedMessages"] == {"allow": "yes"}
+            assert preferences["commands"] == PROFILE["preferences"]["commands"]  # type: ignore[index]
+            assert preferences["protocols"] == {
+                "mcp": {"versions": ["2025-06-18"], "transports": {"chat": True, "rpc": True}}
+            }
+            # The protocols key is written whole: a later declare replaces it.
+            raw = {"a2a": {"versions": ["1.0"], "transports": {"chat": True}}}
+            await bot.declare(1, raw)
+            assert sim.profile("bot")["preferences"]["protocols"] == raw
+            assert await bot.declared(1) == {
+                "a2a": ProtocolDeclaration(versions=("1.0",), chat=True)
+            }
+
+    run(main)
+
+
+def test_declare_refuses_what_is_not_a_declaration() -> None:
+    async def main() -> None:
+        async with two_cores() as (sim, bot, _):
+            with pytest.raises(DeclarationError, match="not a valid declaration"):
+                await bot.declare(1, {"mcp": {"versions": "x", "transports": {}}})
+            with pytest.raises(DeclarationError, match="protocol"):
+                await bot.declare(1, {"MCP": MCP})
+            with pytest.raises(SimplexRpcError, match="user_id"):
+                await bot.declare(0, {"mcp": MCP})
+            assert "protocols" not in sim.profile("bot")["preferences"]
+
+    run(main)
+
+
+def test_group_declaration_goes_into_group_preferences() -> None:
+    """A group's declaration is in groupPreferences, without rpc (valid in preferences
+    only); only an owner can write it."""
+
+    async def main() -> None:
+        async with two_cores() as (sim, bot, alice):
+            ids = sim.create_group(
+                "shop", "bot", ["alice"], preferences={"history": {"enable": "on"}}
+            )
+            await bot.declare(1, {"mcp": MCP}, group_id=ids[("bot", 1)])
+            declared = await alice.declared(1, group_id=ids[("alice", 1)])
+            assert declared == {"mcp": ProtocolDeclaration(versions=("2025-06-18",), chat=True)}
+            (info,) = (await alice.command("/_groups 1"))["groups"]
+            assert info["groupProfile"]["groupPreferences"]["history"] == {"enable": "on"}
+            with pytest.raises(ChatCoreError, match="groupUserRole"):
+                await alice.declare(1, {"mcp": MCP}, group_id=ids[("alice", 1)])
+
+    run(main)
+
+
+def test_business_chat_gets_a_copy_of_the_profile_protocols() -> None:
+    """In a business chat, protocols of the business profile MUST be copied into the
+    chat's groupPreferences: declare copies them, dropping rpc."""
+
+    async def main() -> None:
+        async with two_cores() as (sim, bot, alice):
+            ids = sim.create_group("Acme", "bot", ["alice"], business=True)
+            plain = sim.create_group("other", "bot", ["alice"])
+            await bot.declare(1, {"mcp": MCP})
+            copied = await alice.declared(1, group_id=ids[("alice", 1)])
+            assert copied == {"mcp": ProtocolDeclaration(versions=("2025-06-18",), chat=True)}
+            assert await alice.declared(1, group_id=plain[("alice", 1)]) == {}
+
+    run(main)
+
+
+def test_serve_and_serve_calls_declare_what_they_serve() -> None:
+    """serve(declare=True) declares transports.rpc, serve_calls(declare=True)
+    transports.chat; each keeps what the other declared."""
+
+    async def echo(call: IncomingCall, send: ReplySink) -> str:
+        return json.dumps({"jsonrpc": "2.0", "id": call.request.get("id"), "result": {}})
+
+    async def main() -> None:
+        async with two_cores() as (sim, bot, _):
+            await bot.service_address(1)
+            tasks = [
+                asyncio.create_task(
+                    bot.serve(
+                        1,
+                        lambda r: {},
+                        protocols=["mcp"],
+                        declare=True,
+                        versions={"mcp": ["2025-06-18"]},
+                    )
+                )
+            ]
+            async with asyncio.timeout(10):
+                while "protocols" not in sim.profile("bot").get("preferences", {}):
+                    await asyncio.sleep(0.01)
+            assert await bot.declared(1) == {
+                "mcp": ProtocolDeclaration(versions=("2025-06-18",), rpc=True)
+            }
+            tasks.append(asyncio.create_task(bot.serve_calls(1, {"mcp": echo}, declare=True)))
+            async with asyncio.timeout(10):
+                while not (await bot.declared(1))["mcp"].chat:
+                    await asyncio.sleep(0.01)
+            assert await bot.declared(1) == {"mcp": MCP}
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    run(main)
+
+
+def test_link_declarations_read_a_contact_address_without_connecting() -> None:
+    """/_connect plan returns the link data: the profile's protocols, serves, business."""
+
+    async def read() -> None:
+        async with two_cores() as (sim, bot, alice):
+            address = await bot.service_address(1)
+            profile: dict[str, Any] = json.loads(json.dumps(PROFILE))
+            profile["preferences"]["protocols"] = {
+                "mcp": MCP.to_dict(),
+                "a2a": {"versions": ["1.0"]},  # breaks the schema: dropped
+            }
+            sim.set_profile("bot", profile)
+            sim.set_link_data(address.link, serves=["agent", "robot"])
+            found = await alice.link_declarations(1, address.link)
+            assert found == LinkDeclarations(
+                kind="contact",
+                name="Acme",
+                protocols={"mcp": MCP},
+                serves=["agent"],
+                audience=None,
+                business=False,
+            )
+            own = await bot.link_declarations(1, address.link)
+            assert own.own and own.protocols == {}
+            assert sim.stats.messages == 0  # nothing was sent to connect
+
+    run(read)
+
+
+def test_link_declarations_read_a_group_link() -> None:
+    """A group's link data: groupPreferences.protocols and publicGroup.audience."""
+
+    async def main() -> None:
+        async with two_cores() as (sim, _bot, alice):
+            prefs = {
+                "protocols": {
+                    "a2a": {"versions": ["1.0"], "transports": {"chat": True, "rpc": True}}
+                }
+            }
+            ids = sim.create_group("news", "bot", [], preferences=prefs)
+            link = sim.group_link("bot", ids[("bot", 1)])
+            found = await alice.link_declarations(1, link)
+            assert found.kind == "group" and found.name == "news" and found.serves is None
+            assert found.protocols == {"a2a": ProtocolDeclaration(versions=("1.0",), chat=True)}
+            assert found.audience == ["human"]
+            with pytest.raises(ChatCoreError, match="invalidConnReq"):
+                await alice.link_declarations(1, "https://example.com/not-a-link")
+            with pytest.raises(SimplexRpcError, match="link"):
+                await alice.link_declarations(1, "two words")
+
+    run(main)

@@ -1,0 +1,167 @@
+"""What a plain install promises (issue 13), checked from the source tree.
+
+The built wheel itself is checked by ``make dist`` (tests/dist/check_wheel.py)
+and installed on every CPython present by ``.ci/dist-check``. Here:
+
+* the runtime dependencies are what ``import simplex_rpc`` and the main
+  commands need: ``simplex-rpc demo`` and ``simplex-rpc vectors check`` run
+  without cryptography, and each optional feature that needs it raises a
+  library error naming the ``crypto`` extra;
+* the values stored so that they can (the demo's X448 keys, the vectors' RSA
+  and P-256 keys) are exactly what cryptography computes;
+* ``backend_info()`` and ``--version`` say which backend runs and why;
+* the package metadata: the MIT LICENSE, the setuptools floor of the SPDX
+  ``license`` field, a long description that starts with what the library is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import simplex_rpc as sx
+from simplex_rpc import _backend, _demo, _vectors
+from simplex_rpc.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+
+#: Run Python with cryptography made unimportable, as on a plain install.
+NO_CRYPTOGRAPHY = "import sys\nsys.modules['cryptography'] = None\n"
+
+
+def run_without_cryptography(code: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "-c", NO_CRYPTOGRAPHY + code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+# -- dependencies -------------------------------------------------------------------
+
+
+def test_rule_cryptography_is_an_extra_not_a_runtime_dependency() -> None:
+    runtime = [re.split(r"[<>=\[ ]", d)[0] for d in PYPROJECT["project"]["dependencies"]]
+    assert "cryptography" not in runtime
+    assert set(runtime) == {"pynacl", "cffi", "cbor2", "websockets"}
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    assert any(d.startswith("cryptography") for d in extras["crypto"])
+
+
+def test_rule_demo_and_vectors_check_run_without_cryptography() -> None:
+    code = (
+        "from simplex_rpc.cli import main\n"
+        "assert main(['vectors', 'check', 'vectors']) == 0\n"
+        "assert main(['demo']) == 0\n"
+        "assert 'cryptography' not in sys.modules or sys.modules['cryptography'] is None\n"
+    )
+    done = run_without_cryptography(code)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "every file is as generated" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        ("sx.PublicKey.from_pem(sx.SigningKey.generate().public_key.to_pem())", "SimplexRpcError"),
+        ("_demo.demo_ad((b'a', b'b'))", "SimplexRpcError"),
+        ("_vectors._foreign_der_from_numbers()", "VectorError"),
+    ],
+)
+def test_rule_a_feature_without_its_extra_names_the_extra(call: str, error: str) -> None:
+    code = (
+        "import simplex_rpc as sx\nfrom simplex_rpc import _demo, _vectors\n"
+        f"try:\n    {call}\nexcept sx.SimplexRpcError as exc:\n"
+        "    print(type(exc).__name__, exc)\nelse:\n    print('no error')\n"
+    )
+    done = run_without_cryptography(code)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith(error + " "), done.stdout
+    assert "pip install 'simplex-rpc[crypto]'" in done.stdout
+
+
+def test_rule_stored_x448_keys_are_what_cryptography_computes() -> None:
+    assert set(_demo._KNOWN_X448) == {*_demo.DEMO_AD_LABELS, *_demo._OTHER_AD_LABELS}
+    for label, stored in _demo._KNOWN_X448.items():
+        assert _demo._x448_from_label(label) == stored, label
+    assert len(_demo.demo_ad()) == 112
+
+
+def test_rule_stored_foreign_keys_are_what_cryptography_builds() -> None:
+    assert _vectors._foreign_der_from_numbers() == _vectors._FOREIGN_DER
+
+
+# -- backend_info and --version --------------------------------------------------------
+
+
+def test_rule_backend_info_names_the_running_backend_and_why_not_the_other() -> None:
+    info = sx.backend_info()
+    assert info.name == sx.backend()
+    if info.name == "c":
+        assert info.extension is not None and "_simplex_rpc_c" in info.extension
+        assert "SIMPLEX_RPC_PURE=1" in info.reason
+    else:
+        assert info.extension is None
+        assert info.reason == f"C backend unavailable: {_backend.c_unavailable_reason}"
+    assert str(info) == f"backend {info.name} ({info.reason})"
+
+
+def test_rule_version_prints_the_version_and_the_backend(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"simplex-rpc {sx.__version__}"
+    info = sx.backend_info()
+    assert lines[1] == f"backend: {info.name} ({info.reason})"
+
+
+# -- metadata --------------------------------------------------------------------------
+
+
+def test_rule_the_licence_is_mit_and_shipped() -> None:
+    project = PYPROJECT["project"]
+    assert project["license"] == "MIT"
+    assert project["license-files"] == ["LICENSE"]
+    assert (ROOT / "LICENSE").read_text("utf-8").startswith("MIT License\n")
+
+
+def test_rule_the_build_floor_supports_the_spdx_licence_field() -> None:
+    requires = PYPROJECT["build-system"]["requires"]
+    assert "setuptools>=77" in requires
+
+
+def test_rule_the_long_description_starts_with_what_the_library_is() -> None:
+    readme = PYPROJECT["project"]["readme"]
+    text = (ROOT / readme).read_text("utf-8")
+    first = text.split("\n\n")[1]
+    assert first.startswith("simplex-rpc is the Service RPC transport")
+    assert "pip install simplex-rpc" in text.split("```python")[0]
+    # The repository's README still opens with the developers' two commands.
+    top = (ROOT / "README.md").read_text("utf-8").split("```sh\n", 1)[1].splitlines()
+    assert top[0].startswith("make demo") and top[1].startswith("make test")
+
+
+def test_rule_the_long_description_example_runs(tmp_path: Path) -> None:
+    text = (ROOT / PYPROJECT["project"]["readme"]).read_text("utf-8")
+    (block,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    script = tmp_path / "pypi_example.py"
+    script.write_text(block, "utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

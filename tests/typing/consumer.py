@@ -1,0 +1,59 @@
+"""A consumer of the public API, type-checked with ``mypy --strict`` (issue 13).
+
+Every call below must keep its precise type through the backend seam: each
+``assert_type`` fails the check if a result decays to ``Any``. CI runs this
+against the installed wheel (``py.typed``) and against the source tree; its
+twin ``consumer_wrong.py`` must fail the same check.
+"""
+
+from __future__ import annotations
+
+from typing import assert_type
+
+import simplex_rpc as sx
+
+AD = bytes(112)
+KEY = sx.SigningKey.generate()
+
+
+def seal(payload: bytes) -> bytes:
+    """A function a consumer writes: under --strict it must not return Any."""
+    return sx.seal_request(payload, AD, KEY)
+
+
+def main() -> None:
+    block = seal(b'{"jsonrpc":"2.0"}')
+    opened = sx.open_request(block, AD, strict=True)
+    assert_type(opened, sx.OpenedRequest)
+    assert_type(opened.payload, bytes)
+    assert_type(opened.signer, sx.PublicKey | None)
+    assert_type(sx.seal_request(b"x", AD), bytes)
+    assert_type(sx.seal_response(b"{}"), bytes)
+    assert_type(sx.open_response(sx.seal_response(b"{}")), bytes)
+    assert_type(sx.pad(b"x"), bytes)
+    assert_type(sx.pad(b"x", 64), bytes)
+    assert_type(sx.unpad(sx.pad(b"x"), strict=True), bytes)
+    assert_type(sx.pad_many([b"a", b"b"]), bytes)
+    assert_type(sx.pad_many([b"a"], 64, out=bytearray(64)), memoryview)
+    assert_type(sx.unpad_many(sx.pad_many([b"a"])), list[bytes])
+    assert_type(sx.unpad_many(sx.pad_many([b"a"]), views=True), list[memoryview])
+    assert_type(sx.encode_frame("response", b"{}"), bytes)
+    assert_type(sx.decode_frame(sx.encode_frame("response", b"{}")), sx.Frame)
+    assert_type(sx.seal_requests([b"a", b"b"], AD, KEY, workers=2), bytes)
+    results = sx.open_requests(sx.seal_requests([b"a"], AD), AD, strict=True)
+    assert_type(results, sx.OpenedRequests)
+    assert_type(results.ok, bool)
+    assert_type(results.failures, tuple[sx.BlockFailure, ...])
+    assert_type(results.unwrap(), list[sx.OpenedRequest])
+    assert_type(sx.backend(), str)
+    assert_type(sx.backend_info(), sx.BackendInfo)
+    assert_type(sx.backend_info().reason, str)
+    try:
+        sx.seal_request(bytes(20_000), AD)
+    except sx.PayloadTooLarge as exc:
+        assert_type(exc.size, int)
+        assert_type(exc.limit, int)
+
+
+if __name__ == "__main__":
+    main()
