@@ -14,6 +14,13 @@ A round trip is one function, chosen once per transport (``via``):
   "MCP binding": over Service RPC the request is the envelope's ``request``
   and the answer its ``response``), signed with ``sign_key`` when given and
   naming its public key in ``requestKey``.
+* ``chat``: ``/_call mcp <request>`` in a conversation (a ChatRef,
+  ``ChatCore.call_stream``). The bot's notifications for the request
+  (progress, log messages) are replies before the answer; they reach the SDK
+  as notifications, and the reply with the JSON-RPC response ends the call.
+* ``auto``: the address's declarations (``ChatCore.link_declarations``),
+  read once when the transport starts: ``rpc`` when ``mcp`` declares
+  ``transports.rpc``, otherwise a clear error.
 
 Envelope errors (the request was not passed to the server) become JSON-RPC
 errors with the code :data:`SERVICE_RPC_ERROR`, whose message starts with the
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
@@ -48,13 +56,13 @@ from mcp_types import (
 from pydantic import ValidationError
 
 from . import mcp
-from ._bridge import INTERNAL_ERROR, error_response
+from ._bridge import INTERNAL_ERROR, INVALID_REQUEST, error_response
 from ._client_args import check_destination, check_seconds
 from ._envelope import ErrorCode, ErrorInfo, Request
 from ._keys import SigningKey
 from ._redact import RedactingLogger, redact
-from .adapter import ChatCore, ChatCoreTimeout
-from .errors import ChatCoreError
+from .adapter import CallRefused, ChatCore, ChatCoreTimeout
+from .errors import ChatCoreError, SimplexRpcError
 
 __all__ = ["SERVICE_RPC_ERROR", "VIAS", "SimplexTransport"]
 
@@ -67,8 +75,10 @@ In MCP's implementation-defined band (-32000 to -32019), beside the SDK's
 own -32000 and -32001. ``error.data.serviceRpcError`` is the envelope's
 error object (``code``, ``message``, ``retryAfter``)."""
 
-VIAS: Final = ("rpc",)
-"""The transports a request can go by."""
+VIAS: Final = ("rpc", "chat", "auto")
+"""The transports a request can go by (``auto``: chosen from the address's declarations)."""
+
+_CHAT_REF: Final = re.compile(r"[@#][1-9][0-9]{0,18}")
 
 DEFAULT_MAX_RETRY_AFTER: Final = 60.0
 """Seconds of ``retryAfter`` honoured by default; a longer wait is returned as the error."""
@@ -111,6 +121,15 @@ class SimplexTransport:
       with ``sign_key`` when given (``requestKey`` is then its public key). A
       tool marked for a conversation is an ``MCPError`` whose message starts
       with ``conversation_required``.
+    * ``via="chat"``: ``target`` is a ChatRef (``"@5"`` a contact, ``"#7"``
+      a group, with ``member`` the bot's display name to mention); each
+      request is ``/_call mcp`` there. Notification replies reach the SDK as
+      notifications (progress with the call's ``progress_callback``); the
+      response ends the call. ``sign_key`` does not apply.
+    * ``via="auto"``: ``target`` is the address link; its declarations are
+      read when the transport starts, and ``rpc`` is used when ``mcp``
+      declares ``transports.rpc``. Otherwise entering raises
+      :class:`~simplex_rpc.errors.SimplexRpcError`.
     * ``timeout``: seconds the bot has to answer each request (the core's
       ``timeout=``, rounded up to whole seconds).
     * ``max_retry_after``: an error with ``retryAfter`` (``rate_limited``) is
@@ -132,10 +151,11 @@ class SimplexTransport:
         sign_key: SigningKey | None = None,
         timeout: float = 30.0,
         max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
+        member: str | None = None,
     ) -> None:
         if not isinstance(core, ChatCore):
             raise TypeError(f"core: expected a ChatCore, got {type(core).__name__}")
-        self.check_arguments(user_id, target, via=via, timeout=timeout)
+        self.check_arguments(user_id, target, via=via, timeout=timeout, member=member)
         if sign_key is not None and not isinstance(sign_key, SigningKey):
             raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
         self.core = core
@@ -144,18 +164,42 @@ class SimplexTransport:
         self.via = via
         self.timeout = float(timeout)
         self.max_retry_after = check_seconds(max_retry_after, "max_retry_after")
+        self.member = member
         self._sign_key = sign_key
-        self._round_trip: RoundTrip = self._rpc_round_trip
+        self._round_trip: RoundTrip = (
+            self._chat_round_trip if via == "chat" else self._rpc_round_trip
+        )
         self._cm: AbstractAsyncContextManager[TransportStreams] | None = None
 
     @staticmethod
-    def check_arguments(user_id: object, target: object, *, via: object, timeout: object) -> None:
+    def check_arguments(
+        user_id: object,
+        target: object,
+        *,
+        via: object,
+        timeout: object,
+        member: object = None,
+    ) -> None:
         """Raise for arguments the constructor would refuse (before a core is open)."""
         check_destination(user_id, target)
         if via not in VIAS:
-            raise ValueError(
-                f"via: {str(via)[:32]!r} is not a transport this version serves;"
-                f" expected one of {', '.join(VIAS)}"
+            raise ValueError(f"via: {str(via)[:32]!r} is not one of {', '.join(VIAS)}")
+        if via == "chat":
+            if not isinstance(target, str) or not _CHAT_REF.fullmatch(target):
+                raise SimplexRpcError(
+                    "target: via='chat' calls in a conversation: expected a ChatRef,"
+                    " '@<contactId>' or '#<groupId>'"
+                )
+            if member is not None and (not isinstance(member, str) or not member):
+                raise SimplexRpcError("member: expected a member's display name")
+            if member is not None and target.startswith("@"):
+                raise SimplexRpcError("member: a direct chat has no members to mention")
+        elif member is not None:
+            raise SimplexRpcError("member: only for via='chat' in a group")
+        elif isinstance(target, str) and _CHAT_REF.fullmatch(target):
+            raise SimplexRpcError(
+                f"target: {target} is a ChatRef: use via='chat', or the address link for"
+                f" via={via!r}"
             )
         check_seconds(timeout, "timeout")
 
@@ -195,6 +239,51 @@ class SimplexTransport:
                 " or the repeats are used up"
             )
         return envelope_error(request_id, error, hint=hint)
+
+    async def _chat_round_trip(self, message: dict[str, Any], notify: Notify) -> dict[str, Any]:
+        """``/_call mcp`` in the chat: notifications as they come, then the response."""
+        request_id = message.get("id")
+        try:
+            replies = self.core.call_stream(
+                self.target,
+                mcp.PROTOCOL,
+                message,
+                member=self.member,
+                wait=self.timeout,
+                user_id=self.user_id,
+            )
+            async for reply in replies:
+                body = reply.message
+                if body is None:
+                    continue  # a text reply, not a message of the binding
+                if "id" not in body and isinstance(body.get("method"), str):
+                    await notify(body)
+                elif body.get("id") == request_id or reply.ends:
+                    return self._checked(body, request_id)
+        except CallRefused as exc:
+            return error_response(request_id, INVALID_REQUEST, f"not sent: {exc}")
+        return error_response(
+            request_id,
+            REQUEST_TIMEOUT,
+            f"no answer in {self.target} within {self.timeout:g} seconds",
+        )
+
+    async def _choose(self) -> None:
+        """``via="auto"``: the round trip the address's declarations allow."""
+        declared = await self.core.link_declarations(self.user_id, self.target)
+        entry = declared.protocols.get(mcp.PROTOCOL)
+        transports = entry.transports if entry is not None else ()
+        if "rpc" in transports:
+            self._round_trip = self._rpc_round_trip
+            return
+        if entry is None:
+            what = "does not declare mcp"
+        else:
+            what = f"declares mcp over {', '.join(transports) or 'no transport'} only"
+        raise SimplexRpcError(
+            f"via='auto': the address {what}, not over Service RPC (transports.rpc);"
+            " connect to it and call with via='chat' and the contact's ChatRef"
+        )
 
     @staticmethod
     def _checked(answer: object, request_id: Any) -> dict[str, Any]:
@@ -299,9 +388,14 @@ class SimplexTransport:
                 tg.cancel_scope.cancel()
 
     async def __aenter__(self) -> TransportStreams:
-        """Start the transport; return the SDK's read and write streams."""
+        """Start the transport; return the SDK's read and write streams.
+
+        With ``via="auto"``, the address's declarations are read first.
+        """
         if self._cm is not None:
             raise RuntimeError("SimplexTransport: already entered")
+        if self.via == "auto":
+            await self._choose()
         self._cm = self._connect()
         return await self._cm.__aenter__()
 
