@@ -15,7 +15,13 @@ transport:
 
 * over Service RPC: the envelope's ``request`` and ``response``. The bot
   serves one-shot ``SendMessage`` there and answers everything else
-  ``conversation_required``, which is raised as :class:`ServiceRpcError`.
+  ``conversation_required``, which is raised as :class:`ServiceRpcError`;
+* in a conversation, when the transport knows the chat with the bot
+  (``chats=``): ``/_call a2a`` there (``ChatCore.call_stream``), for
+  streaming (``SendStreamingMessage``, ``SubscribeToTask``: each
+  StreamResponse one reply, until the terminal or interrupted state) and
+  follow-ups (``GetTask``, ``CancelTask``, a message with ``taskId`` or
+  ``contextId``, everything Service RPC does not serve).
 
 JSON-RPC errors of the bot raise the SDK's own error classes
 (``VersionNotSupportedError``, ``TaskNotFoundError``, ...), as over HTTP.
@@ -24,8 +30,9 @@ JSON-RPC errors of the bot raise the SDK's own error classes
 from __future__ import annotations
 
 import math
+import re
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Final
 
 from a2a.client.client import ClientCallContext, ClientConfig
@@ -61,8 +68,8 @@ from ._client_args import check_destination, check_seconds
 from ._envelope import ErrorCode, ErrorInfo, Request
 from ._keys import SigningKey
 from ._redact import redact
-from .adapter import ChatCore, ChatCoreTimeout
-from .errors import ChatCoreError
+from .adapter import CallRefused, ChatCore, ChatCoreTimeout
+from .errors import ChatCoreError, SimplexRpcError
 
 __all__ = ["ServiceRpcError", "SimplexA2aTransport", "register_client"]
 
@@ -74,6 +81,14 @@ RETRIES: Final = 3
 RoundTrip = Callable[[dict[str, Any], float], Awaitable[dict[str, Any]]]
 """One request to the bot: the JSON-RPC request and the seconds it may take in,
 its JSON-RPC response out."""
+
+_CHAT_REF: Final = re.compile(r"[@#][1-9][0-9]{0,18}")
+
+
+def _check_chat(chat: object, where: str) -> str:
+    if not isinstance(chat, str) or not _CHAT_REF.fullmatch(chat):
+        raise SimplexRpcError(f"{where}: expected a ChatRef, '@<contactId>' or '#<groupId>'")
+    return chat
 
 
 class ServiceRpcError(A2AClientError):
@@ -133,7 +148,10 @@ class SimplexA2aTransport(ClientTransport):
     Made by the producer :func:`register_client` registers; ``version`` is the
     A2A version of the card's SimpleX interface. A ``ClientCallContext`` may
     give ``service_parameters`` (sent in ``a2a-service-parameters``; its
-    ``A2A-Version``, if any, replaces ``version``) and ``timeout``.
+    ``A2A-Version``, if any, replaces ``version``) and ``timeout``. ``chat``
+    is the ChatRef of a conversation with the bot: requests Service RPC does
+    not serve go there as ``/_call a2a``; without it they go over Service
+    RPC and raise ``conversation_required``.
     """
 
     def __init__(
@@ -147,12 +165,14 @@ class SimplexA2aTransport(ClientTransport):
         sign_key: SigningKey | None = None,
         timeout: float = 30.0,
         max_retry_after: float = 60.0,
+        chat: str | None = None,
     ) -> None:
         if not isinstance(core, ChatCore):
             raise TypeError(f"core: expected a ChatCore, got {type(core).__name__}")
         if sign_key is not None and not isinstance(sign_key, SigningKey):
             raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
         a2a.agent_card_interface(target, version)  # checks the link and the version
+        self.chat = _check_chat(chat, "chat") if chat is not None else None
         check_destination(user_id, target)
         self.core = core
         self.user_id = user_id
@@ -230,18 +250,51 @@ class SimplexA2aTransport(ClientTransport):
             raise A2AClientError("the bot's answer is not a JSON-RPC response to this request")
         return answer
 
+    def _in_chat(self, message: dict[str, Any]) -> bool:
+        """Whether ``message`` goes to the conversation: one Service RPC does not serve."""
+        return self.chat is not None and a2a.rpc_disposition(message) is not None
+
+    async def _chat_answers(
+        self, message: dict[str, Any], seconds: float
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The JSON-RPC responses to ``message`` in the conversation, until the answer ends."""
+        assert self.chat is not None
+        try:
+            async for reply in self.core.call_stream(
+                self.chat, a2a.PROTOCOL, message, wait=seconds, user_id=self.user_id
+            ):
+                body = reply.message
+                if body is None or body.get("id") != message["id"]:
+                    continue  # a text reply, or an answer to another request
+                yield body
+                if reply.ends:
+                    return
+        except CallRefused as exc:
+            raise A2AClientError(f"not sent: {exc}") from None
+        raise A2AClientTimeoutError(f"no complete answer in {self.chat} within {seconds:g} seconds")
+
     async def _call(
         self, method: str, params: ProtoMessage, context: ClientCallContext | None
     ) -> Any:
         message = self._request(method, params, context)
-        return _result(await self._round_trip(message, self._seconds(context)))
+        seconds = self._seconds(context)
+        if self._in_chat(message):
+            async for response in self._chat_answers(message, seconds):
+                return _result(response)
+        return _result(await self._round_trip(message, seconds))
 
     async def _stream(
         self, method: str, params: ProtoMessage, context: ClientCallContext | None
     ) -> AsyncGenerator[StreamResponse]:
+        message = self._request(method, params, context)
+        seconds = self._seconds(context)
+        if self._in_chat(message):
+            async for response in self._chat_answers(message, seconds):
+                yield parse_lenient(_result(response), StreamResponse())
+            return
         # Over Service RPC the bot answers a streaming method with one envelope: its
         # error (conversation_required), raised by the round trip.
-        result = await self._call(method, params, context)
+        result = _result(await self._round_trip(message, seconds))
         yield parse_lenient(result, StreamResponse())
 
     # -- the SDK's ClientTransport -------------------------------------------------
@@ -338,6 +391,7 @@ def register_client(
     sign_key: SigningKey | None = None,
     timeout: float = 30.0,
     max_retry_after: float = 60.0,
+    chats: Mapping[str, str] | None = None,
 ) -> ClientFactory:
     """Register the SimpleX transport for :data:`a2a.BINDING_URI`; return the factory.
 
@@ -348,7 +402,10 @@ def register_client(
     SimpleX interface of a card as the card's order of interfaces says.
     Requests go through ``core`` as ``user_id``, signed with ``sign_key``
     when given; ``timeout`` is the seconds the bot has for each request,
-    ``max_retry_after`` the longest ``retryAfter`` waited for.
+    ``max_retry_after`` the longest ``retryAfter`` waited for. ``chats`` maps
+    a bot's contact address link (the interface's ``url``) to the ChatRef of
+    the conversation with it: streaming and follow-ups to that bot go there
+    as ``/_call a2a``.
     """
     if isinstance(factory_or_config, ClientFactory):
         factory = factory_or_config
@@ -369,6 +426,12 @@ def register_client(
     check_destination(user_id, "probe")
     check_seconds(timeout, "timeout")
     check_seconds(max_retry_after, "max_retry_after")
+    if isinstance(chats, str) or (chats is not None and not isinstance(chats, Mapping)):
+        raise TypeError("chats: expected a mapping of address links to ChatRefs")
+    conversations = {
+        str(link): _check_chat(chat, f"chats[{str(link)[:64]!r}]")
+        for link, chat in (chats or {}).items()
+    }
     if isinstance(config, ClientConfig):
         bindings = config.supported_protocol_bindings
         if a2a.BINDING_URI not in bindings:
@@ -394,6 +457,7 @@ def register_client(
             sign_key=sign_key,
             timeout=timeout,
             max_retry_after=max_retry_after,
+            chat=conversations.get(url),
         )
 
     factory.register(a2a.BINDING_URI, produce)

@@ -18,7 +18,7 @@ from ._keys import SigningKey
 from .cli import EXIT_OK, CliError, read_input, whole_number
 from .errors import KeyFormatError
 
-VIAS = ("rpc",)
+VIAS = ("rpc", "chat", "auto")
 """The ``--via`` choices (``simplex_rpc._mcp_client.VIAS``, without importing the SDK)."""
 
 _positive_int = whole_number(1, "must be at least 1")
@@ -62,6 +62,7 @@ def _cmd_mcp_proxy(args: argparse.Namespace) -> int:
         sign_key=sign_key,
         timeout=args.timeout,
         start=args.start,
+        member=args.member,
     )
     # Standard output is the MCP channel: log lines go to standard error.
     logging.basicConfig(
@@ -92,12 +93,23 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
     )
-    p.add_argument("target", metavar="TARGET", help="the bot's contact address link or name")
+    p.add_argument(
+        "target",
+        metavar="TARGET",
+        help="the bot's contact address link or name; with --via chat, the ChatRef of the"
+        " conversation (@CONTACT_ID or #GROUP_ID)",
+    )
     p.add_argument(
         "--via",
         choices=VIAS,
         default="rpc",
-        help="how requests reach the bot (default rpc: Service RPC)",
+        help="how requests reach the bot: rpc (Service RPC, the default), chat (/_call in"
+        " the conversation TARGET) or auto (rpc when the address declares it)",
+    )
+    p.add_argument(
+        "--member",
+        metavar="NAME",
+        help="with --via chat in a group: the bot's display name, mentioned in each call",
     )
     p.add_argument(
         "--sign-key",

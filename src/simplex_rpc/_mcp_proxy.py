@@ -31,6 +31,7 @@ from mcp import Client
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from . import __version__
@@ -122,6 +123,22 @@ def _page(params: types.PaginatedRequestParams | None) -> types.PaginatedRequest
     return types.PaginatedRequestParams(cursor=params.cursor)
 
 
+def _progress_to_host(ctx: ServerRequestContext[Any]) -> ProgressFnT | None:
+    """Progress from the bot (over chat) passed on to the host, when the host asked for it."""
+    meta = ctx.meta or {}
+    token = meta.get("progress_token", meta.get("progressToken"))
+    if not isinstance(token, (str, int)) or isinstance(token, bool):
+        return None
+    request_id = str(ctx.request_id) if ctx.request_id is not None else None
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        await ctx.session.send_progress_notification(
+            token, progress, total, message, related_request_id=request_id
+        )
+
+    return forward
+
+
 def build_server(upstream: Upstream) -> Server[Any]:
     """The SDK server the host talks to: each request forwarded through ``upstream``."""
 
@@ -137,6 +154,7 @@ def build_server(upstream: Upstream) -> Server[Any]:
         result = await session.call_tool(
             params.name,
             params.arguments,
+            progress_callback=_progress_to_host(ctx),
             input_responses=params.input_responses,
             request_state=params.request_state,
             allow_input_required=True,
@@ -217,10 +235,11 @@ def connector(
     sign_key: SigningKey | None,
     timeout: float,
     start: bool,
+    member: str | None = None,
 ) -> Connect:
     """How :class:`Upstream` connects: the core at ``core_url``, then ``mcp.Client``."""
     # Checked now, so that a wrong argument fails the command instead of every request.
-    SimplexTransport.check_arguments(user_id, target, via=via, timeout=timeout)
+    SimplexTransport.check_arguments(user_id, target, via=via, timeout=timeout, member=member)
 
     @contextlib.asynccontextmanager
     async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
@@ -229,7 +248,13 @@ def connector(
                 # A core that is running already answers chatRunning and is unchanged.
                 await core.start(service_requests=False)
             transport = SimplexTransport(
-                core, user_id, target, via=via, sign_key=sign_key, timeout=timeout
+                core,
+                user_id,
+                target,
+                via=via,
+                sign_key=sign_key,
+                timeout=timeout,
+                member=member,
             )
             # The host keeps its own cache; the proxy forwards every request.
             async with Client(transport, cache=None) as client:
