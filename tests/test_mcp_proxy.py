@@ -13,9 +13,11 @@ sign key never appears in the proxy's output.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ from mcp_types import CONNECTION_CLOSED, TextContent
 
 from simplex_rpc import SigningKey
 from simplex_rpc.mcp import SERVICE_RPC_ERROR
+from simplex_rpc.testing import CoreSimulator
 
 ROOT = Path(__file__).resolve().parent.parent
 BOT = f"{ROOT / 'examples' / 'mcp_two_tools.py'}:build_server"
@@ -205,3 +208,85 @@ def test_bad_arguments_are_one_line_errors_without_the_key() -> None:
         assert "Traceback" not in result.stderr
         assert result.stdout == ""
         assert secret not in result.stderr and broken not in result.stderr
+
+
+# -- over /_call -------------------------------------------------------------------------------
+
+
+class SimulatorThread:
+    """A simulator in this process (its own thread and loop), so the test can make contacts."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self.ready = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.sim: CoreSimulator | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
+
+    async def _main(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        async with CoreSimulator() as sim:
+            self.sim, self.url = sim, sim.url
+            self.ready.set()
+            await self._stop.wait()
+
+    def connect(self, a: str, b: str) -> tuple[int, int]:
+        assert self.loop is not None and self.sim is not None
+        sim = self.sim
+
+        async def make() -> tuple[int, int]:
+            return sim.connect(a, b)
+
+        return asyncio.run_coroutine_threadsafe(make(), self.loop).result(20)
+
+    def __enter__(self) -> SimulatorThread:
+        self._thread.start()
+        assert self.ready.wait(20)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.loop is not None and self._stop is not None
+        self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(20)
+
+
+def test_the_proxy_over_chat_passes_progress_to_the_host() -> None:
+    """--via chat: the host's tools/call goes as /_call mcp in the direct chat with the bot
+    (a `serve --chat` process); the bot's progress notification reaches the host's progress
+    callback, and catalog, which needs a conversation, answers."""
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    with SimulatorThread() as sim:
+        bot = subprocess.Popen(
+            [
+                *(PY, "-m", "simplex_rpc", "serve", "--core", f"{sim.url}/bob", "--chat"),
+                *("--mcp-module", BOT, "--conversation-tool", "catalog"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            contact, _ = sim.connect("alice", "bob")
+            network = Network(url=sim.url, link=f"@{contact}")
+
+            async def main() -> None:
+                params = proxy(network, "--via", "chat", "--timeout", "20")
+                async with Client(params) as host:
+                    tools = await host.list_tools()
+                    assert [t.name for t in tools.tools] == ["availability", "catalog"]
+                    result = await host.call_tool(
+                        "catalog", {"lines": 2}, progress_callback=on_progress
+                    )
+                    assert text_of(result) == "1. anvil\n2. hammer"
+
+            run(main)
+        finally:
+            bot.terminate()
+            bot.wait(timeout=20)
+    assert progress == [(0.0, 2.0, "listing")]
