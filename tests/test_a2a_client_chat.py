@@ -206,3 +206,16 @@ def test_chats_must_be_chat_refs() -> None:
                 register_client(ClientConfig(), s.alice, 1, chats="@1")  # type: ignore[arg-type]
 
     run(main)
+
+
+def test_an_unknown_chat_is_an_a2a_client_error() -> None:
+    async def main() -> None:
+        async with scene() as s:
+            factory = register_client(
+                ClientConfig(streaming=True), s.alice, 1, chats={s.link: "@999"}, timeout=5
+            )
+            client = factory.create(card_for(s.link))
+            with pytest.raises(A2AClientError, match="could not deliver"):
+                [e async for e in client.send_message(user_message("quote"))]
+
+    run(main)

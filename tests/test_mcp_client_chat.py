@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from mcp import Client
+from mcp import Client, ClientSession
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_REQUEST, TextContent
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, TextContent
 
 from simplex_rpc import Response
 from simplex_rpc.adapter import ChatCore, ServiceRequest
@@ -218,5 +218,22 @@ def test_chat_arguments_are_checked() -> None:
                 SimplexTransport(s.alice, 1, s.contact, via="chat", member="bot")
             with pytest.raises(SimplexRpcError, match="only for via='chat'"):
                 SimplexTransport(s.alice, 1, s.link, member="bot")
+
+    run(main)
+
+
+def test_an_unknown_chat_is_the_requests_error_and_the_transport_stays_up() -> None:
+    """The core refuses /_send to a chat it does not have: the SDK gets CONNECTION_CLOSED
+    for the probe and for the fallback handshake, never a dead transport."""
+
+    async def main() -> None:
+        async with scene() as s:
+            transport = SimplexTransport(s.alice, 1, "@999", via="chat", timeout=5)
+            async with transport as (read, write), ClientSession(read, write) as session:
+                for _ in range(2):
+                    with pytest.raises(MCPError) as caught:
+                        await session.discover()
+                    assert caught.value.error.code == CONNECTION_CLOSED
+                    assert "could not deliver" in caught.value.error.message
 
     run(main)

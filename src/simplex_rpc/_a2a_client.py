@@ -271,6 +271,12 @@ class SimplexA2aTransport(ClientTransport):
                     return
         except CallRefused as exc:
             raise A2AClientError(f"not sent: {exc}") from None
+        except ChatCoreTimeout as exc:
+            raise A2AClientTimeoutError(redact(str(exc))) from None
+        except ChatCoreError as exc:
+            raise A2AClientError(
+                redact(f"the chat core could not deliver the request: {exc}")
+            ) from None
         raise A2AClientTimeoutError(f"no complete answer in {self.chat} within {seconds:g} seconds")
 
     async def _call(

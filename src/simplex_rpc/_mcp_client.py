@@ -340,6 +340,17 @@ class SimplexTransport:
                         CONNECTION_CLOSED,
                         redact(f"the chat core could not deliver the request: {exc}"),
                     )
+                except SimplexRpcError as exc:
+                    # The library refused something on the way (an answer of the core it
+                    # cannot use): this request fails, the transport stays up.
+                    answer = error_response(
+                        request.id, INTERNAL_ERROR, redact(f"not delivered: {exc}")[:500]
+                    )
+                except Exception:
+                    log.exception("the round trip of a request failed")
+                    answer = error_response(
+                        request.id, INTERNAL_ERROR, "not delivered: the transport failed"
+                    )
         finally:
             if in_flight.get(request.id) is scope:
                 del in_flight[request.id]
