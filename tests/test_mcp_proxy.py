@@ -290,3 +290,28 @@ def test_the_proxy_over_chat_passes_progress_to_the_host() -> None:
             bot.terminate()
             bot.wait(timeout=20)
     assert progress == [(0.0, 2.0, "listing")]
+
+
+def test_without_the_sdks_the_library_imports_and_the_proxy_names_the_extra() -> None:
+    """The client transports are imported on first use: `import simplex_rpc` and the CLI
+    work without the mcp and a2a SDKs, and asking for them names the extra to install."""
+    code = """
+import sys
+sys.modules["mcp"] = None
+sys.modules["a2a"] = None
+import simplex_rpc.a2a, simplex_rpc.cli, simplex_rpc.mcp
+for module, name in ((simplex_rpc.mcp, "SimplexTransport"), (simplex_rpc.a2a, "register_client")):
+    try:
+        getattr(module, name)
+    except ImportError as exc:
+        print(exc)
+sys.exit(simplex_rpc.cli.main(["mcp-proxy", "--core", "ws://127.0.0.1:1", "simplex:/a#x"]))
+"""
+    result = subprocess.run(
+        [PY, "-c", code], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert result.returncode == 2, result.stderr
+    assert "pip install 'simplex-rpc[mcp]'" in result.stdout
+    assert "pip install 'simplex-rpc[a2a]'" in result.stdout
+    assert "mcp-proxy: needs the mcp SDK: pip install 'simplex-rpc[mcp]'" in result.stderr
+    assert "Traceback" not in result.stderr
