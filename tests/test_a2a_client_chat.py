@@ -157,6 +157,25 @@ def test_a_task_made_over_rpc_is_not_the_conversations() -> None:
     run(main)
 
 
+def test_subscribing_to_an_interrupted_task_ends_at_its_state() -> None:
+    """A caller that missed replies resumes the stream with SubscribeToTask; the stream
+    ends with the reply whose task is in an interrupted state (input required)."""
+
+    async def main() -> None:
+        async with scene() as s:
+            factory = register_client(
+                ClientConfig(streaming=True), s.alice, 1, chats={s.link: s.contact}, timeout=20
+            )
+            client = factory.create(card_for(s.link))
+            events = [event async for event in client.send_message(user_message("ask"))]
+            task_id = next(e.task.id for e in events if e.HasField("task"))
+            resumed = [e async for e in client.subscribe(pb.SubscribeToTaskRequest(id=task_id))]
+            assert [state_of(e) for e in resumed] == [pb.TASK_STATE_INPUT_REQUIRED]
+            assert resumed[0].task.id == task_id
+
+    run(main)
+
+
 def test_subscribe_and_cancel_in_the_conversation() -> None:
     """CancelTask of an interrupted task, then SubscribeToTask of the ended task: both in
     the conversation; the agent's answer to the subscription (an error for a task in a

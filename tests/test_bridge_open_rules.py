@@ -97,6 +97,28 @@ def test_the_served_versions_are_the_bridges_choice() -> None:
         A2aBridge(make_bot().bridge.request_handler, supported_versions="1.0")
 
 
+# -- the end of a stream ------------------------------------------------------------------
+
+
+def test_a_subscription_to_an_interrupted_task_ends_at_its_state() -> None:
+    """A2A binding, "Streaming": the stream ends with the reply whose task is in an
+    interrupted state. The SDK keeps such a subscription open for the next event; the
+    bridge ends the answer with the task in input required."""
+
+    async def scenario() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        bot = make_bot()
+        alice = Caller.contact("alice")
+        asked = await bot.bridge.handle(send_message("ask"), caller=alice)
+        task_id = asked["result"]["task"]["id"]
+        subscribe = a2a.make_request("SubscribeToTask", {"id": task_id}, id=2)
+        return await chat_call(bot, subscribe, caller=alice)
+
+    earlier, last = run(scenario)
+    assert earlier == []
+    assert last["id"] == 2
+    assert last["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
 # -- GetExtendedAgentCard ------------------------------------------------------------------
 
 

@@ -213,8 +213,10 @@ class A2aBridge:
     async def stream(self, request: object, *, caller: a2a.Caller) -> AsyncIterator[dict[str, Any]]:
         """Every JSON-RPC response of the answer to ``request``, in order.
 
-        One for a unary method, one per StreamResponse for a streaming method
-        (its last one ends the stream). Errors are JSON-RPC error responses.
+        One for a unary method, one per StreamResponse for a streaming method,
+        up to the first whose task or status update is in a terminal or an
+        interrupted state (``a2a.is_stream_end``): the binding ends the stream
+        there. Errors are JSON-RPC error responses.
         """
         if not isinstance(caller, a2a.Caller):
             raise TypeError(f"caller: expected an a2a.Caller, got {type(caller).__name__}")
@@ -250,7 +252,13 @@ class A2aBridge:
                 data = event.get("data") if isinstance(event, Mapping) else None
                 if data is None:  # pragma: no cover - the SDK sends data in every event
                     continue
-                yield self._checked(_parse_sdk_json(data), request)
+                answer = self._checked(_parse_sdk_json(data), request)
+                yield answer
+                if a2a.is_stream_end(answer):
+                    # The binding ends a stream at a terminal or interrupted state. The
+                    # SDK keeps a subscription to an interrupted task open for its next
+                    # event, so without this the answer would never end.
+                    return
         finally:
             # A stream left early (a reply that could not be sent) ends the SDK's stream too.
             aclose = getattr(iterator, "aclose", None)
