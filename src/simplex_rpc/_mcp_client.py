@@ -155,7 +155,7 @@ class SimplexTransport:
     ) -> None:
         if not isinstance(core, ChatCore):
             raise TypeError(f"core: expected a ChatCore, got {type(core).__name__}")
-        self.check_arguments(user_id, target, via=via, timeout=timeout, member=member)
+        self._check_arguments(user_id, target, via=via, timeout=timeout, member=member)
         if sign_key is not None and not isinstance(sign_key, SigningKey):
             raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
         self.core = core
@@ -172,7 +172,7 @@ class SimplexTransport:
         self._cm: AbstractAsyncContextManager[TransportStreams] | None = None
 
     @staticmethod
-    def check_arguments(
+    def _check_arguments(
         user_id: object,
         target: object,
         *,
@@ -183,7 +183,7 @@ class SimplexTransport:
         """Raise for arguments the constructor would refuse (before a core is open)."""
         check_destination(user_id, target)
         if via not in VIAS:
-            raise ValueError(f"via: {str(via)[:32]!r} is not one of {', '.join(VIAS)}")
+            raise SimplexRpcError(f"via: {str(via)[:32]!r} is not one of {', '.join(VIAS)}")
         if via == "chat":
             if not isinstance(target, str) or not _CHAT_REF.fullmatch(target):
                 raise SimplexRpcError(

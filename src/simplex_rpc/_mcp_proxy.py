@@ -239,7 +239,7 @@ def connector(
 ) -> Connect:
     """How :class:`Upstream` connects: the core at ``core_url``, then ``mcp.Client``."""
     # Checked now, so that a wrong argument fails the command instead of every request.
-    SimplexTransport.check_arguments(user_id, target, via=via, timeout=timeout, member=member)
+    SimplexTransport._check_arguments(user_id, target, via=via, timeout=timeout, member=member)
 
     @contextlib.asynccontextmanager
     async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
