@@ -87,14 +87,19 @@ fuzz: $(STAMP)
 #     next to a copy of the package (the tree's own extension is never replaced), and
 #     the C-facing tests run against it with gcc's ASan runtime preloaded;
 #  2. libFuzzer (clang) runs on the C functions (fuzz/fuzz_c.c, seeds fuzz/corpus/c)
-#     for SANITIZE_SECONDS.
+#     for SANITIZE_SECONDS;
+#  3. libFuzzer runs on the strict JSON validator (fuzz/fuzz_json.c), then on the
+#     differential target (fuzz/fuzz_json_diff.c: C against the pure backend in an
+#     embedded CPython, via fuzz/json_oracle.py), each for SANITIZE_JSON_SECONDS,
+#     seeded with the JSON of vectors/envelopes.json (fuzz/corpus/json).
 # Needs gcc's libasan and clang: installed with apt-get when missing and running as
 # root, otherwise a clear error.
 SANITIZE_SECONDS ?= 60
+SANITIZE_JSON_SECONDS ?= 30
 SANITIZE_DIR := build/sanitize
 SANITIZE_TESTS := tests/test_c_api.py tests/test_c_differential.py tests/test_backends.py \
 	tests/test_batch.py tests/test_padding.py tests/test_frame.py tests/test_seal.py \
-	tests/test_hostile_core.py
+	tests/test_hostile_core.py tests/test_json_c.py tests/test_hostile_json.py
 SANITIZE_ENV = PYTHONPATH=$(SANITIZE_DIR)/src PYTHONMALLOC=malloc \
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -130,7 +135,38 @@ sanitize: $(STAMP)
 	  $(SANITIZE_DIR)/corpus fuzz/corpus/c 2>$(SANITIZE_DIR)/fuzz.log \
 	  || { tail -40 $(SANITIZE_DIR)/fuzz.log; exit 1; }
 	@grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' $(SANITIZE_DIR)/fuzz.log
-	@echo "make sanitize: clean (ASan+UBSan tests, $(SANITIZE_SECONDS)s of libFuzzer)"
+	clang -g -O1 -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Icsrc \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  fuzz/fuzz_json.c csrc/json_strict.c -o $(SANITIZE_DIR)/fuzz_json
+	mkdir -p $(SANITIZE_DIR)/json_corpus $(SANITIZE_DIR)/json_diff_corpus
+	@echo "make sanitize: libFuzzer on the JSON validator for $(SANITIZE_JSON_SECONDS)s"
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(SANITIZE_DIR)/fuzz_json -max_total_time=$(SANITIZE_JSON_SECONDS) -max_len=12000 \
+	  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	  -artifact_prefix=$(SANITIZE_DIR)/artifacts/ $(SANITIZE_DIR)/json_corpus fuzz/corpus/json \
+	  2>$(SANITIZE_DIR)/fuzz_json.log || { tail -40 $(SANITIZE_DIR)/fuzz_json.log; exit 1; }
+	@grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' \
+	  $(SANITIZE_DIR)/fuzz_json.log
+	@pyconf() { $(PY) -c "import sys, sysconfig as s; print($$1)"; }; \
+	clang -g -O1 -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Icsrc \
+	  -I"$$(pyconf "s.get_paths()['include']")" \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  fuzz/fuzz_json_diff.c csrc/json_strict.c -L"$$(pyconf "s.get_config_var('LIBDIR')")" \
+	  -lpython"$$(pyconf "'%d.%d' % sys.version_info[:2]")" \
+	  -Wl,-rpath,"$$(pyconf "s.get_config_var('LIBDIR')")" -o $(SANITIZE_DIR)/fuzz_json_diff
+	@echo "make sanitize: differential libFuzzer, C against pure, for $(SANITIZE_JSON_SECONDS)s"
+	PYTHONPATH=src:fuzz:$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") \
+	  PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  $(SANITIZE_DIR)/fuzz_json_diff -max_total_time=$(SANITIZE_JSON_SECONDS) -max_len=12000 \
+	  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	  -artifact_prefix=$(SANITIZE_DIR)/artifacts/ $(SANITIZE_DIR)/json_diff_corpus \
+	  fuzz/corpus/json 2>$(SANITIZE_DIR)/fuzz_json_diff.log \
+	  || { tail -40 $(SANITIZE_DIR)/fuzz_json_diff.log; exit 1; }
+	@grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' \
+	  $(SANITIZE_DIR)/fuzz_json_diff.log
+	@echo "make sanitize: clean (ASan+UBSan tests, $(SANITIZE_SECONDS)s of libFuzzer on the C\
+	 functions, $(SANITIZE_JSON_SECONDS)s each on the JSON validator and C against pure)"
 
 # The benchmark of docs/c-backend.md: C against pure, libsodium and memcpy.
 bench: $(STAMP)

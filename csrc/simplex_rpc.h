@@ -176,4 +176,67 @@ int srpc_seal_signed_end(const unsigned char *key_der, unsigned char *block,
 /* Copy n bytes (the memcpy floor of the benchmarks). */
 int srpc_copy(unsigned char *dst, size_t dst_len, const unsigned char *src, size_t n);
 
+/* ---- strict JSON (wire.md section 3), in csrc/json_strict.c ------------
+ *
+ * srpc_json_check validates UTF-8 JSON text in one pass: valid UTF-8, no
+ * byte-order mark, one value and nothing after it but whitespace, every
+ * grammar rule, no NaN or Infinity, integers of at most 64 digits, no number
+ * that overflows to infinity, nesting of at most 64 levels, no duplicate member
+ * name in an object (compared after unescaping) and no lone surrogate. It
+ * returns the byte offset where the value starts (after leading whitespace),
+ * or a negative SRPC_E_JSON_* status.
+ *
+ * With `err`, a failure is explained as the pure backend (_json.py) reports
+ * it: its first error, with the same offsets, found by the same phases in the
+ * same order (UTF-8, byte-order mark, the depth pre-scan, then the grammar
+ * in the order of the json module's scanner, trailing data, and lone
+ * surrogates last). The explanation may read the input more than once.
+ *
+ * Member names of the open objects are kept in a workspace: a fixed one on
+ * the C stack, or `ws` (ws_size bytes, at least srpc_json_workspace_size(n))
+ * when the caller passes one. SRPC_E_JSON_WORKSPACE asks for the larger one.
+ * `seed` keys the hash of member names.
+ */
+enum {
+    SRPC_JSON_MAX_DEPTH = 64,
+    SRPC_JSON_MAX_INT_DIGITS = 64
+};
+
+enum {
+    SRPC_E_JSON_UTF8 = -40,        /* offset: the first byte of the bad sequence */
+    SRPC_E_JSON_BOM = -41,
+    SRPC_E_JSON_DEPTH = -42,
+    SRPC_E_JSON_EXPECT_VALUE = -43, /* chars: where (for each of the grammar errors) */
+    SRPC_E_JSON_EXPECT_NAME = -44,
+    SRPC_E_JSON_EXPECT_COLON = -45,
+    SRPC_E_JSON_EXPECT_COMMA = -46,
+    SRPC_E_JSON_UNTERMINATED = -47, /* chars: the opening quote */
+    SRPC_E_JSON_CONTROL = -48,
+    SRPC_E_JSON_ESCAPE = -49,
+    SRPC_E_JSON_UESCAPE = -50,
+    SRPC_E_JSON_DUPLICATE = -51,   /* offset, length: the second name, quotes included */
+    SRPC_E_JSON_NAN = -52,
+    SRPC_E_JSON_INFINITY = -53,
+    SRPC_E_JSON_NEG_INFINITY = -54,
+    SRPC_E_JSON_INT_DIGITS = -55,  /* value: the number of digits */
+    SRPC_E_JSON_RANGE = -56,       /* offset, length: the number */
+    SRPC_E_JSON_EXTRA = -57,       /* chars: the first byte after the value */
+    SRPC_E_JSON_SURROGATE = -58,   /* value: the lone surrogate (0xd800 to 0xdfff) */
+    SRPC_E_JSON_WORKSPACE = -59    /* too many open member names for the workspace */
+};
+
+typedef struct srpc_json_error {
+    int status;
+    size_t offset; /* a byte offset into the input */
+    size_t chars;  /* the same offset counted in characters (code points) */
+    size_t length; /* bytes of the span at offset */
+    size_t value;
+} srpc_json_error;
+
+/* The size in bytes of a workspace that always suffices for n bytes of input. */
+size_t srpc_json_workspace_size(size_t n);
+
+long long srpc_json_check(const unsigned char *s, size_t n, uint64_t seed, void *ws,
+                          size_t ws_size, srpc_json_error *err);
+
 #endif /* SIMPLEX_RPC_H */

@@ -2,7 +2,8 @@
 
 Usage: ``python fuzz/make_corpus.py`` (from the repository root). Writes
 ``fuzz/corpus/<target>/<name>`` for the atheris targets of
-``fuzz_decoders.py`` and the libFuzzer harness ``fuzz_c.c`` (target ``c``).
+``fuzz_decoders.py``, the libFuzzer harness ``fuzz_c.c`` (target ``c``) and the
+JSON validator's harnesses ``fuzz_json.c`` and ``fuzz_json_diff.c`` (target ``json``).
 Deterministic: the same vectors give the same files. Seeds longer than
 ``MAX_SEED`` bytes are left out, so the corpus stays small; the fuzzers grow
 their own working corpus under ``build/fuzz/``.
@@ -65,7 +66,7 @@ def _c_seed(op: int, flags: int, param: int, data: bytes) -> bytes:
 
 def seeds() -> dict[str, list[bytes]]:
     out: dict[str, list[bytes]] = {"keys": [], "frames": [], "open": [], "envelopes": [],
-                                   "text": [], "c": []}
+                                   "text": [], "c": [], "json": []}
     for case in _cases("keys"):
         for field in ("public_key", "private_key", "text"):
             value = case.get(field)
@@ -106,6 +107,9 @@ def seeds() -> dict[str, list[bytes]]:
         text = case.get("json")
         if isinstance(text, str):
             out["envelopes"].append(text.encode("utf-8", "surrogatepass"))
+        # The C JSON validator's seeds (fuzz/fuzz_json.c): every envelope, also the non-UTF-8.
+        raw = _hex(case, "json_hex")
+        out["json"].append(raw if raw is not None else str(text).encode("utf-8", "surrogatepass"))
     for text in TEXT_SEEDS:
         out["text"].append(text.encode())
     return out

@@ -29,12 +29,17 @@ def c(c_backend: _backend.Backend) -> Any:
     return _simplex_rpc_c
 
 
-def statuses(lib: Any) -> dict[str, int]:
-    return {name: getattr(lib, name) for name in dir(lib) if name.startswith("SRPC_E_")}
+def statuses(lib: Any, prefix: str = "SRPC_E_") -> dict[str, int]:
+    """The statuses of srpc_error (``SRPC_E_``), or those of srpc_json_error (``SRPC_E_JSON_``)."""
+    return {
+        name: getattr(lib, name)
+        for name in dir(lib)
+        if name.startswith(prefix) and (prefix != "SRPC_E_" or not name.startswith("SRPC_E_JSON_"))
+    }
 
 
 def test_rule_statuses_are_negative_and_distinct(c: Any) -> None:
-    codes = statuses(c.lib)
+    codes = statuses(c.lib) | statuses(c.lib, "SRPC_E_JSON_")
     assert len(codes) >= 20
     assert all(v < 0 for v in codes.values())
     assert len(set(codes.values())) == len(codes)
@@ -59,6 +64,37 @@ def test_rule_every_status_but_argument_maps_to_a_library_error(c: Any) -> None:
     err.status = -1000
     with pytest.raises(_cbackend.BackendMismatch):
         _cbackend._error(err)
+
+
+def test_rule_every_json_status_maps_to_a_json_error(c: Any) -> None:
+    """srpc_json_check's statuses map to the pure backend's JsonError; others are a bug."""
+    from simplex_rpc import _cbackend, _json
+
+    err = c.ffi.new("srpc_json_error *")
+    data = b'"\\ud800" 1e999 "x"'
+    for name, code in statuses(c.lib, "SRPC_E_JSON_").items():
+        err.status, err.offset, err.chars, err.length, err.value = code, 0, 0, 8, 0xD800
+        if code == c.lib.SRPC_E_JSON_WORKSPACE:  # asks for a workspace; never an error
+            with pytest.raises(_cbackend.BackendMismatch):
+                _cbackend.json_error_of(err, data)
+            continue
+        assert isinstance(_cbackend.json_error_of(err, data), _json.JsonError), name
+
+
+def test_rule_json_check_takes_any_workspace(c: Any) -> None:
+    """srpc_json_check: a NULL or short workspace uses the stack one; NULL input is refused."""
+    ffi, lib = c.ffi, c.lib
+    doc = b"{" + b",".join(b'"k%d":0' % i for i in range(600)) + b"}"
+    assert lib.srpc_json_check(doc, len(doc), 0, ffi.NULL, 0, ffi.NULL) == lib.SRPC_E_JSON_WORKSPACE
+    short = ffi.new("char[]", 16)
+    assert lib.srpc_json_check(doc, len(doc), 0, short, 16, ffi.NULL) == lib.SRPC_E_JSON_WORKSPACE
+    size = lib.srpc_json_workspace_size(len(doc))
+    ws = ffi.new("char[]", size)
+    assert lib.srpc_json_check(doc, len(doc), 0, ws, size, ffi.NULL) == 0
+    assert lib.srpc_json_check(b" []", 3, 0, ffi.NULL, 0, ffi.NULL) == 1
+    assert lib.srpc_json_check(ffi.NULL, 1, 0, ffi.NULL, 0, ffi.NULL) == lib.SRPC_E_ARGUMENT
+    empty = lib.srpc_json_check(ffi.NULL, 0, 0, ffi.NULL, 0, ffi.NULL)
+    assert empty == lib.SRPC_E_JSON_EXPECT_VALUE
 
 
 def test_rule_pad_checks_its_buffers(c: Any) -> None:

@@ -32,6 +32,10 @@ def test_rule_every_contender_of_a_measure_works_on_the_same_bytes() -> None:
         "open_unsigned",
         "seal_signed",
         "open_signed",
+        "parse_structured",
+        "parse_schemas",
+        "parse_text",
+        "open_parse",
         "open_requests",
     }
     # The contenders of one measure compute the same thing.
@@ -40,6 +44,12 @@ def test_rule_every_contender_of_a_measure_works_on_the_same_bytes() -> None:
     for key in ("seal_unsigned", "open_unsigned", "open_signed"):
         values = [c.run() for c in measures[key].contenders if "libsodium" not in c.name]
         assert all(v == values[0] for v in values), key
+    for key in ("parse_structured", "parse_schemas", "parse_text"):
+        values = [c.run() for c in measures[key].contenders]
+        requests = [v.request if isinstance(v, sx.Request) else v["request"] for v in values]
+        assert all(r == requests[0] for r in requests), key
+    parsed = [c.run() for c in measures["open_parse"].contenders]
+    assert parsed[0]["request"] == parsed[1].request  # type: ignore[index,attr-defined]
     opened = [c.run() for c in measures["open_requests"].contenders]
     assert all(r.ok and len(r) == _cli_bench.BATCH for r in opened)  # type: ignore[attr-defined]
 

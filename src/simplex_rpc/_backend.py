@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, overload
 
-from . import _batch, _frame, _padding, _seal
+from . import _batch, _frame, _json, _padding, _seal
 from ._batch import OpenRequestsFunction, SealRequestsFunction
 from ._frame import Buffer, Frame, Kind
 from ._keys import PublicKey, SigningKey
@@ -99,6 +99,10 @@ class OpenResponseFunction(Protocol):
     def __call__(self, block: Buffer, *, strict: bool = False) -> bytes: ...
 
 
+class JsonLoadsFunction(Protocol):
+    def __call__(self, data: bytes | bytearray | memoryview | str) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Backend:
     """One backend's implementation of the framing, padding and batch functions."""
@@ -116,6 +120,7 @@ class Backend:
     open_response: OpenResponseFunction
     seal_requests: SealRequestsFunction
     open_requests: OpenRequestsFunction
+    json_loads: JsonLoadsFunction
 
     def __repr__(self) -> str:
         return f"<simplex_rpc backend {self.name!r}>"
@@ -139,6 +144,7 @@ def _python() -> Backend:
         open_response=_seal.open_response,
         seal_requests=seal_requests,
         open_requests=open_requests,
+        json_loads=_json.python_loads,
     )
 
 
@@ -161,6 +167,7 @@ def _c() -> Backend:
         open_response=c.open_response,
         seal_requests=seal_requests,
         open_requests=open_requests,
+        json_loads=c.json_loads,
     )
 
 

@@ -4,7 +4,7 @@
 extension ``simplex_rpc._simplex_rpc_c`` is compiled at ``pip install``
 (cffi calls it for the ``FFI``; importing this module builds nothing). The
 declarations come from ``csrc/simplex_rpc.h`` (its preprocessor lines are
-dropped for ``cdef``); the code is ``csrc/simplex_rpc.c``.
+dropped for ``cdef``); the code is ``csrc/simplex_rpc.c`` and ``csrc/json_strict.c``.
 
 Run as a script, it compiles the extension into a directory of your choice,
 optionally with AddressSanitizer and UndefinedBehaviorSanitizer
@@ -29,7 +29,7 @@ MODULE_NAME = "simplex_rpc._simplex_rpc_c"
 
 #: The C files of the extension, in csrc/: a new one is one more entry here (the
 #: sdist takes every csrc/*.c and *.h through MANIFEST.in).
-C_SOURCES = ("simplex_rpc.c",)
+C_SOURCES = ("simplex_rpc.c", "json_strict.c")
 #: The headers they include; the first is read for ``cdef``.
 C_HEADERS = ("simplex_rpc.h",)
 

@@ -26,6 +26,8 @@ records that error as ``c_unavailable_reason``.
 from __future__ import annotations
 
 import functools
+import json
+import os
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Literal, overload
@@ -33,7 +35,7 @@ from typing import Any, Final, Literal, overload
 import nacl.bindings  # initialises libsodium before any of its functions is called
 import nacl.exceptions
 
-from . import _frame, _padding, _seal
+from . import _frame, _json, _padding, _seal
 from ._batch import out_too_small, writable_view
 from ._frame import Buffer, Frame, Kind
 from ._keys import SIGNATURE_LENGTH, SPKI_PREFIX, PublicKey, SigningKey, session_tag
@@ -51,6 +53,7 @@ __all__ = [
     "BackendMismatch",
     "decode_frame",
     "encode_frame",
+    "json_loads",
     "memcpy",
     "open_request",
     "open_response",
@@ -206,8 +209,21 @@ def _error(err: Any, *, length: int | None = None) -> SimplexRpcError:
 # -- padding (wire.md section 5) ----------------------------------------------------
 
 
+#: The fill of the longest block the join below builds, viewed without copying.
+_FILL_VIEW: Final = memoryview(b"#" * PADDED_LENGTH)
+
+
 def pad(message: Buffer, length: int = PADDED_LENGTH) -> bytes:
-    """Pad ``message`` to a block of exactly ``length`` bytes."""
+    """Pad ``message`` to a block of exactly ``length`` bytes.
+
+    One block of bytes up to ``PADDED_LENGTH`` is joined in CPython's C
+    (length field, message, a view of the fill), which allocates the result
+    once and copies each byte once: a cffi call would add its fixed cost and
+    a second copy out of C's buffer. Longer blocks and other buffers go to C.
+    """
+    if type(message) is bytes and len(message) <= length - 2 and length <= PADDED_LENGTH:
+        size = len(message)
+        return b"".join((size.to_bytes(2, "big"), message, _FILL_VIEW[: length - 2 - size]))
     if type(message) is bytes and 2 <= length <= SIZE_MAX:  # the fast path
         out = _alloc(_CHAR, length)
         if _srpc_pad(message, len(message), length, out, length, _NULL) >= 0:
@@ -637,3 +653,100 @@ def memcpy(dst: Any, src: Buffer) -> None:
     c_src = _cbuffer(src)
     if lib.srpc_copy(c_dst, len(c_dst), c_src, len(c_src)) < 0:
         raise ValueError(f"memcpy: {len(c_src)} bytes do not fit {len(c_dst)}")
+
+
+# -- strict JSON (wire.md section 3) -----------------------------------------------------
+
+_srpc_json_check = lib.srpc_json_check
+_JSON_WORKSPACE: Final[int] = lib.SRPC_E_JSON_WORKSPACE
+#: Keys the hash of member names, so that no input can be built to collide.
+_JSON_SEED: Final = int.from_bytes(os.urandom(8), "little")
+#: The json module's scanner without hooks: it builds the value C has validated.
+_scan_once: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+# Each failure status and its error, worded by the pure backend's builders from what C
+# reports (``err``, an srpc_json_error) and the input's bytes.
+_SYNTAX: Final = {
+    lib.SRPC_E_JSON_EXPECT_VALUE: "Expecting value",
+    lib.SRPC_E_JSON_EXPECT_NAME: "Expecting property name enclosed in double quotes",
+    lib.SRPC_E_JSON_EXPECT_COLON: "Expecting ':' delimiter",
+    lib.SRPC_E_JSON_EXPECT_COMMA: "Expecting ',' delimiter",
+    lib.SRPC_E_JSON_UNTERMINATED: "Unterminated string starting",
+    lib.SRPC_E_JSON_CONTROL: "Invalid control character",
+    lib.SRPC_E_JSON_ESCAPE: "Invalid \\escape",
+    lib.SRPC_E_JSON_UESCAPE: "Invalid \\uXXXX escape",
+}
+_JSON_ERRORS: Final[dict[int, Callable[[Any, bytes], _json.JsonError]]] = {
+    lib.SRPC_E_JSON_UTF8: lambda err, _: _json.utf8_error(err.offset),
+    lib.SRPC_E_JSON_BOM: lambda err, _: _json.bom_error(),
+    lib.SRPC_E_JSON_DEPTH: lambda err, _: _json.depth_error(),
+    lib.SRPC_E_JSON_DUPLICATE: lambda err, data: _json.duplicate_error(
+        _scan_once(data[err.offset : err.offset + err.length].decode("utf-8"), 0)[0]
+    ),
+    lib.SRPC_E_JSON_NAN: lambda err, _: _json.constant_error("NaN"),
+    lib.SRPC_E_JSON_INFINITY: lambda err, _: _json.constant_error("Infinity"),
+    lib.SRPC_E_JSON_NEG_INFINITY: lambda err, _: _json.constant_error("-Infinity"),
+    lib.SRPC_E_JSON_INT_DIGITS: lambda err, _: _json.digits_error(err.value),
+    lib.SRPC_E_JSON_RANGE: lambda err, data: _json.range_error(
+        data[err.offset : err.offset + min(err.length, 32)].decode("ascii")
+    ),
+    lib.SRPC_E_JSON_EXTRA: lambda err, _: _json.extra_error(err.chars),
+    lib.SRPC_E_JSON_SURROGATE: lambda err, _: _json.surrogate_error(err.value),
+}
+
+
+def _json_error(data: bytes, workspace: Any, size: int) -> _json.JsonError:
+    """The pure backend's error for ``data``, from C's explanation of its failure."""
+    err = ffi.new("srpc_json_error *")
+    _srpc_json_check(data, len(data), _JSON_SEED, workspace, size, err)
+    return json_error_of(err, data)
+
+
+def json_error_of(err: Any, data: bytes) -> _json.JsonError:
+    """The error of an ``srpc_json_error`` for ``data`` (any object with its fields).
+
+    The fuzz harnesses call this with what C reported, to compare with the pure backend.
+    """
+    what = _SYNTAX.get(err.status)
+    if what is not None:
+        return _json.syntax_error(what, err.chars)
+    build = _JSON_ERRORS.get(err.status)
+    if build is None:
+        raise BackendMismatch(f"C JSON status {err.status} (offset {err.offset})")
+    return build(err, data)
+
+
+def json_loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """Parse one strict JSON value (the C backend's ``_json.loads``).
+
+    C validates the UTF-8 bytes in one pass, with every rule of the pure
+    backend; the json module's scanner then builds the value, with no hooks.
+    A failure raises the pure backend's :class:`~simplex_rpc._json.JsonError`,
+    with its message. A str holding a lone surrogate code point (which has no
+    UTF-8 form) goes to the pure backend, which words its error.
+    """
+    text: str | None = None
+    if type(data) is bytes:
+        raw = data
+    elif isinstance(data, str):
+        try:
+            raw = data.encode("utf-8")
+        except UnicodeEncodeError:
+            return _json.python_loads(data)
+        text = data
+    elif isinstance(data, (bytearray, memoryview)):
+        raw = bytes(data)
+    else:
+        raise TypeError(f"expected bytes or str, got {type(data).__name__}")
+    workspace: Any = _NULL
+    size = 0
+    at: int = _srpc_json_check(raw, len(raw), _JSON_SEED, _NULL, 0, _NULL)
+    if at == _JSON_WORKSPACE:  # many names in open objects: the workspace that always fits
+        size = lib.srpc_json_workspace_size(len(raw))
+        workspace = _alloc(_CHAR, size)
+        at = _srpc_json_check(raw, len(raw), _JSON_SEED, workspace, size, _NULL)
+    if at < 0:
+        raise _json_error(raw, workspace, size)
+    if text is None:
+        text = raw.decode("utf-8")
+    return _scan_once(text, at)[0]

@@ -20,7 +20,10 @@ The engine lives here so that the installed command can run it;
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
+import json
+import operator
 import os
 import platform
 import random
@@ -32,11 +35,22 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
 from . import _backend
+from ._envelope import Request
 from ._keys import SigningKey, session_tag
 from ._padding import PADDED_LENGTH
 from .cli import EXIT_OK, add_json_option, emit_json, fail, whole_number
 
-__all__ = ["Measure", "Result", "Target", "machine", "register", "run_bench"]
+__all__ = [
+    "Measure",
+    "Result",
+    "Target",
+    "machine",
+    "register",
+    "run_bench",
+    "schema_request",
+    "structured_request",
+    "text_request",
+]
 
 BATCH: Final = 1000
 PAYLOAD_SIZE: Final = 1000
@@ -119,6 +133,76 @@ def _payload(index: int, size: int) -> bytes:
     )
     tail = '"}}}}'
     return (head + "x" * (size - len(head) - len(tail)) + tail).encode()
+
+
+def _envelope(request: dict[str, Any]) -> bytes:
+    """A compact request envelope around an MCP request."""
+    return json.dumps({"protocol": "mcp", "request": request}, separators=(",", ":")).encode()
+
+
+def structured_request() -> bytes:
+    """A structured ``tools/call`` of about 9.5 KB: a hundred small objects."""
+    items = [
+        {
+            "sku": f"A-{i:04d}",
+            "name": f"anvil {i}",
+            "qty": i % 7 + 1,
+            "price": round(12.5 + i * 0.25, 2),
+            "tags": ["steel", "heavy"],
+            "inStock": i % 3 != 0,
+        }
+        for i in range(100)
+    ]
+    return _envelope(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "quote", "arguments": {"items": items, "currency": "EUR"}},
+        }
+    )
+
+
+def schema_request() -> bytes:
+    """A tool listing with nested JSON schemas, about 9 KB."""
+    point = {
+        "type": "object",
+        "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}},
+        "required": ["lat", "lon"],
+    }
+    tools = [
+        {
+            "name": f"tool_{i}",
+            "description": f"Tool number {i}: looks things up and returns a summary.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "maxLength": 200},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 50},
+                    "where": {"type": "object", "properties": {"from": point, "to": point}},
+                    "flags": {"type": "array", "items": {"enum": ["fast", "exact", "cached"]}},
+                },
+                "required": ["query"],
+            },
+        }
+        for i in range(16)
+    ]
+    return _envelope(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"tools": tools}}
+    )
+
+
+def text_request() -> bytes:
+    """A text-heavy request of about 9 KB: one long string argument."""
+    words = "Price of two anvils delivered to Lisbon, with the usual terms. " * 142
+    return _envelope(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "summarize", "arguments": {"text": words}},
+        }
+    )
 
 
 def build_measures(backends: dict[str, _backend.Backend]) -> list[Measure]:
@@ -245,6 +329,51 @@ def build_measures(backends: dict[str, _backend.Backend]) -> list[Measure]:
             {"libsodium": "libsodium crypto_sign_open"},
         ),
     ]
+    # Strict parsing against the standard library on the same bytes: Request.parse runs
+    # on the active backend; each backend's validator-and-parse is timed on its own too.
+    for key_, title, doc in (
+        ("parse_structured", "Request.parse, structured tools/call", structured_request()),
+        ("parse_schemas", "Request.parse, tool listing with nested schemas", schema_request()),
+        ("parse_text", "Request.parse, text-heavy request (one long string)", text_request()),
+    ):
+        measures.append(
+            with_baselines(
+                key_,
+                f"{title} ({len(doc)} bytes)",
+                len(doc),
+                [
+                    Contender("json.loads", functools.partial(json.loads, doc)),
+                    Contender("Request.parse", functools.partial(Request.parse, doc)),
+                    *both("_json.loads", _strict_parse(doc)),
+                ],
+                {"json.loads": "json.loads"},
+            )
+        )
+    structured = structured_request()
+    sealed_structured = pure.seal_request(structured, AD, key)
+    structured_message = crypto_sign(session_tag(AD) + structured, key._sk)
+    active_ = c if c is not None else pure
+
+    def verify_and_loads() -> object:
+        crypto_sign_open(structured_message, raw_pk)
+        return json.loads(structured)
+
+    def open_and_parse() -> object:
+        return Request.parse(active_.open_request(sealed_structured, AD).payload)
+
+    measures.append(
+        Measure(
+            "open_parse",
+            f"open_request + Request.parse, signed structured ({len(structured)} bytes),"
+            f" {active_.name} backend",
+            (
+                Contender("libsodium verify + json.loads", verify_and_loads),
+                Contender("open_request + Request.parse", open_and_parse),
+            ),
+            PADDED_LENGTH,
+            {"verify+loads": "libsodium verify + json.loads"},
+        )
+    )
     active = c if c is not None else pure
     measures.append(
         Measure(
@@ -259,6 +388,11 @@ def build_measures(backends: dict[str, _backend.Backend]) -> list[Measure]:
         )
     )
     return measures
+
+
+def _strict_parse(doc: bytes) -> Callable[[_backend.Backend], Callable[[], object]]:
+    """For ``both``: a backend's strict JSON parse of ``doc``."""
+    return lambda b: functools.partial(b.json_loads, doc)
 
 
 def _memcpy_floor() -> Callable[[int], Callable[[], object]] | None:
@@ -362,7 +496,7 @@ def _pair(results: Sequence[Result], measure: str, a: str, b: str) -> float | No
 
 
 def evaluate_targets(results: Sequence[Result], cpus: int) -> list[Target]:
-    """The six targets of issue 3 on this run (empty without the C backend)."""
+    """The targets of issues 3 and 12 on this run (empty without the C backend)."""
     out: list[Target] = []
 
     def add(
@@ -427,6 +561,29 @@ def evaluate_targets(results: Sequence[Result], cpus: int) -> list[Target]:
             lambda v: f"{v:.3f}x",
             lambda v: v <= 1.05,
             reason,
+        )
+    if _backend.active.name == "c":  # Request.parse runs on the active backend
+        for key, what, limit in (
+            ("parse_structured", "structured tools/call", 1.5),
+            ("parse_schemas", "tool listing with nested schemas", 1.5),
+            ("parse_text", "text-heavy request", 2.0),
+        ):
+            add(
+                f"Request.parse against json.loads, {what}",
+                f"at most {limit}x",
+                _ratio(results, key, "Request.parse", "json.loads"),
+                lambda v: f"{v:.2f}x",
+                functools.partial(operator.ge, limit),
+                "the envelope checks and the value the json module builds cost more than"
+                " the validator",
+            )
+        add(
+            "(open_request + Request.parse) against (libsodium verify + json.loads)",
+            "at most 1.25x",
+            _ratio(results, "open_parse", "open_request + Request.parse", "verify+loads"),
+            lambda v: f"{v:.3f}x",
+            lambda v: v <= 1.25,
+            "unpadding, decoding and the PublicKey object add a fixed cost per block",
         )
     value = _ratio(results, "open_requests", "2 workers", "1 worker")
     add(
@@ -512,8 +669,10 @@ def format_table(
         "vs libsodium",
         "vs memcpy",
         "vs 1 worker",
+        "vs json.loads",
+        "vs verify+loads",
     )
-    kinds = ("pure", "libsodium", "memcpy", "1 worker")
+    kinds = ("pure", "libsodium", "memcpy", "1 worker", "json.loads", "verify+loads")
     rows: list[tuple[str, ...]] = []
     titles: list[tuple[int, str]] = []
     for r in results:
@@ -704,6 +863,7 @@ def register(subparsers: Any) -> None:
         "--only",
         metavar="KEYS",
         help="comma-separated measures to run (pad, unpad, pad_many, unpad_many,"
-        " seal_unsigned, open_unsigned, seal_signed, open_signed, open_requests)",
+        " seal_unsigned, open_unsigned, seal_signed, open_signed, parse_structured,"
+        " parse_schemas, parse_text, open_parse, open_requests)",
     )
     parser.set_defaults(handler=_handle)

@@ -135,6 +135,9 @@ _L: Final = 2**252 + 27742317777372353535851937790883648493
 # Encodings of small-order points: the identity, and the point of order 2.
 _IDENTITY: Final = bytes([1]) + bytes(31)
 _ORDER_2: Final = bytes([0xEC]) + b"\xff" * 30 + bytes([0x7F])
+# y = p + 3 (p = 2^255 - 19): the non-canonical encoding of the point with y = 3, which
+# is on the curve and not of small order, so no small-order list names it.
+_NON_CANONICAL_Y: Final = (2**255 - 19 + 3).to_bytes(32, "little")
 
 def _derived(label: str, size: int = 32) -> bytes:
     """Fixed bytes for ``label``: SHAKE-256 of ``simplex-rpc vectors: <label>``."""
@@ -515,6 +518,11 @@ def _signatures_document() -> Document:
     tampered("63-byte signature", s=sig[:63])
     tampered("all-zero signature", s=bytes(64))
     tampered("empty AD is refused", a=b"", error="SimplexRpcError")
+    tampered(
+        "non-canonical public key (y = p + 3 >= p, a point not of small order)",
+        k=PublicKey(_NON_CANONICAL_Y),
+        signer_seed=None,
+    )
     return _document("signatures", cases)
 
 
@@ -868,6 +876,9 @@ def _envelopes_document() -> Document:
     depth_ok = "[" * 63 + "]" * 63
     request("nesting of 64 levels (the limit)", f'{{"protocol":"x","request":{depth_ok}}}')
     request("integer of 64 digits", '{"protocol":"x","request":' + "9" * 64 + "}")
+    objects_ok = '{"a":' * 62 + "[]" + "}" * 62
+    request("nesting of 64 levels of objects", f'{{"protocol":"x","request":{objects_ok}}}')
+    request("negative integer of 64 digits", '{"protocol":"x","request":-' + "9" * 64 + "}")
 
     response("protocol text: MCP tools/call response", MCP_TOOLS_CALL_RESPONSE_TEXT)
     response("response null", '{"response":null}')
@@ -935,6 +946,28 @@ def _envelopes_document() -> Document:
     invalid("truncated UTF-8 sequence", "response", b'{"response":"\xe2\x82"}')
     invalid("UTF-16 text", "request", '{"protocol":"x","request":1}'.encode("utf-16-le"))
     invalid("byte-order mark", "request", b'\xef\xbb\xbf{"protocol":"x","request":{}}')
+    invalid(
+        "duplicate member name after unescaping",
+        "request",
+        '{"protocol":"x","request":{"a":1,"\\u0061":2}}',
+    )
+    invalid(
+        "lone high surrogate escape before an escaped letter",
+        "request",
+        '{"protocol":"x","request":"\\ud800\\u0041"}',
+    )
+    invalid("raw control character in a string", "request", '{"protocol":"x","request":"a\x01b"}')
+    invalid("number with a leading zero", "request", '{"protocol":"x","request":01}')
+    invalid("number '1.' without fraction digits", "request", '{"protocol":"x","request":1.}')
+    invalid("a lone minus sign", "response", '{"response":-}')
+    invalid("byte-order mark before a response", "response", b'\xef\xbb\xbf{"response":1}')
+    objects_bad = '{"a":' * 63 + "[]" + "}" * 63
+    invalid(
+        "nesting of 65 levels of objects", "request", f'{{"protocol":"x","request":{objects_bad}}}'
+    )
+    invalid(
+        "negative integer of 65 digits", "request", '{"protocol":"x","request":-' + "9" * 65 + "}"
+    )
     invalid("empty input", "request", "")
     invalid("not JSON", "request", "protocol=mcp")
     invalid("trailing data", "request", '{"protocol":"x","request":{}}{}')
