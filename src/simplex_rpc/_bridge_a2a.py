@@ -210,6 +210,11 @@ class A2aBridge:
     def __repr__(self) -> str:
         return f"A2aBridge({type(self.request_handler).__name__})"
 
+    @property
+    def supported(self) -> tuple[str, ...]:
+        """The A2A versions (Major.Minor) the bridge serves, for the declaration."""
+        return tuple(a2a.SUPPORTED_VERSIONS)
+
     async def stream(self, request: object, *, caller: a2a.Caller) -> AsyncIterator[dict[str, Any]]:
         """Every JSON-RPC response of the answer to ``request``, in order.
 
