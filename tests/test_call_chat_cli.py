@@ -104,3 +104,24 @@ def test_serve_chat_ends_with_one_line_when_the_core_goes_away(
     assert status == [2]
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "connection to the chat core" in err[0]
+
+
+def test_serve_chat_declare_declares_both_transports_with_the_servers_versions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """serve --chat --declare declares transports.rpc and transports.chat together (no
+    writer loses the other's), with the versions the MCP server serves; the echo
+    responder serves no versions, so --declare is refused for it."""
+    pytest.importorskip("mcp.server")
+    with bot("--mcp-module", f"{EXAMPLE}:build_server", "--declare") as bg:
+        request = mcp.make_request("tools/list", id=1)
+        # Answered: both loops run, so the declaration was written before them.
+        assert main(call_chat(bg, "@1", "mcp", json.dumps(request))) == 0
+        assert bg.sim is not None
+        declared = bg.sim.profile("bob")["preferences"]["protocols"]["mcp"]
+        assert declared["transports"] == {"chat": True, "rpc": True}
+        assert declared["versions"] and all(isinstance(v, str) for v in declared["versions"])
+        capsys.readouterr()
+        argv = ["serve", "--core", f"{bg.url}/carol", "--echo", "--chat", "--declare"]
+        assert main(argv) == 2
+        assert "--declare" in capsys.readouterr().err

@@ -455,3 +455,181 @@ def test_commands_of_another_user_of_the_core_are_ignored() -> None:
                 assert recorder.calls == []
 
     run(main)
+
+
+# -- review of issue 10 -----------------------------------------------------------------
+
+
+def test_a_broken_call_whose_mention_is_a_quoted_name_gets_the_parse_error() -> None:
+    """A /_call that does not parse gets -32700 (MCP) whatever its mention: a quoted
+    name (@'b o t', a name with spaces) is skipped by parse_call's rule to find the
+    protocol."""
+
+    async def main() -> None:
+        async with world() as w, serving(w.bot, {"mcp": Recorder("bot")}):
+            bad = await send_text(w.alice, f"@{w.direct}", "/_call @'b o t' mcp {bad json")
+            async with asyncio.timeout(10):
+                while not (replies := [i for i in drain(w.raw) if i["quoted"] == bad]):
+                    await asyncio.sleep(0.02)
+            (reply,) = replies
+            assert json.loads(reply["text"])["error"]["code"] == -32700
+
+    run(main)
+
+
+def test_handlers_that_are_not_async_functions_are_refused_before_anything_runs() -> None:
+    """serve_calls takes an async handler(call, send) -> str or a bridge for each
+    protocol: anything else is refused with the library's error naming the protocol,
+    before the bot subscribes to events."""
+
+    def sync_handler(call: IncomingCall, send: ReplySink) -> str:
+        return "{}"
+
+    async def main() -> None:
+        async with world() as w:
+            before = len(w.bot._subscribers)
+            with pytest.raises(SimplexRpcError, match=r"handlers\['mcp'\].*not an async function"):
+                await w.bot.serve_calls(1, {"mcp": sync_handler})  # type: ignore[dict-item]
+            with pytest.raises(SimplexRpcError, match=r"handlers\['x'\].*got int"):
+                await w.bot.serve_calls(1, {"mcp": Recorder("bot"), "x": 42})  # type: ignore[dict-item]
+            assert len(w.bot._subscribers) == before
+
+    run(main)
+
+
+def test_user_and_item_ids_are_integers_of_the_core_never_booleans() -> None:
+    """userId and itemId are Int64 ids of the core (TYPES.md): a JSON true is not user 1,
+    and an item id outside 1 <= id < 2**63 is not a chat item; neither is answered."""
+
+    async def main() -> None:
+        async with world() as w:
+            bot = Recorder("bot")
+            async with serving(w.bot, {"mcp": bot}):
+                captured = w.bot.events()
+                await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+                good = await anext(captured)
+                captured.close()
+
+                def variant(item_id: Any, user: Any = None) -> dict[str, Any]:
+                    event = json.loads(json.dumps(good))
+                    event["chatItems"][0]["chatItem"]["meta"]["itemId"] = item_id
+                    if user is not None:
+                        event["user"] = {"userId": user}
+                    return event
+
+                for event in (
+                    variant(2000, user=True),
+                    variant(True),
+                    variant(2**63),
+                    variant(2**70),
+                    variant(0),
+                    variant(-5),
+                    variant(2001),  # the control: answered, after every event before it
+                ):
+                    await w.sim.send_event("bot", event)
+                async with asyncio.timeout(10):
+                    while len(bot.calls) < 2:
+                        await asyncio.sleep(0.02)
+                assert [c.item_id for c in bot.calls][1:] == [2001]
+
+    run(main)
+
+
+def test_a_stalled_bot_keeps_reading_and_bounds_its_backlog(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """While every handler is busy the bot keeps reading events (so the core's event
+    buffer never overflows unseen): commands wait in a bounded backlog, and those
+    beyond it are counted in one log line, not answered."""
+    from simplex_rpc.adapter._chat import _CallServer
+
+    release = asyncio.Event()
+
+    class Gated:
+        """An event stream that yields ``events``, then signals it was read to the end."""
+
+        def __init__(self, events: list[dict[str, Any]]) -> None:
+            self.events = events
+            self.read = asyncio.Event()
+
+        def __aiter__(self) -> Gated:
+            return self
+
+        async def __anext__(self) -> dict[str, Any]:
+            if self.events:
+                return self.events.pop(0)
+            self.read.set()
+            await asyncio.Event().wait()
+            raise StopAsyncIteration
+
+        def close(self) -> None:
+            pass
+
+    async def main() -> None:
+        async with world() as w:
+            answered: list[int] = []
+
+            async def stalled(call: IncomingCall, send: ReplySink) -> str:
+                await release.wait()
+                answered.append(call.item_id)
+                return json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}})
+
+            captured = w.bot.events()
+            await send_text(w.alice, f"@{w.direct}", "hello")
+            good = await anext(captured)
+            captured.close()
+
+            def command(item_id: int) -> dict[str, Any]:
+                event = json.loads(json.dumps(good))
+                chat_item = event["chatItems"][0]["chatItem"]
+                chat_item["meta"]["itemId"] = item_id
+                chat_item["content"]["msgContent"]["text"] = (
+                    '/_call mcp {"jsonrpc":"2.0","id":1,"method":"ping"}'
+                )
+                return event
+
+            server = _CallServer(
+                w.bot, 1, {"mcp": stalled}, concurrency=1, handler_timeout=60, backlog=2
+            )
+            stream = Gated([command(i) for i in range(3000, 3006)])
+            with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
+                task = asyncio.create_task(server.run(stream))
+                async with asyncio.timeout(10):
+                    await stream.read.wait()  # every event read while the handler stalls
+                release.set()
+                async with asyncio.timeout(10):
+                    while len(answered) < 3:
+                        await asyncio.sleep(0.02)
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            # One running, two in the backlog; the other three not answered.
+            assert answered == [3000, 3001, 3002]
+            (line,) = [r.getMessage() for r in caplog.records if "not answered" in r.getMessage()]
+            assert line.startswith("3 /_call command(s) not answered")
+
+    run(main)
+
+
+def test_a_handler_failure_is_logged_by_type_and_excerpt_the_traceback_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A traceback can carry the request's content: the ERROR line names the exception
+    type with a bounded excerpt of its text; the traceback is logged at DEBUG only."""
+
+    async def failing(call: IncomingCall, send: ReplySink) -> str:
+        raise RuntimeError("request content " * 100)
+
+    async def main() -> None:
+        async with world() as w, serving(w.bot, {"mcp": failing}):
+            with caplog.at_level(logging.DEBUG, logger="simplex_rpc.adapter"):
+                (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+            assert reply.message is not None and reply.message["error"]["code"] == -32603
+            (error,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
+            # The library's log adapter writes a traceback into the message, redacted.
+            assert "RuntimeError" in error.getMessage() and "Traceback" not in error.getMessage()
+            assert len(error.getMessage()) < 300
+            traced = [r for r in caplog.records if "Traceback" in r.getMessage()]
+            assert traced and all(r.levelno == logging.DEBUG for r in traced)
+
+    run(main)

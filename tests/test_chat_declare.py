@@ -154,7 +154,13 @@ def test_serve_and_serve_calls_declare_what_they_serve() -> None:
             assert await bot.declared(1) == {
                 "mcp": ProtocolDeclaration(versions=("2025-06-18",), rpc=True)
             }
-            tasks.append(asyncio.create_task(bot.serve_calls(1, {"mcp": echo}, declare=True)))
+            tasks.append(
+                asyncio.create_task(
+                    bot.serve_calls(
+                        1, {"mcp": echo}, declare=True, versions={"mcp": ["2025-06-18"]}
+                    )
+                )
+            )
             async with asyncio.timeout(10):
                 while not (await bot.declared(1))["mcp"].chat:
                     await asyncio.sleep(0.01)
@@ -218,3 +224,191 @@ def test_link_declarations_read_a_group_link() -> None:
                 await alice.link_declarations(1, "two words")
 
     run(main)
+
+
+# -- review of issue 10 -----------------------------------------------------------------
+
+
+async def _echo(call: IncomingCall, send: ReplySink) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": call.request.get("id"), "result": {}})
+
+
+def test_serve_and_serve_calls_declaring_together_keep_both_transports() -> None:
+    """/_profile replaces the whole profile: declarations on one core are serialized, so
+    serve (transports.rpc) and serve_calls (transports.chat) started together both
+    take effect."""
+
+    async def main() -> None:
+        async with two_cores() as (_sim, bot, _):
+            await bot.service_address(1)
+            versions = {"mcp": ["2025-06-18"]}
+            tasks = [
+                asyncio.create_task(
+                    bot.serve(1, lambda r: {}, protocols=["mcp"], declare=True, versions=versions)
+                ),
+                asyncio.create_task(
+                    bot.serve_calls(1, {"mcp": _echo}, declare=True, versions=versions)
+                ),
+            ]
+            async with asyncio.timeout(10):
+                while (await bot.declared(1)).get("mcp") != MCP:
+                    await asyncio.sleep(0.01)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            assert await bot.declared(1) == {"mcp": MCP}
+
+    run(main)
+
+
+def test_a_declaration_without_versions_is_refused() -> None:
+    """versions is required: the versions the bot serves. A handler function does not
+    say which it serves, so declare=True without versions is refused, and nothing is
+    written."""
+
+    async def main() -> None:
+        async with two_cores() as (sim, bot, _):
+            with pytest.raises(SimplexRpcError, match="versions of 'mcp' are not known"):
+                await bot.serve_calls(1, {"mcp": _echo}, declare=True)
+            with pytest.raises(SimplexRpcError, match="no versions to declare for 'mcp'"):
+                await bot.serve(1, lambda r: {}, protocols=["mcp"], declare=True)
+            with pytest.raises(SimplexRpcError, match="not among the served protocols"):
+                await bot.serve_calls(1, {"mcp": _echo}, declare=True, versions={"a2a": ["1.0"]})
+            assert "protocols" not in sim.profile("bot")["preferences"]
+
+    run(main)
+
+
+def test_a_bridge_declares_the_versions_it_serves() -> None:
+    """An McpBridge knows the revisions it serves: serve_calls declares them."""
+    pytest.importorskip("mcp.server")
+    from simplex_rpc._cli_adapter import _mcp_server
+    from simplex_rpc.mcp import McpBridge
+    from test_adapter_cli import EXAMPLE
+
+    async def main() -> None:
+        async with two_cores() as (_sim, bot, _):
+            bridge = McpBridge(_mcp_server(f"{EXAMPLE}:build_server"))
+            task = asyncio.create_task(bot.serve_calls(1, {"mcp": bridge}, declare=True))
+            async with asyncio.timeout(10):
+                while "mcp" not in (declared := await bot.declared(1)):
+                    await asyncio.sleep(0.01)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            assert declared["mcp"].versions == bridge.supported and bridge.supported
+            assert declared["mcp"].chat and not declared["mcp"].rpc
+
+    run(main)
+
+
+def test_link_declarations_of_a_known_contact_read_its_profile() -> None:
+    """ContactAddressPlan known carries contact: Contact (TYPES.md), whose profile holds
+    the preferences: its declarations are read from there (source "contact")."""
+
+    async def main() -> None:
+        async with two_cores() as (sim, bot, alice):
+            address = await bot.service_address(1)
+            profile: dict[str, Any] = json.loads(json.dumps(PROFILE))
+            profile["preferences"]["protocols"] = {"mcp": MCP.to_dict()}
+            sim.set_profile("bot", profile)
+            sim.connect("alice", "bot")
+            found = await alice.link_declarations(1, address.link)
+            assert found.source == "contact" and found.name == "Acme"
+            assert found.protocols == {"mcp": MCP} and found.serves is None
+
+    run(main)
+
+
+def test_link_declarations_tell_no_data_from_declaring_nothing() -> None:
+    """ContactAddressPlan ok may carry contactSLinkData_ null (a full link has no short
+    link data): source None, unlike a profile that declares nothing (source "link")."""
+
+    async def main() -> None:
+        async with two_cores() as (_sim, bot, alice):
+            address = await bot.service_address(1)
+            assert address.short_link and address.full_link
+            empty = await alice.link_declarations(1, address.short_link)
+            assert empty.source == "link" and empty.protocols == {}
+            unknown = await alice.link_declarations(1, address.full_link)
+            assert unknown.source is None and unknown.protocols == {}
+            assert unknown.serves is None and unknown.name is None
+            own = await bot.link_declarations(1, address.link)
+            assert own.own and own.source is None
+
+    run(main)
+
+
+@pytest.mark.parametrize(
+    ("plan", "source"),
+    [
+        # ContactAddressPlan (TYPES.md): contactViaAddress and connectingProhibit carry
+        # contact: Contact, whose profile is a LocalProfile with preferences.
+        (
+            {
+                "type": "contactAddress",
+                "contactAddressPlan": {
+                    "type": "contactViaAddress",
+                    "contact": {
+                        "contactId": 3,
+                        "localDisplayName": "acme",
+                        "profile": {"displayName": "Acme", "preferences": {"protocols": {}}},
+                    },
+                },
+            },
+            "contact",
+        ),
+        (
+            {
+                "type": "contactAddress",
+                "contactAddressPlan": {
+                    "type": "connectingProhibit",
+                    "contact": {
+                        "contactId": 3,
+                        "localDisplayName": "acme",
+                        "profile": {"displayName": "Acme", "preferences": {"protocols": {}}},
+                    },
+                },
+            },
+            "contact",
+        ),
+        # GroupLinkPlan connectingProhibit carries groupInfo_: GroupInfo? (TYPES.md).
+        (
+            {
+                "type": "groupLink",
+                "groupLinkPlan": {
+                    "type": "connectingProhibit",
+                    "groupInfo_": {
+                        "groupId": 4,
+                        "groupProfile": {"displayName": "Acme", "groupPreferences": {}},
+                    },
+                },
+            },
+            "group",
+        ),
+        ({"type": "groupLink", "groupLinkPlan": {"type": "connectingProhibit"}}, None),
+    ],
+)
+def test_link_declarations_read_every_plan_that_carries_a_profile(
+    plan: dict[str, Any], source: str | None
+) -> None:
+    """Each plan variant that carries a contact or group is read, with its source."""
+    from simplex_rpc.adapter._declare import _contact_plan, _group_plan
+
+    mcp_entry = MCP.to_dict()
+    if plan["type"] == "contactAddress":
+        inner = plan["contactAddressPlan"]
+        inner["contact"]["profile"]["preferences"]["protocols"]["mcp"] = mcp_entry
+        found = _contact_plan(inner)
+        expected = {"mcp": MCP}
+    else:
+        inner = plan["groupLinkPlan"]
+        group = inner.get("groupInfo_")
+        if group is not None:
+            group["groupProfile"]["groupPreferences"]["protocols"] = {"mcp": mcp_entry}
+        found = _group_plan(inner)
+        # In groupPreferences, rpc is not a transport (preferences only).
+        expected = {"mcp": ProtocolDeclaration(versions=MCP.versions, chat=True)} if group else {}
+    assert found.source == source
+    assert found.protocols == expected
+    assert (found.name == "Acme") == (source is not None)

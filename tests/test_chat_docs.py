@@ -96,7 +96,8 @@ def test_the_bot_and_the_caller_run_against_the_simulator(page: str) -> None:
             assert answer == {"jsonrpc": "2.0", "id": 1, "result": {"hello": "alice"}}
             assert sim.sim is not None
             protocols = sim.sim.profile("bot")["preferences"]["protocols"]
-            assert protocols == {"mcp": {"versions": [], "transports": {"chat": True}}}
+            # versions: required, the versions the bot serves (declared as given).
+            assert protocols == {"mcp": {"versions": ["2025-06-18"], "transports": {"chat": True}}}
         finally:
             bot.kill()
             bot.wait(10)

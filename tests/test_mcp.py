@@ -262,7 +262,12 @@ def test_chat_reply_at_the_message_limit() -> None:
     assert over["id"] == 9
     assert over["error"]["code"] == -32603
     assert over["error"]["data"]["limit"] == chat.MAX_MESSAGE_JSON
-    assert over["error"]["data"]["size"] > chat.MAX_MESSAGE_JSON - chat.reply_allowance()
+    # The size is counted as the limit counts it (the whole message), so it is over it
+    # even for the reply one byte too long, whose text alone is well under 15,602 bytes.
+    assert over["error"]["data"]["size"] > over["error"]["data"]["limit"]
+    text_alone = chat.encoded_size(compact(_response_with_text("a" * (n + 1))))
+    assert text_alone < chat.MAX_MESSAGE_JSON
+    assert over["error"]["data"]["size"] == text_alone + chat.reply_allowance()
 
 
 def test_chat_reply_counts_escape_characters() -> None:

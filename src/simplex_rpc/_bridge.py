@@ -16,7 +16,7 @@ from . import _json
 from ._envelope import UNSET, ErrorCode, Request, Response
 from ._json import json_type
 from ._seal import MAX_RESPONSE
-from .chat import MAX_MESSAGE_JSON, encoded_size, fits_message
+from .chat import MAX_MESSAGE_JSON, encoded_size, fits_message, reply_allowance
 from .errors import SimplexRpcError
 
 __all__ = [
@@ -143,18 +143,24 @@ def chat_reply(response: object, *, binding: str) -> str:
 
     The text is the compact JSON of the response when it fits one chat message
     (``chat.fits_message``); otherwise it is a JSON-RPC error ``-32603`` with
-    the response's id, whose ``data`` gives the size and the limit.
+    the response's id, whose ``data`` gives the size and the limit. Both count
+    the same thing, the chat message JSON the reply would take (its text as
+    the core encodes it, plus :func:`chat.reply_allowance` for the message
+    around it), so ``data.size > data.limit`` holds for every replaced reply.
     """
     where = f"{binding} chat reply"
     checked = _check_response(response, where)
     text = dumps_text(dict(checked), where)
     if fits_message(text):
         return text
-    size = encoded_size(text)
+    # The limit is on the whole message: count the text the way fits_message does,
+    # with the room the message around it takes, not the text alone.
+    size = encoded_size(text) + reply_allowance()
     replacement = error_response(
         checked["id"],
         INTERNAL_ERROR,
-        f"Response too large: {size} bytes of encoded JSON do not fit one chat message",
+        f"Response too large: the reply would be a chat message of {size} bytes,"
+        f" over the limit of {MAX_MESSAGE_JSON}",
         {"size": size, "limit": MAX_MESSAGE_JSON},
     )
     text = dumps_text(replacement, where)

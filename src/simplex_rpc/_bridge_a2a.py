@@ -23,13 +23,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
 from a2a.auth.user import User
 from a2a.server.request_handlers.request_handler import RequestHandler
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.types.a2a_pb2 import AgentCard
+from google.protobuf import json_format  # type: ignore[import-untyped]
 from starlette.requests import Request as HttpRequest
 from starlette.types import Message as AsgiMessage
 
@@ -51,6 +53,9 @@ __all__ = ["DEFAULT_RPC_DEADLINE", "A2aBridge", "SimplexCaller"]
 logger = logging.getLogger(__name__)
 
 _CALLER_SCOPE_KEY: Final = "simplex_rpc.caller"
+
+EXTENDED_CARD_NOT_CONFIGURED: Final = -32007
+"""A2A's ExtendedAgentCardNotConfiguredError."""
 
 DEFAULT_RPC_DEADLINE: Final = 160.0
 """Seconds a Service RPC task may take: below the adapter's handler deadline
@@ -154,6 +159,16 @@ class A2aBridge:
     ``conversation_required``. The bridge keeps its own deadline because the
     SDK swallows the cancellation of a call whose agent has not answered yet,
     so an outer deadline (``asyncio.timeout``) cannot end such a call.
+
+    ``supported_versions`` are the A2A versions served (Major.Minor, default
+    ``a2a.SUPPORTED_VERSIONS``): a request whose ``A2A-Version`` is another
+    one, or that has none, is answered ``VersionNotSupportedError``
+    (``-32009``) before the SDK sees it.
+
+    ``agent_card`` is the public Agent Card (default: the handler's own card,
+    as ``DefaultRequestHandler`` keeps it). A SimpleX caller carries no
+    credentials the bridge verifies, so ``GetExtendedAgentCard`` answers the
+    public card, never the handler's extended card.
     """
 
     def __init__(
@@ -162,6 +177,8 @@ class A2aBridge:
         *,
         rpc_limit: int = RPC_JSON_LIMIT,
         rpc_deadline: float | None = DEFAULT_RPC_DEADLINE,
+        supported_versions: Iterable[str] = a2a.SUPPORTED_VERSIONS,
+        agent_card: AgentCard | None = None,
     ) -> None:
         if not isinstance(request_handler, RequestHandler):
             raise TypeError(
@@ -173,9 +190,19 @@ class A2aBridge:
         a2a.rpc_response(
             {"jsonrpc": "2.0", "id": 0, "result": {}}, limit=rpc_limit
         )  # checks the limit
+        if agent_card is None:
+            # DefaultRequestHandler (and its v2) keep the public card here; a custom
+            # handler without one gets -32007 for GetExtendedAgentCard.
+            agent_card = getattr(request_handler, "_agent_card", None)
+        if agent_card is not None and not isinstance(agent_card, AgentCard):
+            raise TypeError(
+                f"agent_card: expected an a2a-sdk AgentCard, got {type(agent_card).__name__}"
+            )
         self.request_handler = request_handler
         self.rpc_limit = rpc_limit
         self.rpc_deadline = rpc_deadline
+        self.supported_versions = a2a._check_versions(supported_versions)
+        self.agent_card = agent_card
         self._dispatcher = JsonRpcDispatcher(
             request_handler, context_builder=_CallerContextBuilder()
         )
@@ -183,11 +210,18 @@ class A2aBridge:
     def __repr__(self) -> str:
         return f"A2aBridge({type(self.request_handler).__name__})"
 
+    @property
+    def supported(self) -> tuple[str, ...]:
+        """The A2A versions (Major.Minor) the bridge serves, for the declaration."""
+        return tuple(a2a.SUPPORTED_VERSIONS)
+
     async def stream(self, request: object, *, caller: a2a.Caller) -> AsyncIterator[dict[str, Any]]:
         """Every JSON-RPC response of the answer to ``request``, in order.
 
-        One for a unary method, one per StreamResponse for a streaming method
-        (its last one ends the stream). Errors are JSON-RPC error responses.
+        One for a unary method, one per StreamResponse for a streaming method,
+        up to the first whose task or status update is in a terminal or an
+        interrupted state (``a2a.is_stream_end``): the binding ends the stream
+        there. Errors are JSON-RPC error responses.
         """
         if not isinstance(caller, a2a.Caller):
             raise TypeError(f"caller: expected an a2a.Caller, got {type(caller).__name__}")
@@ -196,6 +230,15 @@ class A2aBridge:
             yield a2a.error(a2a._request_id(request), INVALID_REQUEST, f"Invalid Request: {reason}")
             return
         assert isinstance(request, Mapping)
+        # The SDK passes any 1.x version to a 1.0 handler: the binding says a bot
+        # answers a version it does not serve with VersionNotSupportedError.
+        refused = a2a.check_request(request, supported_versions=self.supported_versions)
+        if refused is not None:
+            yield refused
+            return
+        if request["method"] == "GetExtendedAgentCard":
+            yield self._public_card(request)
+            return
         parameters = a2a.service_parameters(request)
         body_obj = {k: v for k, v in request.items() if k != a2a.SERVICE_PARAMETERS_MEMBER}
         try:
@@ -214,12 +257,37 @@ class A2aBridge:
                 data = event.get("data") if isinstance(event, Mapping) else None
                 if data is None:  # pragma: no cover - the SDK sends data in every event
                     continue
-                yield self._checked(_parse_sdk_json(data), request)
+                answer = self._checked(_parse_sdk_json(data), request)
+                yield answer
+                if a2a.is_stream_end(answer):
+                    # The binding ends a stream at a terminal or interrupted state. The
+                    # SDK keeps a subscription to an interrupted task open for its next
+                    # event, so without this the answer would never end.
+                    return
         finally:
             # A stream left early (a reply that could not be sent) ends the SDK's stream too.
             aclose = getattr(iterator, "aclose", None)
             if aclose is not None:
                 await aclose()
+
+    def _public_card(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The answer to GetExtendedAgentCard: the public card.
+
+        The SDK's handler answers with its extended card whoever asks; over
+        SimpleX no caller is authenticated (:class:`SimplexCaller`), and the
+        protocol text gives a caller without credentials the public card.
+        """
+        if self.agent_card is None:
+            return a2a.error(
+                request["id"],
+                EXTENDED_CARD_NOT_CONFIGURED,
+                "Extended Agent Card not configured: the bridge has no public card"
+                " (pass agent_card= to A2aBridge)",
+            )
+        card: dict[str, Any] = json_format.MessageToDict(
+            self.agent_card, preserving_proto_field_name=False
+        )
+        return {"jsonrpc": "2.0", "id": request["id"], "result": card}
 
     @staticmethod
     def _checked(response: dict[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:

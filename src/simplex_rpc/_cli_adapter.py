@@ -176,15 +176,27 @@ async def _serving(
     protocols: list[str],
     options: dict[str, Any],
 ) -> None:
-    serve = core.serve(args.user, rpc_handler, protocols=protocols, declare=args.declare, **options)
+    if args.declare:
+        # Declared once, both transports, before either loop runs: the two
+        # loops never write the profile (/_profile replaces it whole).
+        versions = getattr(chat_handler, "supported", None)
+        if not versions:
+            raise CliError(
+                "--declare: the echo responder serves no protocol versions to declare;"
+                " declare an --mcp-module server"
+            )
+        await core._declare_transport(
+            args.user,
+            protocols,
+            ("rpc", "chat") if args.chat else "rpc",
+            dict.fromkeys(protocols, versions),
+        )
+    serve = core.serve(args.user, rpc_handler, protocols=protocols, **options)
     if not args.chat:
         await serve
         return
     calls = core.serve_calls(
-        args.user,
-        dict.fromkeys(protocols, chat_handler),
-        concurrency=args.concurrency,
-        declare=args.declare,
+        args.user, dict.fromkeys(protocols, chat_handler), concurrency=args.concurrency
     )
     try:
         async with asyncio.TaskGroup() as tasks:

@@ -19,6 +19,10 @@ requester core sending with ``ChatCore.service_request``: the signed
 ``tools/call`` and its response, the same request unsigned, and refused
 ones. Nothing random is printed (no port, link or request id), so the output
 stays the same from run to run.
+
+It ends with the MCP SDK's own client (:func:`through_sdk`): ``mcp.Client``
+over :class:`~simplex_rpc.mcp.SimplexTransport` calls the demo bot over
+Service RPC, then over ``/_call`` with a progress notification.
 """
 
 from __future__ import annotations
@@ -44,12 +48,14 @@ __all__ = [
     "ChatDemo",
     "CoreResult",
     "DemoResult",
+    "SdkDemo",
     "demo_ad",
     "demo_signing_key",
     "round_trip",
     "run_demo",
     "through_chat",
     "through_core",
+    "through_sdk",
 ]
 
 #: Labels hashed into the demo's fixed seeds. Public on purpose: the demo key
@@ -747,18 +753,149 @@ def render_chat(demo: ChatDemo) -> str:
     return "\n".join(lines) + "\n"
 
 
+# -- the MCP SDK's own client through SimplexTransport --------------------------------
+
+
+@dataclass(slots=True, kw_only=True)
+class SdkDemo:
+    """The last part of the demo: ``mcp.Client`` calling the demo bot through SimplexTransport.
+
+    ``installed`` is False without the ``mcp`` SDK (the part is then skipped).
+    """
+
+    installed: bool
+    revision: str = ""
+    tools: list[str] = field(default_factory=list)
+    rpc_answer: str = ""
+    chat: str = ""
+    progress: list[tuple[float, float | None, str | None]] = field(default_factory=list)
+    chat_answer: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Both calls answered as the bot answers; the progress arrived before the result."""
+        if not self.installed:
+            return True
+        return (
+            self.revision == "2026-07-28"
+            and self.tools == ["availability", "catalog"]
+            and self.rpc_answer == "12 anvils are in stock."
+            and self.progress == [(0.0, 1.0, "listing")]
+            and self.chat_answer == "anvil, hammer"
+        )
+
+
+def _sdk_server() -> Any:
+    """The demo bot: the SDK server with availability and catalog (catalog reports progress)."""
+    from mcp.server import MCPServer
+    from mcp.server.mcpserver import Context
+
+    server = MCPServer("acme", log_level="WARNING")
+
+    @server.tool(description="Items in stock", structured_output=False)
+    def availability(item: str) -> str:
+        return f"{ {'anvil': 12, 'hammer': 40}.get(item, 0)} {item}s are in stock."
+
+    async def catalog(ctx: Any) -> str:
+        await ctx.report_progress(0, 1, "listing")
+        return "anvil, hammer"
+
+    # As in _chat_handler: the SDK finds the Context parameter by its annotation.
+    catalog.__annotations__ = {"ctx": Context, "return": str}
+    server.tool(description="The catalog", structured_output=False)(catalog)
+    return server
+
+
+def _content_text(result: Any) -> str:
+    content = getattr(result, "content", None) or [None]
+    return str(getattr(content[0], "text", ""))
+
+
+async def through_sdk() -> SdkDemo:
+    """``mcp.Client(SimplexTransport(...))`` over Service RPC, then over ``/_call``."""
+    try:
+        from mcp import Client
+
+        from .mcp import McpBridge, SimplexTransport
+    except ImportError:
+        return SdkDemo(installed=False)
+    from .adapter import ChatCore
+    from .testing import CoreSimulator
+
+    demo = SdkDemo(installed=True)
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        demo.progress.append((progress, total, message))
+
+    async with (
+        CoreSimulator() as sim,
+        ChatCore.connect(sim.url_for("customer")) as customer,
+        ChatCore.connect(sim.url_for("acme")) as acme,
+        McpBridge(_sdk_server(), conversation_tools={"catalog"}) as bridge,
+    ):
+        await acme.start(service_requests=True)
+        await customer.start(service_requests=False)
+        link = (await acme.service_address(1)).link
+        contact, _ = sim.connect("customer", "acme")
+        tasks = [
+            asyncio.create_task(acme.serve(1, bridge.rpc_handler, protocols=["mcp"])),
+            asyncio.create_task(acme.serve_calls(1, {"mcp": bridge})),
+        ]
+        try:
+            await asyncio.sleep(0)
+            async with Client(SimplexTransport(customer, 1, link, timeout=20)) as client:
+                demo.revision = client.protocol_version
+                demo.tools = [tool.name for tool in (await client.list_tools()).tools]
+                answer = await client.call_tool("availability", {"item": "anvil"})
+                demo.rpc_answer = _content_text(answer)
+            demo.chat = f"@{contact}"
+            transport = SimplexTransport(customer, 1, demo.chat, via="chat", timeout=20)
+            async with Client(transport) as client:
+                answer = await client.call_tool("catalog", {}, progress_callback=on_progress)
+                demo.chat_answer = _content_text(answer)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    return demo
+
+
+def render_sdk(demo: SdkDemo) -> str:
+    """The human-readable account of the SDK client part."""
+    lines = ["The MCP SDK's own client (mcp.Client) through SimplexTransport", ""]
+    if not demo.installed:
+        lines.append("13. Skipped: the mcp SDK is not installed (pip install 'simplex-rpc[mcp]')")
+        return "\n".join(lines) + "\n"
+    lines += [
+        "13. mcp.Client(SimplexTransport(core, 1, <acme's address>)): each request is one"
+        " Service RPC request",
+        f"    server/discover: revision {demo.revision}; tools/list: {', '.join(demo.tools)}",
+        f"    tools/call availability {{item: anvil}} -> {demo.rpc_answer!r}",
+        "",
+        f"14. mcp.Client(SimplexTransport(core, 1, {demo.chat!r}, via='chat')): /_call mcp in"
+        " the direct chat (catalog needs a conversation)",
+    ]
+    for progress, total, message in demo.progress:
+        lines.append(f"    progress callback: {progress:g} of {total:g}, {message!r}")
+    lines.append(f"    tools/call catalog -> {demo.chat_answer!r}")
+    return "\n".join(lines) + "\n"
+
+
 def run_demo(*, json_output: bool = False, out: TextIO | None = None) -> int:
     """Run the demo, print it (text, or with ``json_output`` a JSON summary).
 
     The library's round trip (steps 1 to 7), then the same exchange through
-    the simulated chat cores (steps 8 to 10). Returns 0 when every step
+    the simulated chat cores (steps 8 to 10), one ``/_call`` in a group
+    (steps 11 and 12), and the MCP SDK's own client through SimplexTransport
+    (steps 13 and 14). Returns 0 when every step
     behaved as the protocol requires, else 1.
     """
     stream = sys.stdout if out is None else out
     result = round_trip()
     core = asyncio.run(through_core())
     chat_demo = asyncio.run(through_chat())
-    ok = result.ok and core.ok and chat_demo.ok
+    sdk_demo = asyncio.run(through_sdk())
+    ok = result.ok and core.ok and chat_demo.ok and sdk_demo.ok
     if json_output:
         document = summary(result) | {"ok": ok, "core": core_summary(core)}
         document["chat"] = {
@@ -768,12 +905,23 @@ def run_demo(*, json_output: bool = False, out: TextIO | None = None) -> int:
             "replies": chat_demo.replies,
             "each_reply_quotes_the_command": chat_demo.quoted_command,
         }
+        document["sdk_client"] = {
+            "ok": sdk_demo.ok,
+            "installed": sdk_demo.installed,
+            "revision": sdk_demo.revision,
+            "tools": sdk_demo.tools,
+            "rpc_answer": sdk_demo.rpc_answer,
+            "chat": sdk_demo.chat,
+            "progress": [list(p) for p in sdk_demo.progress],
+            "chat_answer": sdk_demo.chat_answer,
+        }
         stream.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
     else:
         text = render_text(result)
         closing = "All steps as expected." if result.ok else "SOMETHING WENT WRONG: see above."
         text = text[: text.rindex(closing)].rstrip("\n") + "\n\n" + render_core(core)
         text += "\n" + render_chat(chat_demo)
+        text += "\n" + render_sdk(sdk_demo)
         stream.write(
             text
             + "\n"

@@ -7,7 +7,9 @@ helpers check a request, decide what Service RPC may serve, size replies, say
 when a stream ends, and keep each caller's contexts and tasks apart.
 
 :class:`A2aBridge` (extra ``simplex-rpc[a2a]``) serves an agent written with
-the official ``a2a-sdk`` behind both transports. It and :class:`SimplexCaller`
+the official ``a2a-sdk`` behind both transports; :func:`register_client`
+gives the SDK's ``ClientFactory`` a transport to such a bot. They (and
+:class:`SimplexCaller`, :class:`SimplexA2aTransport`, :class:`ServiceRpcError`)
 are imported on first use, and left out of ``__all__`` so that ``import *``
 works without the SDK.
 
@@ -37,6 +39,9 @@ from ._bridge import (
 from ._envelope import ErrorCode, Response
 
 if TYPE_CHECKING:
+    from ._a2a_client import ServiceRpcError as ServiceRpcError
+    from ._a2a_client import SimplexA2aTransport as SimplexA2aTransport
+    from ._a2a_client import register_client as register_client
     from ._bridge_a2a import A2aBridge as A2aBridge
     from ._bridge_a2a import SimplexCaller as SimplexCaller
 
@@ -115,6 +120,7 @@ _REASONS: Final = {
     TASK_NOT_FOUND: "TASK_NOT_FOUND",
     PUSH_NOTIFICATION_NOT_SUPPORTED: "PUSH_NOTIFICATION_NOT_SUPPORTED",
     VERSION_NOT_SUPPORTED: "VERSION_NOT_SUPPORTED",
+    -32007: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
     INVALID_REQUEST: "INVALID_REQUEST",
     INTERNAL_ERROR: "INTERNAL_ERROR",
 }
@@ -672,14 +678,26 @@ def _collect_result(result: Mapping[str, Any], tasks: list[str], contexts: list[
                 contexts.append(value)
 
 
+_SDK_NAMES: Final = {
+    "A2aBridge": "_bridge_a2a",
+    "SimplexCaller": "_bridge_a2a",
+    "register_client": "_a2a_client",
+    "ServiceRpcError": "_a2a_client",
+    "SimplexA2aTransport": "_a2a_client",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # The bridge needs the a2a-sdk; import it only when asked for.
-    if name in ("A2aBridge", "SimplexCaller"):
+    # The bridge and the client transport need the a2a-sdk; import them only when asked for.
+    module_name = _SDK_NAMES.get(name)
+    if module_name is not None:
+        import importlib
+
         try:
-            from . import _bridge_a2a
+            module = importlib.import_module(f".{module_name}", __package__)
         except ImportError as exc:  # pragma: no cover - the SDK is a test extra
             raise ImportError(
                 f"simplex_rpc.a2a.{name} needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})"
             ) from exc
-        return getattr(_bridge_a2a, name)
+        return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

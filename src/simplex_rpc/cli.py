@@ -20,6 +20,7 @@ from .errors import SimplexRpcError
 
 #: Modules that add subcommands, in the order of ``--help``.
 COMMAND_MODULES: tuple[str, ...] = ("_cli_core", "_cli_adapter", "_cli_chat", "_cli_bench")
+COMMAND_MODULES += ("_cli_proxy",)  # mcp-proxy (issue 11)
 
 EXIT_OK = 0
 EXIT_INVALID = 1

@@ -9,8 +9,9 @@ for either transport and apply ``conversation_required`` to the tools that
 need a conversation.
 
 :class:`McpBridge` (extra ``simplex-rpc[mcp]``) serves a server written with
-the official ``mcp`` SDK behind both transports. It is imported on first use,
-and left out of ``__all__`` so that ``import *`` works without the SDK.
+the official ``mcp`` SDK behind both transports; :class:`SimplexTransport`
+is the SDK client's transport to such a bot. They are imported on first
+use, and left out of ``__all__`` so that ``import *`` works without the SDK.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from ._envelope import ErrorCode, Response
 
 if TYPE_CHECKING:
     from ._bridge_mcp import McpBridge as McpBridge
+    from ._mcp_client import SERVICE_RPC_ERROR as SERVICE_RPC_ERROR
+    from ._mcp_client import SimplexTransport as SimplexTransport
 
 __all__ = [
     "CLIENT_CAPABILITIES_KEY",
@@ -200,7 +203,8 @@ def chat_reply(response: Mapping[str, Any]) -> str:
 
     The compact JSON of ``response`` when it fits one chat message
     (``chat.fits_message``); otherwise a JSON-RPC error ``-32603`` with the
-    request's id and ``data`` ``{"size": ..., "limit": 15602}``.
+    request's id and ``data`` ``{"size": ..., "limit": 15602}``, where ``size``
+    counts the whole message as the limit does (``size > limit``).
     """
     return _bridge.chat_reply(response, binding="mcp")
 
@@ -241,15 +245,25 @@ def rpc_disposition(
     return None
 
 
+_SDK_NAMES: Final = {
+    "McpBridge": "_bridge_mcp",
+    "SimplexTransport": "_mcp_client",
+    "SERVICE_RPC_ERROR": "_mcp_client",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # The bridge needs the mcp SDK; import it only when asked for.
-    if name == "McpBridge":
+    # The bridge and the client transport need the mcp SDK; import it only when asked for.
+    module_name = _SDK_NAMES.get(name)
+    if module_name is not None:
+        import importlib
+
         try:
-            from . import _bridge_mcp
+            module = importlib.import_module(f".{module_name}", __package__)
         except ImportError as exc:  # pragma: no cover - the SDK is a test extra
             raise ImportError(
-                "simplex_rpc.mcp.McpBridge needs the mcp SDK:"
+                f"simplex_rpc.mcp.{name} needs the mcp SDK:"
                 f" pip install 'simplex-rpc[mcp]' ({exc})"
             ) from exc
-        return _bridge_mcp.McpBridge
+        return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,10 +20,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeAlias
 
 from .. import a2a
 from .._bridge import INTERNAL_ERROR, PARSE_ERROR, BindingError, error_response
@@ -48,6 +48,10 @@ from ._core import _check_user_id, _dump_command_json, log
 from ._declare import _Declarations
 from ._errors import ChatCoreClosed
 
+if TYPE_CHECKING:  # the bridges need the mcp and a2a extras; the types do not
+    from .._bridge_a2a import A2aBridge
+    from .._bridge_mcp import McpBridge
+
 #: How long a ``/_call`` handler may run before it is cancelled and answered
 #: with the binding's internal error. A conversation has no response window,
 #: but a caller's wait does end.
@@ -55,12 +59,21 @@ DEFAULT_CALL_TIMEOUT: Final = 300.0
 #: The caller's default wait for the replies, in seconds.
 DEFAULT_CALL_WAIT: Final = 30.0
 
+# Record ids (users, contacts, groups, chat items) are the core's Int64, positive.
+_ID_END: Final = 2**63
 _CHAT_REF: Final = re.compile(r"(?P<type>[@#])(?P<id>[1-9][0-9]{0,17})")
 # The longest text looked at as a command: a message the core delivers is at
 # most 15,602 bytes of JSON, so anything far longer is not one.
 _MAX_TEXT: Final = 4 * 15_602
 # Received item ids remembered so that a repeated event is not answered twice.
 _SEEN_LIMIT: Final = 100_000
+# Commands kept waiting while every handler is busy; more are left unanswered
+# and counted. At most _MAX_TEXT characters each: a bounded amount of memory.
+_BACKLOG: Final = 1_000
+# Unanswered commands are reported once per interval, in seconds, not once each.
+_REPORT_INTERVAL: Final = 10.0
+# The longest excerpt of an exception's text in a log line.
+_EXCERPT: Final = 120
 # Service parameters that carry credentials (A2A security schemes send them as
 # HTTP headers: Authorization for HTTP schemes, a named header for API keys).
 _CREDENTIAL_NAMES: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
@@ -74,8 +87,19 @@ class CallRefused(SimplexRpcError):
 ReplySink = Callable[[str], Awaitable[None]]
 """``send(text)``: send an earlier reply of the answer (a notification, a stream event)."""
 
-CallHandler = Callable[["IncomingCall", ReplySink], Awaitable[str]]
-"""A ``/_call`` handler: returns the text of the answer's last reply."""
+
+class CallHandler(Protocol):
+    """A ``/_call`` handler: ``async def handler(call, send) -> str``.
+
+    It receives the :class:`IncomingCall` and ``send`` (a :data:`ReplySink`
+    for earlier replies), and returns the text of the answer's last reply.
+    """
+
+    def __call__(self, call: IncomingCall, send: ReplySink, /) -> Awaitable[str]: ...
+
+
+CallHandlers: TypeAlias = "Mapping[str, CallHandler | McpBridge | A2aBridge]"
+"""What :meth:`~_ChatCalls.serve_calls` serves: a handler or a bridge for each protocol name."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,15 +144,24 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _id(value: Any) -> int | None:
+    """A record id of the core (``Int64`` in TYPES.md: 1 <= id < 2**63), or None.
+
+    A JSON ``true`` is not an id (Python's ``True == 1`` must not make it one).
+    """
+    number = _int(value)
+    return number if number is not None and 1 <= number < _ID_END else None
+
+
 def _chat_ref(chat_info: Any) -> str | None:
     """The ChatRef text of a ``ChatInfo`` (TYPES.md): ``@<contactId>`` or ``#<groupId>``."""
     kind = _path(chat_info, "type")
     if kind == "direct":
-        contact_id = _int(_path(chat_info, "contact", "contactId"))
-        return f"@{contact_id}" if contact_id is not None and contact_id > 0 else None
+        contact_id = _id(_path(chat_info, "contact", "contactId"))
+        return f"@{contact_id}" if contact_id is not None else None
     if kind == "group":
-        group_id = _int(_path(chat_info, "groupInfo", "groupId"))
-        return f"#{group_id}" if group_id is not None and group_id > 0 else None
+        group_id = _id(_path(chat_info, "groupInfo", "groupId"))
+        return f"#{group_id}" if group_id is not None else None
     return None
 
 
@@ -174,7 +207,7 @@ def _received(item: Any, user_id: int) -> _Received | None:
     chat_item = _path(item, "chatItem")
     chat = _chat_ref(chat_info)
     direction = _path(chat_item, "chatDir", "type")
-    item_id = _int(_path(chat_item, "meta", "itemId"))
+    item_id = _id(_path(chat_item, "meta", "itemId"))
     if chat is None or item_id is None or direction not in ("directRcv", "groupRcv"):
         return None
     content = _path(chat_item, "content")
@@ -200,7 +233,7 @@ def _received(item: Any, user_id: int) -> _Received | None:
     member = _path(chat_item, "chatDir", "groupMember")
     member_key = _path(member, "memberId")
     if not isinstance(member_key, str) or not member_key:
-        local = _int(_path(member, "groupMemberId"))
+        local = _id(_path(member, "groupMemberId"))
         if local is None:
             return None
         member_key = str(local)
@@ -234,24 +267,30 @@ def _mentions_me(received: _Received, name: str) -> bool:
     return received.my_name is not None and name == received.my_name
 
 
-def _protocol_word(text: str) -> str | None:
-    """The protocol of a ``/_call`` text that does not parse, when it can be read."""
-    parts = text.split(" ", 3)
-    if len(parts) < 2:
-        return None
-    word = parts[2] if parts[1].startswith("@") and len(parts) > 2 else parts[1]
-    return word if re.fullmatch(r"[a-z0-9-]{1,64}", word) else None
+_PROTOCOL_WORD: Final = re.compile(r"[a-z0-9-]{1,64}")
 
 
-def _mention_word(text: str) -> str | None:
-    """The mentioned name of a ``/_call`` text that does not parse, when it has one."""
+def _call_head(text: str) -> tuple[str | None, str | None]:
+    """The mention and the protocol of a ``/_call`` text that does not parse, where readable.
+
+    The mention is skipped by the rule of :func:`~simplex_rpc.chat.parse_call`:
+    ``@'a name'`` runs to the closing quote, ``@name`` to the next space. A
+    quoted name that is never closed hides where the protocol starts: then
+    neither is read.
+    """
     rest = text[len(COMMAND) + 1 :]
-    if not rest.startswith("@"):
-        return None
+    mention: str | None = None
     if rest.startswith("@'"):
         end = rest.find("'", 2)
-        return rest[2:end] if end > 2 else None
-    return rest[1:].split(" ", 1)[0] or None
+        if end == -1:
+            return None, None
+        mention = rest[2:end] or None
+        rest = rest[end + 1 :].lstrip(" ")
+    elif rest.startswith("@"):
+        name, _, rest = rest[1:].partition(" ")
+        mention = name or None
+    word = rest.split(" ", 1)[0]
+    return mention, word if _PROTOCOL_WORD.fullmatch(word) else None
 
 
 def _safe(text: str) -> str:
@@ -273,10 +312,23 @@ def _is_jsonrpc(protocol: str, request: Mapping[str, Any] | None) -> bool:
     return protocol in JSONRPC_BINDINGS or (request is not None and request.get("jsonrpc") == "2.0")
 
 
+def _is_async(value: object) -> bool:
+    """Whether calling ``value`` starts a coroutine: an ``async def`` function or ``__call__``."""
+    call = getattr(value, "__call__", None)  # noqa: B004 - the method itself is inspected
+    return inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(call)
+
+
 def _as_handler(value: object, protocol: str) -> CallHandler:
-    """A handler from a callable or a bridge (an object with ``chat_handler``)."""
+    """A handler from an async callable or a bridge (an object with ``chat_handler``).
+
+    Raises :class:`SimplexRpcError` naming ``handlers[protocol]`` for anything
+    else, a plain function included: its result could not be awaited.
+    """
+    where = f"handlers[{show(protocol, 64)}]"
     chat_handler = getattr(value, "chat_handler", None)
     if chat_handler is not None and callable(chat_handler):
+        if not _is_async(chat_handler):
+            raise SimplexRpcError(f"{where}: chat_handler of the bridge is not an async method")
         takes_caller = "caller" in inspect.signature(chat_handler).parameters
 
         async def bridged(call: IncomingCall, send: ReplySink) -> str:
@@ -288,22 +340,90 @@ def _as_handler(value: object, protocol: str) -> CallHandler:
 
         return bridged
     if not callable(value):
-        raise TypeError(
-            f"handlers[{protocol!r}]: expected an async callable (call, send) -> str,"
-            " an McpBridge or an A2aBridge"
+        raise SimplexRpcError(
+            f"{where}: expected an async function (call, send) -> str, an McpBridge or an"
+            f" A2aBridge, got {type(value).__name__}"
         )
-    return value
+    if not _is_async(value):
+        raise SimplexRpcError(
+            f"{where}: {show(getattr(value, '__name__', type(value).__name__), 64)} is not an"
+            " async function; a handler is `async def handler(call, send) -> str`"
+        )
+    handler: CallHandler = value
+    return handler
+
+
+def _bridge_versions(value: object) -> tuple[str, ...] | None:
+    """The versions a bridge serves (its ``supported``), or None for a handler function."""
+    if getattr(value, "chat_handler", None) is None:
+        return None
+    supported = getattr(value, "supported", None)
+    if isinstance(supported, (str, bytes)) or not isinstance(supported, Collection):
+        return None
+    served = tuple(v for v in supported if isinstance(v, str) and v)
+    return served or None
+
+
+def _declared_versions(
+    handlers: Mapping[str, object], versions: Mapping[str, Sequence[str]] | None
+) -> dict[str, tuple[str, ...]]:
+    """The versions to declare for each served protocol: ``versions``, else the bridge's.
+
+    The protocol text makes ``versions`` required (the versions the bot
+    serves); a handler function does not say which it serves, so without
+    ``versions[protocol]`` there is nothing true to declare.
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    for protocol, handler in handlers.items():
+        given = (versions or {}).get(protocol)
+        served = tuple(given) if given is not None else _bridge_versions(handler)
+        if not served:
+            raise SimplexRpcError(
+                f"declare: the versions of {show(protocol, 64)} are not known; pass"
+                f" versions={{{protocol!r}: [...]}} (a declaration names the versions the bot"
+                " serves; a bridge knows its own)"
+            )
+        out[protocol] = served
+    return out
+
+
+def _check_versions(
+    versions: Mapping[str, Sequence[str]] | None, protocols: Collection[str]
+) -> None:
+    if versions is None:
+        return
+    if not isinstance(versions, Mapping):
+        raise SimplexRpcError("versions: expected a mapping of protocol names to version lists")
+    for name, served in versions.items():
+        if name not in protocols:
+            raise SimplexRpcError(f"versions: {show(name, 64)} is not among the served protocols")
+        if isinstance(served, (str, bytes)) or not isinstance(served, Collection):
+            raise SimplexRpcError(f"versions[{name!r}]: expected a list of version strings")
+        if not served or not all(isinstance(v, str) and v for v in served):
+            raise SimplexRpcError(
+                f"versions[{name!r}]: expected a non-empty list of non-empty version strings"
+            )
 
 
 class _CallServer:
+    """The bot side of one :meth:`~_ChatCalls.serve_calls`.
+
+    The event loop never waits for a handler: a command is started when
+    fewer than ``concurrency`` run, else kept in a backlog of at most
+    ``backlog`` commands, else left unanswered and counted (one log line per
+    interval). So the events keep being read while every handler is busy,
+    and none is dropped unseen.
+    """
+
     def __init__(
         self,
         core: _ChatCalls,
         user_id: int,
-        handlers: Mapping[str, object],
+        handlers: CallHandlers,
         *,
         concurrency: int,
         handler_timeout: float,
+        backlog: int = _BACKLOG,
     ) -> None:
         if not isinstance(handlers, Mapping) or not handlers:
             raise SimplexRpcError("handlers: expected a mapping of protocol names to handlers")
@@ -321,24 +441,23 @@ class _CallServer:
         self.core = core
         self.user_id = user_id
         self.handler_timeout = float(handler_timeout)
-        self.slots = asyncio.Semaphore(concurrency)
+        self.concurrency = concurrency
+        self.running = 0
+        self.backlog: deque[_Received] = deque()
+        self.backlog_limit = backlog
+        self.unanswered = 0  # commands left unanswered since the last report
+        self.report: asyncio.TimerHandle | None = None
+        self.closing = False
         self.seen: OrderedDict[tuple[str, int], None] = OrderedDict()
         self.tasks: set[asyncio.Task[None]] = set()
 
-    def _lost(self) -> None:
-        # Nothing can be answered any more: free the slots, so that the loop reaches
-        # the stream's ChatCoreClosed at once.
-        for task in list(self.tasks):
-            task.cancel()
-
     async def run(self, stream: Any) -> NoReturn:
-        self.core._loss_watchers.add(self._lost)
         log.info("answering /_call for %s, user %d", ", ".join(sorted(self.handlers)), self.user_id)
         try:
             async for event in stream:
                 if event.get("type") != "newChatItems":
                     continue
-                if _int(_path(event, "user", "userId")) != self.user_id:  # true is not 1
+                if _int(_path(event, "user", "userId")) != self.user_id:
                     continue
                 items = event.get("chatItems")
                 if not isinstance(items, list):
@@ -348,21 +467,26 @@ class _CallServer:
                     )
                     continue
                 for item in items:
-                    await self._consider(item)
+                    self._consider(item)
             raise ChatCoreClosed("the connection to the chat core was closed")
         finally:
             stream.close()
-            self.core._loss_watchers.discard(self._lost)
+            self.closing = True
+            self.backlog.clear()
+            if self.report is not None:
+                self.report.cancel()
+                self._report()
             for task in list(self.tasks):
                 task.cancel()
             if self.tasks:
                 await asyncio.gather(*self.tasks, return_exceptions=True)
 
-    async def _consider(self, item: Any) -> None:
+    def _consider(self, item: Any) -> None:
         try:
             received = _received(item, self.user_id)
-        except Exception:  # pragma: no cover - defensive: a hostile event never stops the bot
-            log.warning("newChatItems: an item that cannot be read: ignored", exc_info=True)
+        except Exception as exc:  # pragma: no cover - defensive: a hostile event never stops it
+            log.warning("newChatItems: an unreadable item (%s): ignored", type(exc).__name__)
+            log.debug("newChatItems: the item's traceback", exc_info=True)
             return
         if received is None:
             if (
@@ -390,10 +514,38 @@ class _CallServer:
                 received.chat,
             )
             return
-        await self.slots.acquire()
+        if self.running < self.concurrency:
+            self._start(received)
+        elif len(self.backlog) < self.backlog_limit:
+            self.backlog.append(received)
+        else:
+            self.unanswered += 1
+            if self.report is None:
+                loop = asyncio.get_running_loop()
+                self.report = loop.call_later(_REPORT_INTERVAL, self._report)
+
+    def _report(self) -> None:
+        self.report = None
+        if self.unanswered:
+            log.warning(
+                "%d /_call command(s) not answered: %d handlers were busy and the backlog of %d"
+                " was full",
+                self.unanswered,
+                self.concurrency,
+                self.backlog_limit,
+            )
+            self.unanswered = 0
+
+    def _start(self, received: _Received) -> None:
+        self.running += 1
         task = asyncio.create_task(self._answer(received))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+
+    def _finished(self) -> None:
+        self.running -= 1
+        if self.backlog and not self.closing:
+            self._start(self.backlog.popleft())
 
     async def _answer(self, received: _Received) -> None:
         where = f"{received.chat}/{received.item_id}"
@@ -403,19 +555,19 @@ class _CallServer:
             raise
         except ChatCoreClosed as exc:
             log.warning("/_call %s not answered: %s", where, exc)
-        except Exception:  # pragma: no cover - defensive: one command never stops the loop
-            log.error("answering /_call %s failed", where, exc_info=True)
+        except Exception as exc:  # pragma: no cover - defensive: one command never stops the loop
+            log.error("answering /_call %s failed: %s", where, type(exc).__name__)
+            log.debug("answering /_call %s: the traceback", where, exc_info=True)
         finally:
-            self.slots.release()
+            self._finished()
 
     async def _dispatch(self, received: _Received, where: str) -> None:
         try:
             call = parse_call(received.text)
         except CallSyntaxError as exc:
-            protocol = _protocol_word(received.text)
+            mention, protocol = _call_head(received.text)
             if protocol is None or protocol not in self.handlers:
                 return
-            mention = _mention_word(received.text)
             if received.group and mention is not None and not _mentions_me(received, mention):
                 return  # a broken command for another member is that member's to answer
             log.info("/_call %s does not parse: %s", where, show(str(exc), 200))
@@ -475,7 +627,14 @@ class _CallServer:
             log.error("/_call %s: the handler raised CancelledError", where)
             last = self._internal(call, "Internal error")
         except Exception as exc:
-            log.error("/_call %s: the handler raised %s", where, type(exc).__name__, exc_info=True)
+            # A traceback can carry the request's content: only at DEBUG.
+            log.error(
+                "/_call %s: the handler raised %s: %s",
+                where,
+                type(exc).__name__,
+                show(str(exc), _EXCERPT),
+            )
+            log.debug("/_call %s: the handler's traceback", where, exc_info=True)
             last = self._internal(call, "Internal error")
         if ended:
             log.info("/_call %s: the answer ended before the handler's last reply", where)
@@ -522,7 +681,7 @@ class _ChatCalls(_Declarations):
     async def serve_calls(
         self,
         user_id: int,
-        handlers: Mapping[str, object],
+        handlers: CallHandlers,
         *,
         concurrency: int = 32,
         handler_timeout: float = DEFAULT_CALL_TIMEOUT,
@@ -551,12 +710,22 @@ class _ChatCalls(_Declarations):
           and unserved protocols are ignored.
 
         A protocol without a JSON-RPC binding gets no error replies (its
-        messages are not known here). Raises :class:`ChatCoreClosed` when the
-        connection ends.
+        messages are not known here). At most ``concurrency`` handlers run at
+        once; while all are busy, up to 1,000 further commands wait, and
+        commands beyond that are left unanswered and counted in the log. The
+        events keep being read meanwhile. Raises :class:`ChatCoreClosed`
+        when the connection ends.
 
         With ``declare``, the profile first declares ``transports.chat`` for
-        each served protocol (:meth:`declare`, keeping what else it declares),
-        with ``versions[protocol]`` as the declared versions.
+        each served protocol (:meth:`declare`, keeping what else it declares).
+        The declared versions are ``versions[protocol]``, else the bridge's
+        own (``McpBridge.supported``, ``A2aBridge.supported``); a handler
+        function without ``versions`` is refused, since a declaration must
+        name the versions the bot serves.
+
+        Wrong arguments (a handler that is not an async function or a bridge,
+        a bad protocol name, versions of an unserved protocol) raise
+        :class:`~simplex_rpc.errors.SimplexRpcError` before anything runs.
         """
         server = _CallServer(
             self,
@@ -565,12 +734,14 @@ class _ChatCalls(_Declarations):
             concurrency=concurrency,
             handler_timeout=handler_timeout,
         )
+        _check_versions(versions, server.handlers)
+        declared = _declared_versions(handlers, versions) if declare else None
         # Subscribed before anything is awaited: a command sent once this
         # coroutine has started is seen, however long declaring takes.
         stream = self.events()
         try:
-            if declare:
-                await self._declare_transport(user_id, sorted(server.handlers), "chat", versions)
+            if declared is not None:
+                await self._declare_transport(user_id, sorted(declared), "chat", declared)
         except BaseException:
             stream.close()
             raise
@@ -579,7 +750,7 @@ class _ChatCalls(_Declarations):
 
     async def _active_user(self) -> int:
         resp = await self.command("/user")
-        user_id = _int(_path(resp, "user", "userId"))
+        user_id = _id(_path(resp, "user", "userId"))
         if resp.get("type") != "activeUser" or user_id is None:
             raise SimplexRpcError("the chat core did not name its active user (/user)")
         return user_id
@@ -651,7 +822,7 @@ class _ChatCalls(_Declarations):
                 found = next(
                     (m for m in members if _display_name(m, "memberProfile") == member), None
                 )
-                member_ref = _int(_path(found, "groupMemberId"))
+                member_ref = _id(_path(found, "groupMemberId"))
                 if member_ref is None:
                     raise CallRefused(f"member: no member named {member[:64]!r} in {chat}")
                 mentions[member] = member_ref
@@ -664,7 +835,7 @@ class _ChatCalls(_Declarations):
         stream = self.events()
         try:
             resp = await self.command(f"/_send {chat} json {_dump_command_json([composed])}")
-            item_id = _int(_path(_first(resp.get("chatItems")), "chatItem", "meta", "itemId"))
+            item_id = _id(_path(_first(resp.get("chatItems")), "chatItem", "meta", "itemId"))
             if resp.get("type") != "newChatItems" or item_id is None:
                 raise SimplexRpcError(
                     f"unexpected answer {show(resp.get('type'), 60)} to /_send: no chat item id"
@@ -739,7 +910,7 @@ class _ChatCalls(_Declarations):
                 received = _received(item, user_id)
                 if received is None or received.chat != chat:
                     continue
-                quoted = _int(_path(item, "chatItem", "quotedItem", "itemId"))
+                quoted = _id(_path(item, "chatItem", "quotedItem", "itemId"))
                 collector.add(received.sender, quoted, received.text)
             replies = collector.collected(item_id)
             for reply in replies[seen:]:

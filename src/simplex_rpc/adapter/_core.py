@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any, Final, Protocol, Self
 
 from .._redact import RedactingLogger, redact, redact_tree, show
@@ -188,8 +188,6 @@ class _CoreBase:
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._subscribers: set[EventStream] = set()
         self._request_sinks: set[_RequestSink] = set()
-        # Called when the connection is lost: serve_calls cancels its handlers there.
-        self._loss_watchers: set[Callable[[], None]] = set()
         self._sent: set[str] = set()  # commands sent and not yet answered, by corrId
         self._failure: ChatCoreClosed | None = None
         self._closing = False
@@ -407,8 +405,6 @@ class _CoreBase:
             stream._end()
         for sink in list(self._request_sinks):
             sink.lost(self._failure)
-        for watcher in list(self._loss_watchers):
-            watcher()
 
     # -- commands -------------------------------------------------------------
 

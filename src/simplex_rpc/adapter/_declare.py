@@ -16,8 +16,9 @@ without connecting. Shapes from simplex-chat ``bots/api/COMMANDS.md`` and
 
 from __future__ import annotations
 
+import asyncio
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -43,9 +44,23 @@ class LinkDeclarations:
     ``kind`` is ``"contact"`` (a contact address) or ``"group"`` (a group or
     channel link); ``name`` its display name. ``protocols`` are the parsed
     declarations; ``serves`` the peer types of a contact address (None for a
-    group), ``audience`` those of a group or channel (None for a contact
-    address); ``business`` marks a business address. ``own`` is True for
-    this user's own link (its data is not retrieved then).
+    group, or when the link data is not available), ``audience`` those of a
+    group or channel (None for a contact address, or when nothing is
+    available); ``business`` marks a business address (False when not
+    known). ``own`` is True for this user's own link.
+
+    ``source`` says where the declarations were read, so that "declares
+    nothing" (empty ``protocols`` from a profile) is told apart from "nothing
+    to read" (``None``):
+
+    * ``"link"``: the link's data (``contactSLinkData_``, ``groupSLinkData_``);
+    * ``"contact"``: the profile of a contact this user already has through
+      the address (plans ``known``, ``contactViaAddress``,
+      ``connectingProhibit``);
+    * ``"group"``: the profile of a group this user knows (``groupInfo``,
+      ``groupInfo_``);
+    * ``None``: no data came with the plan (a link without short link data,
+      this user's own address, a connection being made).
     """
 
     kind: str
@@ -55,6 +70,7 @@ class LinkDeclarations:
     audience: list[str] | None
     business: bool
     own: bool = False
+    source: Literal["link", "contact", "group"] | None = "link"
 
 
 def _declarations(
@@ -77,6 +93,17 @@ def _declarations(
 
 class _Declarations(_CoreBase):
     """``ChatCore``'s declaration methods (see :class:`simplex_rpc.adapter.ChatCore`)."""
+
+    # Serializes every read-modify-write of a profile on this core: /_profile
+    # replaces the whole profile, so two writers (serve and serve_calls
+    # declaring together) would otherwise each drop what the other added.
+    _declaring: asyncio.Lock | None = None
+
+    def _declaration_lock(self) -> asyncio.Lock:
+        lock = self._declaring
+        if lock is None:
+            lock = self._declaring = asyncio.Lock()
+        return lock
 
     async def _profile(self, user_id: int) -> dict[str, Any]:
         """The user's current ``Profile``: its ``LocalProfile`` without local fields."""
@@ -141,6 +168,17 @@ class _Declarations(_CoreBase):
         """
         _check_user_id(user_id)
         declarations = _declarations(protocols)
+        async with self._declaration_lock():
+            return await self._declare(user_id, declarations, group_id, business_chats)
+
+    async def _declare(
+        self,
+        user_id: int,
+        declarations: dict[str, ProtocolDeclaration],
+        group_id: int | None,
+        business_chats: bool,
+    ) -> dict[str, ProtocolDeclaration]:
+        """:meth:`declare`, with the declaration lock held."""
         if group_id is not None:
             await self._write_group(user_id, group_id, declarations)
             return declarations
@@ -200,24 +238,40 @@ class _Declarations(_CoreBase):
         self,
         user_id: int,
         protocols: Iterable[str],
-        transport: Literal["chat", "rpc"],
+        transport: Literal["chat", "rpc"] | Collection[Literal["chat", "rpc"]],
         versions: Mapping[str, Iterable[Any]] | None,
     ) -> None:
-        """Add ``transport`` to the user's declarations of ``protocols``, keeping the rest."""
-        current = await self.declared(user_id)
+        """Add ``transport`` (one or several) to the user's declarations of ``protocols``.
+
+        ``versions[name]`` (its strings) become the declared versions of
+        ``name``; the rest of the declarations stays. A protocol without
+        versions is refused with :class:`SimplexRpcError` before anything is
+        written: the protocol text makes ``versions`` required, the versions
+        the bot serves. The read and the write hold the declaration lock, so
+        concurrent declarations on this core all take effect.
+        """
+        transports = {transport} if isinstance(transport, str) else set(transport)
+        served: dict[str, tuple[str, ...]] = {}
         for name in protocols:
-            served = [v for v in (versions or {}).get(name, ()) if isinstance(v, str)]
-            entry = current.get(name)
-            if entry is None:
-                entry = ProtocolDeclaration(versions=tuple(served))
-            elif served:
-                entry = replace(entry, versions=tuple(served))
-            if transport == "chat":
-                entry = replace(entry, chat=True)
-            else:
-                entry = replace(entry, rpc=True)
-            current[name] = entry
-        await self.declare(user_id, current)
+            given = (versions or {}).get(name, ())
+            served[name] = tuple(v for v in given if isinstance(v, str) and v)
+            if not served[name]:
+                raise SimplexRpcError(
+                    f"declare: no versions to declare for {show(name, 64)}; a declaration"
+                    f" names the versions the bot serves (pass versions={{{name!r}: [...]}})"
+                )
+        async with self._declaration_lock():
+            current = await self.declared(user_id)
+            for name, names in served.items():
+                entry = current.get(name) or ProtocolDeclaration(versions=names)
+                entry = replace(
+                    entry,
+                    versions=names,
+                    chat=entry.chat or "chat" in transports,
+                    rpc=entry.rpc or "rpc" in transports,
+                )
+                current[name] = entry
+            await self._declare(user_id, current, None, True)
 
     async def link_declarations(self, user_id: int, link: str) -> LinkDeclarations:
         """Read what a contact address, group or channel link declares, without connecting.
@@ -225,8 +279,11 @@ class _Declarations(_CoreBase):
         Sends ``/_connect plan <userId> <link>`` and parses the link data: a
         contact address's profile ``preferences.protocols``, ``serves`` and
         ``business``; a group's or channel's ``groupPreferences.protocols``
-        and ``publicGroup.audience``. Declarations that break the schema are
-        dropped, unknown values ignored (the protocol text's MUSTs).
+        and ``publicGroup.audience``. When the plan carries no link data but
+        a contact or group this user already knows, that profile is read
+        instead; ``source`` says which was read, or None when nothing was.
+        Declarations that break the schema are dropped, unknown values
+        ignored (the protocol text's MUSTs).
         """
         _check_user_id(user_id)
         if not isinstance(link, str) or not link or any(c.isspace() for c in link):
@@ -237,38 +294,100 @@ class _Declarations(_CoreBase):
             raise ChatCoreError(f"unexpected answer {show(resp.get('type'), 60)} to /_connect plan")
         kind = plan.get("type")
         if kind == "contactAddress":
-            inner = plan.get("contactAddressPlan")
-            data = _get(inner, "contactSLinkData_")
-            own = _get(inner, "type") == "ownLink"
-            profile = _get(data, "profile")
-            preferences = _get(profile, "preferences")
-            return LinkDeclarations(
-                kind="contact",
-                name=_str(_get(profile, "displayName")),
-                protocols=_parse(preferences, group=False),
-                serves=parse_serves(data if isinstance(data, dict) else {}),
-                audience=None,
-                business=_get(data, "business") is True,
-                own=own,
-            )
+            return _contact_plan(plan.get("contactAddressPlan"))
         if kind == "groupLink":
-            inner = plan.get("groupLinkPlan")
-            profile = _get(inner, "groupSLinkData_", "groupProfile")
-            if profile is None:
-                profile = _get(inner, "groupInfo", "groupProfile")
-            public = _get(profile, "publicGroup")
-            return LinkDeclarations(
-                kind="group",
-                name=_str(_get(profile, "displayName")),
-                protocols=_parse(_get(profile, "groupPreferences"), group=True),
-                serves=None,
-                audience=parse_audience(public if isinstance(public, dict) else {}),
-                business=False,
-                own=_get(inner, "type") == "ownLink",
-            )
+            return _group_plan(plan.get("groupLinkPlan"))
         raise ChatCoreError(
             f"the link is not a contact address or a group link (plan {show(kind, 40)})"
         )
+
+
+# ContactAddressPlan variants (TYPES.md) that carry the contact this user has
+# through the address: its profile (a LocalProfile) holds the preferences.
+_CONTACT_PLANS = ("known", "contactViaAddress", "connectingProhibit")
+
+
+def _contact_plan(plan: Any) -> LinkDeclarations:
+    """Read a ``ContactAddressPlan`` (TYPES.md).
+
+    ``ok`` carries ``contactSLinkData_: ContactShortLinkData?`` (``profile``,
+    ``business``, and the protocol text's ``serves``); it is null for a link
+    without short link data. ``known``, ``contactViaAddress`` and
+    ``connectingProhibit`` carry ``contact: Contact``. ``ownLink`` and
+    ``connectingConfirmReconnect`` carry nothing to read.
+    """
+    variant = _get(plan, "type")
+    data = _get(plan, "contactSLinkData_")
+    own = variant == "ownLink"
+    if isinstance(data, dict):
+        profile = _get(data, "profile")
+        return LinkDeclarations(
+            kind="contact",
+            name=_str(_get(profile, "displayName")),
+            protocols=_parse(_get(profile, "preferences"), group=False),
+            serves=parse_serves(data),
+            audience=None,
+            business=data.get("business") is True,
+            own=own,
+            source="link",
+        )
+    contact = _get(plan, "contact") if variant in _CONTACT_PLANS else None
+    profile = _get(contact, "profile")
+    if isinstance(profile, dict):
+        return LinkDeclarations(
+            kind="contact",
+            name=_str(profile.get("displayName")) or _str(_get(contact, "localDisplayName")),
+            protocols=_parse(profile.get("preferences"), group=False),
+            serves=None,  # in the link data only
+            audience=None,
+            business=False,
+            own=own,
+            source="contact",
+        )
+    return LinkDeclarations(
+        kind="contact",
+        name=None,
+        protocols={},
+        serves=None,
+        audience=None,
+        business=False,
+        own=own,
+        source=None,
+    )
+
+
+def _group_plan(plan: Any) -> LinkDeclarations:
+    """Read a ``GroupLinkPlan`` (TYPES.md).
+
+    ``ok`` carries ``groupSLinkData_: GroupShortLinkData?`` (``groupProfile``);
+    ``ownLink`` and ``known`` carry ``groupInfo: GroupInfo``,
+    ``connectingProhibit`` ``groupInfo_: GroupInfo?``;
+    ``connectingConfirmReconnect`` nothing.
+    """
+    source: Literal["link", "group"] | None = "link"
+    profile = _get(plan, "groupSLinkData_", "groupProfile")
+    if not isinstance(profile, dict):
+        source = "group"
+        profile = _get(plan, "groupInfo", "groupProfile")
+        if not isinstance(profile, dict):
+            profile = _get(plan, "groupInfo_", "groupProfile")
+    if not isinstance(profile, dict):
+        source, profile = None, {}
+    public = profile.get("publicGroup")
+    return LinkDeclarations(
+        kind="group",
+        name=_str(profile.get("displayName")),
+        protocols=_parse(profile.get("groupPreferences"), group=True),
+        serves=None,
+        audience=(
+            parse_audience(public if isinstance(public, dict) else {})
+            if source is not None
+            else None
+        ),
+        business=False,
+        own=_get(plan, "type") == "ownLink",
+        source=source,
+    )
 
 
 def _get(value: Any, *keys: str) -> Any:

@@ -468,10 +468,19 @@ class CoreSimulator:
         if address is None:
             return _chat_error("invalidConnReq")
         plan: dict[str, Any]
+        owner = (address.core.name, address.user_id)
+        known = next((c for c in self._chat.contacts if set(c.parties) == {party, owner}), None)
         if address.core is core and address.user_id == user_id:
             plan = {"type": "ownLink"}
+        elif known is not None:
+            # ContactAddressPlan "known" (TYPES.md) carries the Contact; the
+            # simulator takes any contact of the owner as made through the address.
+            plan = {"type": "known", "contact": self._chat.contact_record(party, known)}
+        elif short is None:
+            # The link data goes with the short link: a full link's plan is "ok"
+            # with contactSLinkData_ null (ContactShortLinkData?, TYPES.md).
+            plan = {"type": "ok", "contactSLinkData_": None}
         else:
-            owner = (address.core.name, address.user_id)
             data: dict[str, Any] = {
                 "profile": self._chat.profile(owner),
                 "business": bool(address.settings.get("businessAddress", False)),

@@ -1,0 +1,34 @@
+"""Argument checks shared by the SDK client transports (MCP and A2A).
+
+No SDK imports, so that both client modules can use them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._envelope import Request
+from .adapter import service_request_command
+from .errors import SimplexRpcError
+
+__all__ = ["check_destination", "check_seconds"]
+
+_PROBE = Request(protocol="probe", request=None)
+
+
+def check_destination(user_id: object, target: object) -> None:
+    """Raise :class:`SimplexRpcError` for a user id or a target the core's command refuses.
+
+    The adapter's own command builder checks them, so the rules are the same
+    as for every Service RPC request.
+    """
+    service_request_command(user_id, target, _PROBE, timeout=None)  # type: ignore[arg-type]
+
+
+def check_seconds(value: object, name: str) -> float:
+    """``value`` as seconds: a positive, finite number; else :class:`SimplexRpcError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SimplexRpcError(f"{name}: expected a number of seconds, got {type(value).__name__}")
+    if not value > 0 or math.isinf(value):
+        raise SimplexRpcError(f"{name}: expected a positive, finite number of seconds")
+    return float(value)

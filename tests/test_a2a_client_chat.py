@@ -1,0 +1,240 @@
+"""The a2a-sdk ClientFactory client in a conversation: streams and follow-ups (issue 11).
+
+Protocol text, "A2A binding": SendStreamingMessage and SubscribeToTask are
+served in a conversation, each StreamResponse one reply, the stream ending
+with the reply whose task is in a terminal or interrupted state; follow-ups
+(GetTask, CancelTask, messages with taskId or contextId) need a conversation;
+Service RPC serves one-shot SendMessage.
+
+The client is the SDK's own, made from an Agent Card with the SimpleX
+interface; ``register_client(..., chats={link: ChatRef})`` names the
+conversation with the bot. The bot is the anvil agent of test_a2a_bridge behind
+``A2aBridge``, served by ``ChatCore.serve_calls`` and ``ChatCore.serve``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+from a2a.client import ClientConfig
+from a2a.client.errors import A2AClientError
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
+
+from simplex_rpc import Response
+from simplex_rpc.a2a import register_client
+from simplex_rpc.adapter import ChatCore, ServiceRequest
+from simplex_rpc.errors import SimplexRpcError
+from simplex_rpc.testing import CoreSimulator
+from test_a2a_bridge import make_bot
+from test_a2a_client import card_for, user_message
+from test_adapter_support import run
+
+
+@dataclass
+class Scene:
+    alice: ChatCore
+    link: str
+    contact: str
+    group: str
+    rpc_methods: list[str]
+
+
+@contextlib.asynccontextmanager
+async def scene() -> AsyncIterator[Scene]:
+    async with (
+        CoreSimulator() as sim,
+        ChatCore.connect(sim.url_for("alice")) as alice,
+        ChatCore.connect(sim.url_for("bot")) as bot,
+    ):
+        await bot.start(service_requests=True)
+        await alice.start(service_requests=False)
+        link = (await bot.service_address(1)).link
+        at_alice, _ = sim.connect("alice", "bot")
+        ids = sim.create_group("team", "alice", ["bot"])
+        bridge = make_bot().bridge
+        rpc_methods: list[str] = []
+
+        async def rpc(request: ServiceRequest) -> Response:
+            rpc_methods.append(request.request.request["method"])
+            return await bridge.rpc_handler(request)
+
+        tasks = [
+            asyncio.create_task(bot.serve_calls(1, {"a2a": bridge})),
+            asyncio.create_task(bot.serve(1, rpc, protocols=["a2a"])),
+        ]
+        await asyncio.sleep(0)
+        try:
+            yield Scene(alice, link, f"@{at_alice}", f"#{ids[('alice', 1)]}", rpc_methods)
+        finally:
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+
+def state_of(event: pb.StreamResponse) -> int | None:
+    if event.HasField("task"):
+        return int(event.task.status.state)
+    if event.HasField("status_update"):
+        return int(event.status_update.status.state)
+    return None
+
+
+def test_a_stream_reaches_its_terminal_state_over_call() -> None:
+    """SendStreamingMessage in the conversation: every StreamResponse, in order, the last
+    in the completed state; nothing went over Service RPC."""
+
+    async def main() -> None:
+        async with scene() as s:
+            factory = register_client(
+                ClientConfig(streaming=True), s.alice, 1, chats={s.link: s.contact}, timeout=20
+            )
+            client = factory.create(card_for(s.link))
+            events = [event async for event in client.send_message(user_message("quote"))]
+            assert len(events) > 1
+            states = [state_of(e) for e in events]
+            assert states[-1] == pb.TASK_STATE_COMPLETED
+            assert pb.TASK_STATE_COMPLETED not in states[:-1]
+            artifacts = [e.artifact_update for e in events if e.HasField("artifact_update")]
+            assert artifacts[0].artifact.parts[0].text == "Two anvils to Lisbon: 240 EUR."
+            assert s.rpc_methods == []
+
+    run(main)
+
+
+def test_follow_ups_go_to_the_conversation_and_one_shots_over_rpc() -> None:
+    """A one-shot SendMessage goes over Service RPC; the input the agent asks for (a message
+    with taskId) and GetTask go to the conversation where the task was made."""
+
+    async def main() -> None:
+        async with scene() as s:
+            chats = {s.link: s.contact}
+            one_shot = register_client(ClientConfig(streaming=False), s.alice, 1, chats=chats)
+            client = one_shot.create(card_for(s.link))
+            (done,) = [e async for e in client.send_message(user_message("quote"))]
+            assert done.task.status.state == pb.TASK_STATE_COMPLETED
+            assert s.rpc_methods == ["SendMessage"]
+            streaming = register_client(ClientConfig(streaming=True), s.alice, 1, chats=chats)
+            events = [
+                e
+                async for e in streaming.create(card_for(s.link)).send_message(user_message("ask"))
+            ]
+            task = next(e.task for e in events if e.HasField("task"))
+            assert state_of(events[-1]) == pb.TASK_STATE_INPUT_REQUIRED
+            follow_up = user_message("quote")
+            follow_up.message.task_id = task.id
+            follow_up.message.context_id = task.context_id
+            (answer,) = [e async for e in client.send_message(follow_up)]
+            assert answer.task.id == task.id
+            assert answer.task.status.state == pb.TASK_STATE_COMPLETED
+            fetched = await client.get_task(pb.GetTaskRequest(id=task.id))
+            assert fetched.status.state == pb.TASK_STATE_COMPLETED
+            assert s.rpc_methods == ["SendMessage"]
+
+    run(main)
+
+
+def test_a_task_made_over_rpc_is_not_the_conversations() -> None:
+    """A context and its tasks are available only to their caller: the Service RPC
+    requester and the contact in the conversation are different callers, so a follow-up
+    of a one-shot task in the conversation is an unknown task."""
+
+    async def main() -> None:
+        async with scene() as s:
+            factory = register_client(
+                ClientConfig(streaming=False), s.alice, 1, chats={s.link: s.contact}
+            )
+            client = factory.create(card_for(s.link))
+            (done,) = [e async for e in client.send_message(user_message("quote"))]
+            with pytest.raises(TaskNotFoundError):
+                await client.get_task(pb.GetTaskRequest(id=done.task.id))
+
+    run(main)
+
+
+def test_subscribing_to_an_interrupted_task_ends_at_its_state() -> None:
+    """A caller that missed replies resumes the stream with SubscribeToTask; the stream
+    ends with the reply whose task is in an interrupted state (input required)."""
+
+    async def main() -> None:
+        async with scene() as s:
+            factory = register_client(
+                ClientConfig(streaming=True), s.alice, 1, chats={s.link: s.contact}, timeout=20
+            )
+            client = factory.create(card_for(s.link))
+            events = [event async for event in client.send_message(user_message("ask"))]
+            task_id = next(e.task.id for e in events if e.HasField("task"))
+            resumed = [e async for e in client.subscribe(pb.SubscribeToTaskRequest(id=task_id))]
+            assert [state_of(e) for e in resumed] == [pb.TASK_STATE_INPUT_REQUIRED]
+            assert resumed[0].task.id == task_id
+
+    run(main)
+
+
+def test_subscribe_and_cancel_in_the_conversation() -> None:
+    """CancelTask of an interrupted task, then SubscribeToTask of the ended task: both in
+    the conversation; the agent's answer to the subscription (an error for a task in a
+    terminal state) is raised as the SDK's error."""
+
+    async def main() -> None:
+        async with scene() as s:
+            factory = register_client(
+                ClientConfig(streaming=True), s.alice, 1, chats={s.link: s.contact}, timeout=20
+            )
+            client = factory.create(card_for(s.link))
+            events = [event async for event in client.send_message(user_message("ask"))]
+            task_id = next(e.task.id for e in events if e.HasField("task"))
+            assert state_of(events[-1]) == pb.TASK_STATE_INPUT_REQUIRED
+            canceled = await client.cancel_task(pb.CancelTaskRequest(id=task_id))
+            assert canceled.status.state == pb.TASK_STATE_CANCELED
+            with pytest.raises(UnsupportedOperationError, match="terminal state"):
+                [e async for e in client.subscribe(pb.SubscribeToTaskRequest(id=task_id))]
+            assert s.rpc_methods == []
+
+    run(main)
+
+
+def test_a_credential_is_not_sent_in_a_group() -> None:
+    """A request with a credential MUST NOT be sent in a group: refused before sending."""
+    from a2a.client.client import ClientCallContext
+
+    async def main() -> None:
+        async with scene() as s:
+            factory = register_client(
+                ClientConfig(streaming=True), s.alice, 1, chats={s.link: s.group}, timeout=20
+            )
+            client = factory.create(card_for(s.link))
+            context = ClientCallContext(service_parameters={"Authorization": "Bearer t0ken"})
+            with pytest.raises(A2AClientError, match="MUST NOT be sent in a group"):
+                [e async for e in client.send_message(user_message("quote"), context=context)]
+
+    run(main)
+
+
+def test_chats_must_be_chat_refs() -> None:
+    async def main() -> None:
+        async with scene() as s:
+            with pytest.raises(SimplexRpcError, match="expected a ChatRef"):
+                register_client(ClientConfig(), s.alice, 1, chats={s.link: s.link})
+            with pytest.raises(TypeError, match="chats"):
+                register_client(ClientConfig(), s.alice, 1, chats="@1")  # type: ignore[arg-type]
+
+    run(main)
+
+
+def test_an_unknown_chat_is_an_a2a_client_error() -> None:
+    async def main() -> None:
+        async with scene() as s:
+            factory = register_client(
+                ClientConfig(streaming=True), s.alice, 1, chats={s.link: "@999"}, timeout=5
+            )
+            client = factory.create(card_for(s.link))
+            with pytest.raises(A2AClientError, match="could not deliver"):
+                [e async for e in client.send_message(user_message("quote"))]
+
+    run(main)

@@ -1,0 +1,317 @@
+"""``simplex-rpc mcp-proxy`` as a real subprocess under the MCP SDK's stdio client (issue 11).
+
+Three processes, as a user runs them: ``simplex-rpc simulator`` (the chat
+cores), ``simplex-rpc serve --mcp-module examples/mcp_two_tools.py:build_server``
+(the bot, with ``catalog`` marked for a conversation) and the proxy, started
+by the SDK's stdio client as an MCP host starts a local server.
+
+Rules pinned: the host sees the bot's tools whatever revision it speaks
+(2026-07-28 per-request envelopes, or the ``initialize`` handshake of earlier
+revisions); errors reach the host as MCP errors, never as a dead pipe; the
+sign key never appears in the proxy's output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, TextContent
+
+from simplex_rpc import SigningKey
+from simplex_rpc.mcp import SERVICE_RPC_ERROR
+from simplex_rpc.testing import CoreSimulator
+
+ROOT = Path(__file__).resolve().parent.parent
+BOT = f"{ROOT / 'examples' / 'mcp_two_tools.py'}:build_server"
+PY = sys.executable
+UNKNOWN = "simplex:/a#nobody-here?h=simulator.local"
+
+
+@dataclass
+class Network:
+    url: str
+    link: str
+
+
+def _read_until(stream: Any, pattern: str, what: str) -> str:
+    for line in stream:
+        match = re.search(pattern, line)
+        if match:
+            return match.group(1)
+    raise AssertionError(f"{what} ended before printing {pattern!r}")
+
+
+@pytest.fixture(scope="module")
+def network() -> Iterator[Network]:
+    """The simulator and the bot, each its own process, for the whole module."""
+    sim = subprocess.Popen(
+        [PY, "-m", "simplex_rpc", "simulator", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    bot: subprocess.Popen[str] | None = None
+    try:
+        url = _read_until(sim.stdout, r"core simulator at (ws://\S+)", "the simulator")
+        bot = subprocess.Popen(
+            [
+                *(PY, "-m", "simplex_rpc", "serve", "--core", f"{url}/bob"),
+                *("--mcp-module", BOT, "--address", "--conversation-tool", "catalog"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        link = _read_until(bot.stderr, r"^address: (\S+)", "the bot")
+        yield Network(url=url, link=link)
+    finally:
+        for process in (bot, sim):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=20)
+
+
+def proxy(network: Network, *extra: str, target: str | None = None) -> StdioServerParameters:
+    args = ["-m", "simplex_rpc", "mcp-proxy", "--core", f"{network.url}/alice", *extra]
+    return StdioServerParameters(command=PY, args=[*args, target or network.link])
+
+
+def text_of(result: Any) -> str:
+    (content,) = result.content
+    assert isinstance(content, TextContent)
+    return content.text
+
+
+def run(main: Any) -> None:
+    async def bounded() -> None:
+        with anyio.fail_after(90):
+            await main()
+
+    anyio.run(bounded)
+
+
+def test_a_2026_host_lists_and_calls_the_bots_tools(network: Network) -> None:
+    """The host speaks 2026-07-28 (server/discover, the _meta envelope)."""
+
+    async def main() -> None:
+        async with Client(proxy(network)) as host:
+            assert host.protocol_version == "2026-07-28"
+            tools = await host.list_tools()
+            assert [t.name for t in tools.tools] == ["availability", "catalog"]
+            assert tools.tools[0].description == "Items in stock"
+            result = await host.call_tool("availability", {"item": "anvil"})
+            assert text_of(result) == "12 anvils are in stock."
+
+    run(main)
+
+
+def test_an_older_host_with_the_initialize_handshake(network: Network) -> None:
+    """A host of a revision before 2026-07-28 begins with initialize: the proxy's SDK
+    server answers it, and its SDK client speaks 2026-07-28 to the bot."""
+
+    async def main() -> None:
+        async with Client(proxy(network), mode="legacy") as host:
+            assert host.protocol_version == "2025-11-25"
+            assert host.session.initialize_result is not None
+            tools = await host.list_tools()
+            assert [t.name for t in tools.tools] == ["availability", "catalog"]
+            result = await host.call_tool("availability", {"item": "tongs"})
+            assert text_of(result) == "7 tongss are in stock."
+
+    run(main)
+
+
+def test_a_bot_error_reaches_the_host_as_an_mcp_error(network: Network) -> None:
+    """catalog needs a conversation: the host gets conversation_required as an MCP error
+    of that call, and the proxy goes on serving."""
+
+    async def main() -> None:
+        async with Client(proxy(network)) as host:
+            with pytest.raises(MCPError) as caught:
+                await host.call_tool("catalog", {"lines": 1})
+            assert caught.value.error.code == SERVICE_RPC_ERROR
+            assert caught.value.error.message.startswith("conversation_required")
+            result = await host.call_tool("availability", {"item": "hammer"})
+            assert text_of(result) == "40 hammers are in stock."
+
+    run(main)
+
+
+def test_an_unreachable_bot_is_an_mcp_error_not_a_dead_pipe(
+    network: Network, tmp_path: Path
+) -> None:
+    """Every request gets an MCP error naming the failure; the sign key (from @FILE) is in
+    neither the errors nor the proxy's log."""
+    key = SigningKey.generate()
+    key_file = tmp_path / "key"
+    key_file.write_text(key.encode())
+    log_path = tmp_path / "proxy.log"
+
+    async def main() -> None:
+        params = proxy(network, "--verbose", "--sign-key", f"@{key_file}", target=UNKNOWN)
+        with log_path.open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as host:
+                for _ in range(2):
+                    with pytest.raises(MCPError) as caught:
+                        await host.list_tools()
+                    error = caught.value.error
+                    assert error.code == CONNECTION_CLOSED
+                    assert error.message.startswith("the SimpleX bot could not be reached")
+                    assert key.encode() not in error.message
+
+    run(main)
+    log = log_path.read_text()
+    assert "could not be reached" in log
+    assert key.encode() not in log
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PY, "-m", "simplex_rpc", "mcp-proxy", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_bad_arguments_are_one_line_errors_without_the_key() -> None:
+    secret = SigningKey.generate().encode()
+    broken = secret[:-4] + "!!!!"
+    cases = [
+        (["--core", "ws://127.0.0.1:1", "--sign-key", "-", UNKNOWN], "standard input"),
+        (["--core", "ws://127.0.0.1:1", "--sign-key", broken, UNKNOWN], "--sign-key"),
+        (["--core", "ws://127.0.0.1:1", "two words"], "target"),
+        (["--core", "ws://127.0.0.1:1", "--via", "pigeon", UNKNOWN], "--via"),
+        (["--core", "ws://127.0.0.1:1", "--timeout", "0", UNKNOWN], "--timeout"),
+    ]
+    for args, needle in cases:
+        result = cli(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert needle in result.stderr
+        assert "Traceback" not in result.stderr
+        assert result.stdout == ""
+        assert secret not in result.stderr and broken not in result.stderr
+
+
+# -- over /_call -------------------------------------------------------------------------------
+
+
+class SimulatorThread:
+    """A simulator in this process (its own thread and loop), so the test can make contacts."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self.ready = threading.Event()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.sim: CoreSimulator | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
+
+    async def _main(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        async with CoreSimulator() as sim:
+            self.sim, self.url = sim, sim.url
+            self.ready.set()
+            await self._stop.wait()
+
+    def connect(self, a: str, b: str) -> tuple[int, int]:
+        assert self.loop is not None and self.sim is not None
+        sim = self.sim
+
+        async def make() -> tuple[int, int]:
+            return sim.connect(a, b)
+
+        return asyncio.run_coroutine_threadsafe(make(), self.loop).result(20)
+
+    def __enter__(self) -> SimulatorThread:
+        self._thread.start()
+        assert self.ready.wait(20)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.loop is not None and self._stop is not None
+        self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(20)
+
+
+def test_the_proxy_over_chat_passes_progress_to_the_host() -> None:
+    """--via chat: the host's tools/call goes as /_call mcp in the direct chat with the bot
+    (a `serve --chat` process); the bot's progress notification reaches the host's progress
+    callback, and catalog, which needs a conversation, answers."""
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    with SimulatorThread() as sim:
+        bot = subprocess.Popen(
+            [
+                *(PY, "-m", "simplex_rpc", "serve", "--core", f"{sim.url}/bob", "--chat"),
+                *("--mcp-module", BOT, "--conversation-tool", "catalog"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            contact, _ = sim.connect("alice", "bob")
+            network = Network(url=sim.url, link=f"@{contact}")
+
+            async def main() -> None:
+                params = proxy(network, "--via", "chat", "--timeout", "20")
+                async with Client(params) as host:
+                    tools = await host.list_tools()
+                    assert [t.name for t in tools.tools] == ["availability", "catalog"]
+                    result = await host.call_tool(
+                        "catalog", {"lines": 2}, progress_callback=on_progress
+                    )
+                    assert text_of(result) == "1. anvil\n2. hammer"
+
+            run(main)
+        finally:
+            bot.terminate()
+            bot.wait(timeout=20)
+    assert progress == [(0.0, 2.0, "listing")]
+
+
+def test_without_the_sdks_the_library_imports_and_the_proxy_names_the_extra() -> None:
+    """The client transports are imported on first use: `import simplex_rpc` and the CLI
+    work without the mcp and a2a SDKs, and asking for them names the extra to install."""
+    code = """
+import sys
+sys.modules["mcp"] = None
+sys.modules["a2a"] = None
+import simplex_rpc.a2a, simplex_rpc.cli, simplex_rpc.mcp
+for module, name in ((simplex_rpc.mcp, "SimplexTransport"), (simplex_rpc.a2a, "register_client")):
+    try:
+        getattr(module, name)
+    except ImportError as exc:
+        print(exc)
+sys.exit(simplex_rpc.cli.main(["mcp-proxy", "--core", "ws://127.0.0.1:1", "simplex:/a#x"]))
+"""
+    result = subprocess.run(
+        [PY, "-c", code], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert result.returncode == 2, result.stderr
+    assert "pip install 'simplex-rpc[mcp]'" in result.stdout
+    assert "pip install 'simplex-rpc[a2a]'" in result.stdout
+    assert "mcp-proxy: needs the mcp SDK: pip install 'simplex-rpc[mcp]'" in result.stderr
+    assert "Traceback" not in result.stderr
