@@ -168,6 +168,8 @@ sanitize: $(STAMP)
 	@echo "make sanitize: clean (ASan+UBSan tests, $(SANITIZE_SECONDS)s of libFuzzer on the C\
 	 functions, $(SANITIZE_JSON_SECONDS)s each on the JSON validator and C against pure)"
 
-# The benchmark of docs/c-backend.md: C against pure, libsodium and memcpy.
+# The benchmark of docs/c-backend.md: C against pure, libsodium and memcpy; then the
+# Service RPC responder under load and faults (README, Performance).
 bench: $(STAMP)
 	$(CLI) bench
+	$(CLI) bench adapter

@@ -27,9 +27,11 @@ PROTOCOLS = ("mcp", "a2a", "x")
 
 def _load() -> None:
     """Import the library (instrumented when atheris is running)."""
-    global sx, chat, declarations, llms_txt, errors
+    global sx, chat, declarations, llms_txt, errors, core_frames, strict_json
     import simplex_rpc as sx
+    from simplex_rpc import _json as strict_json
     from simplex_rpc import chat, declarations, errors, llms_txt
+    from simplex_rpc.adapter import _frames as core_frames
 
 
 sx: Any
@@ -37,6 +39,8 @@ chat: Any
 declarations: Any
 llms_txt: Any
 errors: Any
+core_frames: Any
+strict_json: Any
 
 
 # Core decoders quote at most a short excerpt of their input in a message.
@@ -180,6 +184,15 @@ def target_text(data: bytes) -> None:
         for parse in (declarations.parse_audience, declarations.parse_serves,
                       declarations.parse_change_frequency):
             _outcome(partial(parse, source), declaration_error, None)
+    # A chat core frame (the adapter's reader): never raises; without an envelope
+    # member it reads exactly as the strict reader does.
+    frame = core_frames.read_frame(text)
+    if not frame.envelopes:
+        strict = _outcome(lambda: strict_json.loads(text), (strict_json.JsonError,), None)
+        if (frame.error is None) != (strict[0] == "ok"):
+            raise AssertionError("the core frame reader and the strict reader disagree")
+        if frame.error is None and frame.value != strict[1]:
+            raise AssertionError("the core frame reader changed the value")
 
 
 TARGETS: dict[str, Callable[[bytes], None]] = {

@@ -49,6 +49,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _grace(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError("must be a non-negative number of seconds")
+    return value
+
+
 def _rate_limit(text: str) -> RateLimit:
     requests, sep, per = text.partition("/")
     try:
@@ -214,6 +224,8 @@ async def run_serve(
             "concurrency": args.concurrency,
             "handler_timeout": args.deadline,
             "rate_limit": rate_limit,
+            "max_queue": args.max_queue,
+            "grace": args.grace,
         }
         if args.echo:
             protocols = args.protocol or ["echo"]
@@ -433,6 +445,20 @@ def register(subparsers: Any) -> None:
         "--declare",
         action="store_true",
         help="declare the served protocols in the profile (transports.rpc, and chat with --chat)",
+    )
+    p.add_argument(
+        "--max-queue",
+        type=_non_negative_int,
+        default=1000,
+        metavar="N",
+        help="requests waiting for a slot, at most; beyond, answered rate_limited (default 1000)",
+    )
+    p.add_argument(
+        "--grace",
+        type=_grace,
+        default=5.0,
+        metavar="S",
+        help="on Ctrl-C, seconds for the requests in flight to finish (default 5)",
     )
     p.set_defaults(handler=_cmd_serve)
 

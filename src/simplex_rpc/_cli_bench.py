@@ -829,6 +829,10 @@ def report_text(report: dict[str, Any]) -> str:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    if args.suite == "adapter":  # the responder under load and faults: _bench_adapter
+        from . import _bench_adapter
+
+        return _bench_adapter.handle(args)
     only = [k for k in (args.only or "").split(",") if k]
     report = run_bench(quick=args.quick, rounds=args.rounds, only=only)
     if args.json:
@@ -850,6 +854,12 @@ def register(subparsers: Any) -> None:
         " process on the same bytes, against the pure backend, raw libsodium and a memcpy"
         " floor; print a table (or JSON) and the targets of the C backend. A full run takes"
         " under a minute; --quick a few seconds.",
+    )
+    parser.add_argument(
+        "suite",
+        nargs="?",
+        choices=("adapter",),
+        help="adapter: the Service RPC responder under load and faults instead",
     )
     parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
     add_json_option(parser, "machine-readable output")

@@ -620,7 +620,12 @@ class _CallServer:
             )
             last = self._internal(call, "Internal error: the handler did not finish in time")
         except asyncio.CancelledError:
-            raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # serve_calls itself is being cancelled
+            # The handler awaited something that someone else cancelled: a failure.
+            log.error("/_call %s: the handler raised CancelledError", where)
+            last = self._internal(call, "Internal error")
         except Exception as exc:
             # A traceback can carry the request's content: only at DEBUG.
             log.error(

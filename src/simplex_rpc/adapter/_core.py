@@ -14,11 +14,12 @@ import itertools
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any, Final, Self
+from typing import Any, Final, Protocol, Self
 
 from .._redact import RedactingLogger, redact, redact_tree, show
 from ..errors import ChatCoreError, SimplexRpcError
-from ._errors import ChatCoreClosed, ChatCoreTimeout, _loads_core
+from ._errors import ChatCoreClosed, ChatCoreTimeout, _AnswerLost
+from ._frames import Frame, read_frame
 from ._transports import (
     LibsimplexHandle,
     NativeHandle,
@@ -90,26 +91,38 @@ _END: Final = object()
 class EventStream:
     """The core's events from the moment of subscription, as an async iterator.
 
-    Iteration ends when the core is closed by this side, and raises
-    :class:`ChatCoreClosed` when the connection is lost. At most ``limit``
-    events wait in the stream; more are dropped with a warning (a stalled
-    reader must not stall command answers).
+    Iteration ends when the core is closed by this side (after the events
+    already received), and raises :class:`ChatCoreClosed` as soon as the
+    connection is lost (events still waiting are dropped: nothing can be
+    answered any more). At most ``limit`` events wait in the stream; more are
+    dropped (a stalled reader must not stall command answers), counted in
+    ``dropped`` and logged at the 1st, 10th, 100th, ... drop. ``serve``
+    does not read its requests from a stream: it never loses one this way.
     """
 
     def __init__(self, core: _CoreBase, limit: int) -> None:
         self._core = core
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._limit = limit
+        self._lost = False
         self.dropped = 0
 
     def _put(self, event: dict[str, Any]) -> None:
         if self._queue.qsize() >= self._limit:
             self.dropped += 1
-            log.warning("event stream full: dropped a %s event", show(event.get("type"), 40))
+            if _power_of_ten(self.dropped):
+                log.warning(
+                    "event stream full (%d events): %d events dropped so far, the last a %s",
+                    self._limit,
+                    self.dropped,
+                    show(event.get("type"), 40),
+                )
             return
         self._queue.put_nowait(event)
 
     def _end(self) -> None:
+        core = self._core
+        self._lost = core._failure is not None and not core._closing
         self._queue.put_nowait(_END)
 
     def close(self) -> None:
@@ -121,6 +134,8 @@ class EventStream:
 
     async def __anext__(self) -> dict[str, Any]:
         item = await self._queue.get()
+        if self._lost:
+            item = _END
         if item is _END:
             self._queue.put_nowait(_END)
             failure = self._core._failure
@@ -137,6 +152,28 @@ class EventStream:
         self.close()
 
 
+def _power_of_ten(n: int) -> bool:
+    while n >= 10 and n % 10 == 0:
+        n //= 10
+    return n == 1
+
+
+class _RequestSink(Protocol):
+    """Where the core hands each ``serviceRequest`` event, as its frame is read.
+
+    ``envelope`` is the text of ``requestData`` as the frame carried it (None
+    when it came as a JSON string, or not at all); ``error`` says why the
+    frame is not strict JSON (the event is then a lenient reading);
+    ``arrival`` is the event loop's time when the frame was read.
+    """
+
+    def offer(
+        self, event: dict[str, Any], envelope: str | None, error: str | None, arrival: float
+    ) -> None: ...
+
+    def lost(self, failure: ChatCoreClosed) -> None: ...
+
+
 # ---------------------------------------------------------------------------
 # The core
 
@@ -150,6 +187,8 @@ class _CoreBase:
         self._event_buffer = event_buffer
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._subscribers: set[EventStream] = set()
+        self._request_sinks: set[_RequestSink] = set()
+        self._sent: set[str] = set()  # commands sent and not yet answered, by corrId
         self._failure: ChatCoreClosed | None = None
         self._closing = False
         self._counter = itertools.count(1)
@@ -251,46 +290,72 @@ class _CoreBase:
         if not isinstance(message, str):
             log.warning("chat core sent a binary message (%d bytes); ignored", len(message))
             return
-        try:
-            msg = _loads_core(message)
-        except ValueError:
-            log.warning("chat core sent a message that is not JSON: %s", show(message))
+        frame = read_frame(message)
+        resp = frame.value.get("resp") if isinstance(frame.value, dict) else None
+        if frame.error is not None:
+            self._unreadable(frame, resp, message)
             return
-        resp = msg.get("resp") if isinstance(msg, dict) else None
         if not isinstance(resp, dict) or not isinstance(resp.get("type"), str):
             log.warning("chat core sent a message without resp.type: %s", show(message))
             return
-        corr = msg.get("corrId")
+        corr = frame.value.get("corrId")
         if isinstance(corr, int) and not isinstance(corr, bool):
             corr = str(corr)
         if isinstance(corr, str) and corr:
             self._deliver(corr, resp)
         else:
-            self._event(resp)
+            self._event(resp, frame.envelopes.get(("resp", "requestData")))
+
+    def _unreadable(self, frame: Frame, event: Any, text: str) -> None:
+        """A frame that is not strict JSON: fail its command, or hand a service request to
+        the responder (which answers bad_request), or log it; never drop it silently."""
+        assert frame.error is not None
+        if frame.corr_id is not None and frame.corr_id in self._pending:
+            self._fail_command(frame.corr_id, f"its answer is not strict JSON ({frame.error})")
+            return
+        if (
+            isinstance(event, dict)
+            and event.get("type") == "serviceRequest"
+            and self._request_sinks
+        ):
+            # The responder answers it bad_request (naming the rule) if it is its user's.
+            log.warning(
+                "chat core sent a serviceRequest that is not strict JSON: %s",
+                show(frame.error, 120),
+            )
+            self._event(event, None, frame.error)
+            return
+        log.warning(
+            "chat core sent a message that is not strict JSON (%s): %s",
+            show(frame.error, 120),
+            show(text),
+        )
 
     def _receive_native_result(self, corr_id: str, text: str) -> None:
-        try:
-            result = _loads_core(text)
-        except ValueError:
-            result = None
+        frame = read_frame(text)
+        result = frame.value if frame.error is None else None
         if isinstance(result, dict) and isinstance(result.get("result"), dict):
             self._deliver(corr_id, result["result"])
         elif isinstance(result, dict) and "error" in result:
             self._deliver(corr_id, {"type": "chatCmdError", "chatError": result["error"]})
+        elif frame.error is not None:
+            self._fail_command(
+                corr_id, f"invalid chat_send_cmd result, not strict JSON ({frame.error})"
+            )
         else:
             self._fail_command(corr_id, f"invalid chat_send_cmd result {show(text, 80)}")
 
     def _receive_native_event(self, text: str) -> None:
-        try:
-            result = _loads_core(text)
-        except ValueError:
-            result = None
-        if isinstance(result, dict) and isinstance(result.get("result"), dict):
-            event = result["result"]
-            if isinstance(event.get("type"), str):
-                self._event(event)
-                return
-        elif isinstance(result, dict) and "error" in result:
+        frame = read_frame(text)
+        result = frame.value if isinstance(frame.value, dict) else None
+        event = result.get("result") if result is not None else None
+        if frame.error is not None:
+            self._unreadable(frame, event, text)
+            return
+        if isinstance(event, dict) and isinstance(event.get("type"), str):
+            self._event(event, frame.envelopes.get(("result", "requestData")))
+            return
+        if result is not None and "error" in result:
             self._event({"type": "chatError", "chatError": result["error"]})
             return
         log.warning("native library sent an invalid event: %s", show(text))
@@ -307,8 +372,20 @@ class _CoreBase:
         if future is not None and not future.done():
             future.set_exception(ChatCoreError(f"the chat core command failed: {reason}"))
 
-    def _event(self, event: dict[str, Any]) -> None:
+    def _event(
+        self, event: dict[str, Any], envelope: str | None = None, error: str | None = None
+    ) -> None:
         log.debug("event %s", show(event.get("type"), 60))
+        if event.get("type") == "serviceRequest" and self._request_sinks:
+            # Stamped here, as the frame is read: the core's window runs from now.
+            arrival = asyncio.get_running_loop().time()
+            for sink in list(self._request_sinks):
+                try:
+                    sink.offer(event, envelope, error, arrival)
+                except Exception:  # pragma: no cover - defensive: the reader must go on
+                    log.error("taking a serviceRequest failed", exc_info=True)
+        if error is not None:
+            return  # a lenient reading is for the responder's bad_request only
         for stream in list(self._subscribers):
             stream._put(event)
 
@@ -319,13 +396,15 @@ class _CoreBase:
         self._failure = ChatCoreClosed(redact(text))
         if not self._closing:
             log.warning("%s; %d commands were pending", text, len(self._pending))
-        for future in self._pending.values():
+        for corr_id, future in self._pending.items():
             if not future.done():
-                future.set_exception(
-                    ChatCoreClosed(redact(f"{text} before the command was answered"))
-                )
+                # A command already sent may have run: say so (_AnswerLost).
+                lost = _AnswerLost if corr_id in self._sent else ChatCoreClosed
+                future.set_exception(lost(redact(f"{text} before the command was answered")))
         for stream in list(self._subscribers):
             stream._end()
+        for sink in list(self._request_sinks):
+            sink.lost(self._failure)
 
     # -- commands -------------------------------------------------------------
 
@@ -350,6 +429,7 @@ class _CoreBase:
         log.debug("command %s: %s", corr_id, show(cmd, 300))
         try:
             await self._transport.send(self, corr_id, cmd)
+            self._sent.add(corr_id)
             try:
                 async with asyncio.timeout(timeout):
                     resp = await future
@@ -357,8 +437,13 @@ class _CoreBase:
                 raise ChatCoreTimeout(
                     f"the chat core did not answer {name} within {timeout:g} s"
                 ) from None
+            except ChatCoreClosed:
+                raise
+            except ChatCoreError as exc:
+                raise ChatCoreError(f"{name}: {exc}") from None
         finally:
             self._pending.pop(corr_id, None)
+            self._sent.discard(corr_id)
         if resp.get("type") == "chatCmdError":
             raise _core_error(name, resp.get("chatError"))
         log.debug("answer %s: %s", corr_id, show(resp.get("type"), 60))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any, NoReturn
+from typing import Any
 
+from .. import _json
 from ..errors import ChatCoreError
 
 
@@ -16,13 +16,20 @@ class ChatCoreTimeout(ChatCoreError):
     """The chat core did not answer a command in time."""
 
 
+class _AnswerLost(ChatCoreClosed):
+    """The connection was lost after the command was sent and before its answer came.
+
+    The core may have run the command: for ``/_service_response``, the answer
+    may have been delivered, and only its acknowledgement was lost.
+    """
+
+
 def _loads_core(text: str | bytes) -> Any:
-    """Parse a message of the local chat core (stdlib JSON, no NaN, bounded by its size)."""
+    """Parse a message of the local chat core strictly (the library's JSON rules).
+
+    Raises ValueError (never RecursionError or the like) naming what is wrong.
+    """
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return _json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise ValueError(f"not JSON: {type(exc).__name__}") from None
-
-
-def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
+        raise ValueError(f"not JSON: {exc}") from None

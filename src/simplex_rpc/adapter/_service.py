@@ -14,7 +14,7 @@ import json
 import math
 import re
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
@@ -34,7 +34,7 @@ from .._seal import MAX_RESPONSE
 from ..errors import ChatCoreError, EnvelopeError, KeyFormatError, SimplexRpcError
 from ._core import _check_user_id, _CoreBase, _dump_command_json, log
 from ._declare import _Declarations
-from ._errors import ChatCoreClosed
+from ._errors import ChatCoreClosed, ChatCoreTimeout, _AnswerLost
 
 #: The core accepts a response within 180 seconds of receiving the request
 #: (the protocol text, "Service RPC transport", Requirements).
@@ -42,6 +42,10 @@ RESPONSE_WINDOW: Final = 180.0
 #: The responder's default handler deadline: below the core's window, so that
 #: the error answer still reaches the requester.
 DEFAULT_HANDLER_TIMEOUT: Final = 170.0
+#: The responder's default bound on the requests waiting for a slot (beyond them: shed).
+DEFAULT_MAX_QUEUE: Final = 1000
+#: The responder's default time for the handlers in flight when ``serve`` is cancelled.
+DEFAULT_GRACE: Final = 5.0
 #: The requester's default wait (the protocol's default ``timeout``).
 DEFAULT_REQUEST_TIMEOUT: Final = 30
 #: Extra time given to the core, beyond ``timeout``, to answer a service request.
@@ -330,6 +334,8 @@ class _ServiceRpc(_Declarations):
         handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
         rate_limit: RateLimit | None = None,
         max_response_bytes: int = MAX_RESPONSE,
+        max_queue: int = DEFAULT_MAX_QUEUE,
+        grace: float = DEFAULT_GRACE,
         declare: bool = False,
     ) -> NoReturn:
         """Answer every ``serviceRequest`` event for ``user_id``; run until cancelled.
@@ -345,16 +351,41 @@ class _ServiceRpc(_Declarations):
         is answered ``internal`` (without its text); one still running
         ``handler_timeout`` seconds after the request arrived (time spent
         waiting for a concurrency slot included) is cancelled and answered
-        ``conversation_required`` for ``a2a`` and ``internal`` otherwise. A
-        response longer than ``max_response_bytes`` (at most the block's
-        ``MAX_RESPONSE``) is answered ``too_large``. At most ``concurrency``
-        requests run at once, and each is answered exactly once.
+        ``conversation_required`` for ``a2a`` and ``internal`` otherwise (a
+        ``CancelledError`` the handler raises itself is a failure like any
+        other). A result that is not JSON under the library's strict rules is
+        answered ``internal``; a response longer than ``max_response_bytes``
+        (at most the block's ``MAX_RESPONSE``) ``too_large``. An answer the core
+        refuses as too large is replaced by ``too_large``, and one it refuses
+        for another reason by ``internal``, each tried once.
+
+        Load: at most ``concurrency`` handlers run at once, and at most
+        ``max_queue`` requests (and never more than the core's
+        ``event_buffer``) wait for a slot. A request past that, or still
+        waiting when its deadline comes, is answered ``rate_limited`` with a
+        ``retryAfter`` computed from the queue, at once: shed, never lost.
+        Overload is logged as one line per 10 seconds, with counts.
+
+        Exactly once: every request ends in one answer or one logged reason.
+        The deadline counts from the moment the request's frame is read from
+        the core. A ``requestId`` the core reports again (within the core's
+        180-second window) is not handled again; repeats are logged like overload,
+        one line per 10 seconds with their count, naming the first.
+
+        Stopping: cancelling ``serve`` is a graceful stop. It takes no new
+        requests, answers every queued one ``rate_limited`` with a short
+        ``retryAfter`` (so that requesters retry), gives the handlers in flight
+        up to ``grace`` seconds, then cancels them (answered ``internal``), and
+        logs one summary line: answered, shed, cancelled. A second cancellation
+        stops at once.
 
         With ``declare``, the profile first declares ``transports.rpc`` for
         each served protocol (:meth:`declare`, keeping what else it declares;
         string ``versions`` become the declared versions).
 
-        Raises :class:`ChatCoreClosed` when the connection ends.
+        Raises :class:`ChatCoreClosed` as soon as the connection ends, whatever
+        is queued (the handlers in flight are cancelled: their answers could
+        not be sent).
         """
         responder = _Responder(
             self,
@@ -366,6 +397,8 @@ class _ServiceRpc(_Declarations):
             handler_timeout=handler_timeout,
             rate_limit=rate_limit,
             max_response_bytes=max_response_bytes,
+            max_queue=max_queue,
+            grace=grace,
         )
         if declare:
             await self._declare_transport(user_id, sorted(responder.protocols), "rpc", versions)
@@ -381,15 +414,94 @@ def _version_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass(slots=True)
+def _is_user(value: object, user_id: int) -> bool:
+    """``userId`` is this user: an integer (not a boolean, not 1.0) equal to it."""
+    return type(value) is int and value == user_id
+
+
+@dataclass(slots=True, eq=False)
 class _Incoming:
     request_id: str
     signer_key: object
     data: object
-    received: float  # the event loop's time when the event arrived
+    envelope: str | None  # requestData's text as the frame carried it
+    frame_error: str | None  # why the frame is not strict JSON
+    received: float  # the event loop's time when the frame was read
+    deadline: float  # received + handler_timeout
+    answering: bool = False  # its handler is done and its answer on the way
+
+
+class _Outcome:
+    """Counters of one ``serve``, for the overload lines and the summary."""
+
+    __slots__ = ("answered", "cancelled", "failed", "repeats", "shed")
+
+    def __init__(self) -> None:
+        self.answered = 0  # handled, and the core took the answer (or lost its acknowledgement)
+        self.shed = 0  # answered rate_limited by the responder itself, never handled
+        self.cancelled = 0  # handlers cancelled when serve stopped
+        self.failed = 0  # answers the core refused or never got
+        self.repeats = 0  # serviceRequests repeating a requestId: not handled again
+
+
+class _IntervalLog:
+    """Overload and repeats as one line per interval with counts, not one per request.
+
+    The first occurrence is logged at once (with ``detail``, when given: which
+    request); later ones in the same interval are counted and logged when it
+    ends, and at the end of ``serve``.
+    """
+
+    def __init__(self, prefix: str, interval: float) -> None:
+        self.prefix = prefix
+        self.interval = interval
+        self.counts: dict[str, int] = {}
+        self.last = -math.inf
+        self.timer: asyncio.TimerHandle | None = None
+
+    def note(self, what: str, detail: str = "") -> None:
+        self.counts[what] = self.counts.get(what, 0) + 1
+        loop = asyncio.get_running_loop()
+        if loop.time() - self.last >= self.interval:
+            self.flush(detail)
+        elif self.timer is None:
+            self.timer = loop.call_at(self.last + self.interval, self.flush)
+
+    def flush(self, detail: str = "") -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if not self.counts:
+            return
+        parts = ", ".join(f"{count} {what}" for what, count in self.counts.items())
+        log.warning("%s: %s%s", self.prefix, parts, f" ({detail})" if detail else "")
+        self.counts.clear()
+        self.last = asyncio.get_running_loop().time()
+
+
+#: How many answers of the responder's own (rate_limited, internal) go to the core at once.
+_OUTBOX_SENDERS: Final = 16
+#: The retryAfter of the requests answered while serve stops: short, so that they retry.
+_STOP_RETRY_AFTER: Final = 3
+#: The answered requestIds remembered, at most (with the core's window of 180 s, a
+#: responder answering more than ~2,700 requests a second remembers less than the window).
+_MAX_REMEMBERED: Final = 500_000
+#: One overload line, and one line of repeats, per this many seconds at most.
+_INTERVAL: Final = 10.0
 
 
 class _Responder:
+    """The Service RPC responder of ``serve``: each request answered exactly once.
+
+    Requests come from the core as their frames are read (:meth:`offer`, a
+    :class:`._core._RequestSink`), stamped then: the deadline counts from
+    there. At most ``concurrency`` handlers run; at most ``max_queue``
+    requests wait for a slot. A request past that, or still waiting at its
+    deadline, is answered ``rate_limited`` with a ``retryAfter`` computed from
+    the queue. A ``requestId`` seen in the last ``RESPONSE_WINDOW`` seconds is
+    not handled again.
+    """
+
     def __init__(
         self,
         core: _CoreBase,
@@ -402,6 +514,8 @@ class _Responder:
         handler_timeout: float,
         rate_limit: RateLimit | None,
         max_response_bytes: int,
+        max_queue: int,
+        grace: float,
     ) -> None:
         if not callable(handler):
             raise TypeError("handler: expected a callable")
@@ -420,7 +534,11 @@ class _Responder:
             self.versions[name] = frozenset(_version_key(v) for v in served)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise SimplexRpcError("concurrency: expected a positive integer")
-        if not isinstance(handler_timeout, (int, float)) or not handler_timeout > 0:
+        if (
+            isinstance(handler_timeout, bool)
+            or not isinstance(handler_timeout, (int, float))
+            or not 0 < handler_timeout < math.inf
+        ):
             raise SimplexRpcError("handler_timeout: expected a positive number of seconds")
         if handler_timeout >= RESPONSE_WINDOW:
             log.warning(
@@ -431,77 +549,282 @@ class _Responder:
             )
         if not isinstance(max_response_bytes, int) or not 1 <= max_response_bytes <= MAX_RESPONSE:
             raise SimplexRpcError(f"max_response_bytes: expected 1 to {MAX_RESPONSE}")
+        if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 0:
+            raise SimplexRpcError("max_queue: expected a non-negative integer")
+        if (
+            isinstance(grace, bool)
+            or not isinstance(grace, (int, float))
+            or not 0 <= grace < math.inf
+        ):
+            raise SimplexRpcError("grace: expected a non-negative number of seconds")
         self.core = core
         self.user_id = user_id
         self.handler = handler
+        self.concurrency = concurrency
         self.handler_timeout = float(handler_timeout)
         self.max_response_bytes = max_response_bytes
+        # The core's event buffer bounds what waits here too: past it, shed.
+        self.max_queue = min(max_queue, core._event_buffer)
+        self.grace = float(grace)
         self.limiter = _Limiter(rate_limit) if rate_limit is not None else None
-        self.slots = asyncio.Semaphore(concurrency)
-        self.inflight: set[str] = set()
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.queue: deque[_Incoming] = deque()
+        self.running: dict[asyncio.Task[None], _Incoming] = {}
+        # Every requestId taken in the last window, with when it came: a repeat is not
+        # handled again. Bounded by time (the core's window) and by count.
+        self.seen: OrderedDict[str, float] = OrderedDict()
+        self.memory = max(RESPONSE_WINDOW, self.handler_timeout) + 10.0
+        self.outbox: deque[tuple[str, Response, str]] = deque()
+        self.senders: set[asyncio.Task[None]] = set()
+        self.wakeup = asyncio.Event()
+        self.failure: ChatCoreClosed | None = None
+        self.stopping = False
+        self.service_time = 1.0  # a running mean of the handlers' time, for retryAfter
+        self.outcome = _Outcome()
+        self.overload = _IntervalLog(f"serving user {user_id} over capacity", _INTERVAL)
+        self.repeated = _IntervalLog(f"serving user {user_id}", _INTERVAL)
 
-    async def run(self) -> NoReturn:
-        stream = self.core.events()
-        log.info("serving %s for user %d", ", ".join(sorted(self.protocols)), self.user_id)
-        try:
-            async for event in stream:
-                if event.get("type") != "serviceRequest":
-                    continue
-                incoming = self._accept(event)
-                if incoming is None:
-                    continue
-                await self.slots.acquire()
-                self.inflight.add(incoming.request_id)
-                task = asyncio.create_task(self._answer(incoming))
-                self.tasks.add(task)
-                task.add_done_callback(self.tasks.discard)
-            raise ChatCoreClosed("the connection to the chat core was closed")
-        finally:
-            stream.close()
-            for task in list(self.tasks):
-                task.cancel()
-            if self.tasks:
-                await asyncio.gather(*self.tasks, return_exceptions=True)
+    # -- intake: as each frame is read ---------------------------------------
 
-    def _accept(self, event: dict[str, Any]) -> _Incoming | None:
+    def offer(
+        self, event: dict[str, Any], envelope: str | None, error: str | None, arrival: float
+    ) -> None:
+        """Take one ``serviceRequest`` event (see :class:`._core._RequestSink`)."""
         user = event.get("user")
-        if not isinstance(user, dict) or user.get("userId") != self.user_id:
-            return None
+        if not isinstance(user, dict) or not _is_user(user.get("userId"), self.user_id):
+            return
         request_id = event.get("requestId")
         if not isinstance(request_id, str) or not _REQUEST_ID.fullmatch(request_id):
             log.warning(
                 "serviceRequest with an unusable requestId %s: ignored", show(request_id, 80)
             )
-            return None
-        if request_id in self.inflight:
-            log.warning(
-                "serviceRequest %s is already being answered: ignored", show(request_id, 80)
+            return
+        self._forget(arrival)
+        if request_id in self.seen:
+            self.outcome.repeats += 1
+            self.repeated.note(
+                "repeated serviceRequests not handled again",
+                f"the first in this interval: requestId {show(request_id, 80)}",
             )
-            return None
-        return _Incoming(
+            return
+        self.seen[request_id] = arrival
+        incoming = _Incoming(
             request_id=request_id,
             signer_key=event.get("signerKey"),
             data=event.get("requestData"),
-            received=asyncio.get_running_loop().time(),
+            envelope=envelope,
+            frame_error=error,
+            received=arrival,
+            deadline=arrival + self.handler_timeout,
+        )
+        if self.stopping:
+            self._shed(incoming, _STOP_RETRY_AFTER, None)
+        elif len(self.running) < self.concurrency and not self.queue:
+            self._start(incoming)
+        elif len(self.queue) >= self.max_queue:
+            self._shed(incoming, self._retry_after(), "answered rate_limited (queue full)")
+        else:
+            self.queue.append(incoming)
+            self.wakeup.set()
+
+    def lost(self, failure: ChatCoreClosed) -> None:
+        self.failure = failure
+        self.wakeup.set()
+
+    def _forget(self, now: float) -> None:
+        """Forget requestIds older than the window (and the oldest past the count bound)."""
+        seen = self.seen
+        while seen:
+            if now - next(iter(seen.values())) < self.memory and len(seen) < _MAX_REMEMBERED:
+                break
+            seen.popitem(last=False)
+
+    def _retry_after(self) -> int:
+        """Seconds until a slot is likely free for a new request: the queue ahead of it,
+        at the handlers' mean time, over the slots."""
+        waiting = len(self.queue) + len(self.running) + 1
+        estimate = self.service_time * waiting / self.concurrency
+        return int(min(RESPONSE_WINDOW, max(1, math.ceil(estimate))))
+
+    def _shed(self, incoming: _Incoming, retry_after: int, why: str | None) -> None:
+        self.outcome.shed += 1
+        if why is not None:
+            self.overload.note(why)
+        response = Response.failure(
+            ErrorCode.RATE_LIMITED, "the responder is overloaded", retry_after=retry_after
+        )
+        self._post(incoming.request_id, response, "shed")
+
+    # -- running ------------------------------------------------------------------
+
+    async def run(self) -> NoReturn:
+        """Serve until cancelled (a graceful stop) or until the connection is lost."""
+        if self.core._failure is not None:
+            raise ChatCoreClosed(str(self.core._failure))
+        self.core._request_sinks.add(self)
+        log.info("serving %s for user %d", ", ".join(sorted(self.protocols)), self.user_id)
+        try:
+            await self._dispatch()
+        except asyncio.CancelledError:
+            if self.failure is None:
+                await self._stop()
+            raise
+        finally:
+            self.core._request_sinks.discard(self)
+            self.overload.flush()
+            self.repeated.flush()
+            for task in [*self.running, *self.senders]:
+                task.cancel()
+            if self.running or self.senders:
+                await asyncio.gather(*self.running, *self.senders, return_exceptions=True)
+
+    async def _dispatch(self) -> NoReturn:
+        loop = asyncio.get_running_loop()
+        while True:
+            if self.failure is not None:
+                self._report_lost()
+                raise ChatCoreClosed(str(self.failure))
+            now = loop.time()
+            while self.queue and self.queue[0].deadline <= now:
+                # Still waiting at its deadline: answered while the window is open.
+                self._shed(
+                    self.queue.popleft(),
+                    self._retry_after(),
+                    "answered rate_limited (no slot in time)",
+                )
+            while self.queue and len(self.running) < self.concurrency:
+                self._start(self.queue.popleft())
+            self.wakeup.clear()
+            timeout = self.queue[0].deadline - now if self.queue else None
+            try:
+                async with asyncio.timeout(timeout):
+                    await self.wakeup.wait()
+            except TimeoutError:
+                pass
+
+    def _report_lost(self) -> None:
+        waiting = len(self.queue) + len(self.outbox)
+        if self.running or waiting:
+            log.warning(
+                "serving user %d: %s; %d requests in flight and %d waiting cannot be answered",
+                self.user_id,
+                self.failure,
+                len(self.running),
+                waiting,
+            )
+        self.queue.clear()
+        self.outbox.clear()
+
+    async def _stop(self) -> None:
+        """The graceful stop: take no more requests, answer every queued one rate_limited,
+        give the handlers in flight ``grace`` seconds, then cancel them (answered internal)."""
+        self.stopping = True
+        while self.queue:
+            self._shed(self.queue.popleft(), _STOP_RETRY_AFTER, None)
+        if self.running:
+            await asyncio.wait(list(self.running), timeout=self.grace)
+        cancelled = list(self.running.items())
+        for task, _ in cancelled:
+            task.cancel()
+        if cancelled:
+            await asyncio.gather(*(task for task, _ in cancelled), return_exceptions=True)
+        for task, incoming in cancelled:
+            if not task.cancelled():
+                continue  # finished after all (its handler ignored the cancellation)
+            self.outcome.cancelled += 1
+            if incoming.answering:
+                log.warning(
+                    "request %s: cancelled while its answer was being sent: it may have"
+                    " been delivered",
+                    show(incoming.request_id, 80),
+                )
+                continue
+            log.warning(
+                "request %s: the handler did not finish within the %g s grace: cancelled,"
+                " answering internal",
+                show(incoming.request_id, 80),
+                self.grace,
+            )
+            self._post(
+                incoming.request_id,
+                _failure(ErrorCode.INTERNAL, "the responder stopped before finishing"),
+                "cancelled",
+            )
+        if self.senders:
+            # The last answers go out; a core that does not take them cannot hold the stop.
+            await asyncio.wait(list(self.senders), timeout=max(self.grace, 1.0))
+        if self.failure is not None:
+            self._report_lost()
+        self.overload.flush()
+        self.repeated.flush()
+        o = self.outcome
+        log.info(
+            "stopped serving user %d: %d answered, %d shed, %d cancelled"
+            " (%d repeats ignored, %d answers not taken by the core)",
+            self.user_id,
+            o.answered,
+            o.shed,
+            o.cancelled,
+            o.repeats,
+            o.failed,
         )
 
+    def _start(self, incoming: _Incoming) -> None:
+        task = asyncio.create_task(self._answer(incoming))
+        self.running[task] = incoming
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self.running.pop(task, None)
+        self.wakeup.set()
+
+    def _post(self, request_id: str, response: Response, kind: str) -> None:
+        """Queue an answer of the responder's own; a few senders take them to the core."""
+        self.outbox.append((request_id, response, kind))
+        if len(self.senders) < _OUTBOX_SENDERS:
+            task = asyncio.create_task(self._drain())
+            self.senders.add(task)
+            task.add_done_callback(self.senders.discard)
+
+    async def _drain(self) -> None:
+        while self.outbox and self.failure is None:
+            request_id, response, kind = self.outbox.popleft()
+            try:
+                await self._send(request_id, response, None, kind=kind)
+            except Exception:  # pragma: no cover - defensive: the other answers still go
+                log.error("request %s: answering failed", show(request_id, 80), exc_info=True)
+
     async def _answer(self, incoming: _Incoming) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         try:
+            # Cancelled only when serve stops (or loses the connection): _stop answers
+            # and counts it.
             response, protocol = await self._respond(incoming)
-            await self._send(incoming.request_id, response, protocol)
-        except asyncio.CancelledError:
-            raise
-        except ChatCoreClosed as exc:
-            log.warning("request %s not answered: %s", show(incoming.request_id, 80), exc)
         except Exception:  # pragma: no cover - defensive: one request never stops the loop
-            log.error("answering request %s failed", show(incoming.request_id, 80), exc_info=True)
+            log.error("request %s: answering failed", show(incoming.request_id, 80), exc_info=True)
+            response, protocol = _failure(ErrorCode.INTERNAL, "the responder failed"), None
         finally:
-            self.inflight.discard(incoming.request_id)
-            self.slots.release()
+            # A running mean of the handlers' time (for retryAfter), slow to move.
+            self.service_time += (loop.time() - started - self.service_time) / 16
+        if self.failure is not None:
+            self.outcome.failed += 1  # reported with the rest, by _report_lost or the summary
+            return
+        incoming.answering = True
+        await self._send(incoming.request_id, response, protocol, kind="handled")
 
     async def _respond(self, incoming: _Incoming) -> tuple[Response, str | None]:
         rid = show(incoming.request_id, 80)
+        if incoming.frame_error is not None:
+            log.info(
+                "request %s: the event is not strict JSON: %s", rid, show(incoming.frame_error, 120)
+            )
+            return (
+                _failure(
+                    ErrorCode.BAD_REQUEST,
+                    f"the request is not strict JSON: {incoming.frame_error}"[:300],
+                ),
+                None,
+            )
         signer: PublicKey | None = None
         if incoming.signer_key is not None:
             if not isinstance(incoming.signer_key, str):
@@ -511,7 +834,11 @@ class _Responder:
             except KeyFormatError:
                 return _failure(ErrorCode.BAD_REQUEST, "the signer key is not an Ed25519 key"), None
         try:
-            request = _parse_request_data(incoming.data)
+            if incoming.envelope is not None:
+                # The envelope's text as it came: nothing decoded and encoded again.
+                request = Request.parse(incoming.envelope)
+            else:
+                request = _parse_request_data(incoming.data)
         except EnvelopeError as exc:
             log.info("request %s: bad envelope: %s", rid, show(str(exc), 200))
             return _failure(ErrorCode.BAD_REQUEST, str(exc)[:300]), None
@@ -557,9 +884,9 @@ class _Responder:
             request_id=incoming.request_id, signer=signer, request=request, user_id=self.user_id
         )
         try:
-            # The core's window runs from the request's arrival, not from when a
+            # The core's window runs from the frame's arrival, not from when a
             # concurrency slot freed up: so does the deadline.
-            async with asyncio.timeout_at(incoming.received + self.handler_timeout) as deadline:
+            async with asyncio.timeout_at(incoming.deadline) as deadline:
                 result = self.handler(service_request)
                 if inspect.isawaitable(result):
                     result = await result
@@ -569,12 +896,20 @@ class _Responder:
                 return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
             code = ErrorCode.CONVERSATION_REQUIRED if protocol == "a2a" else ErrorCode.INTERNAL
             log.warning(
-                "request %s: the handler did not finish within %g s: answering %s",
+                "request %s: the handler did not finish within %g s of the request's arrival:"
+                " answering %s",
                 rid,
                 self.handler_timeout,
                 code.value,
             )
             return _failure(code, "the responder did not finish in time"), protocol
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self.stopping or self.failure is not None or (task and task.cancelling()):
+                raise  # serve itself is being cancelled
+            # The handler awaited something that someone else cancelled.
+            log.error("request %s: the handler raised CancelledError", rid)
+            return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
         except Exception as exc:
             log.error("request %s: the handler raised %s", rid, type(exc).__name__, exc_info=True)
             return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
@@ -586,12 +921,18 @@ class _Responder:
                 return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
         return response, protocol
 
-    async def _send(self, request_id: str, response: Response, protocol: str | None) -> None:
-        rid = show(request_id, 80)
+    def _payload(self, rid: str, response: Response) -> tuple[Response, bytes]:
+        """The answer's JSON under the library's strict rules and the size limit:
+        a result they refuse is answered internal, one too long too_large."""
         try:
             payload = response.to_json()
-        except EnvelopeError:
-            log.error("request %s: the handler's result is not JSON: answering internal", rid)
+            _json.loads(payload)  # what the requester's strict reader would refuse
+        except (EnvelopeError, _json.JsonError) as exc:
+            log.error(
+                "request %s: the handler's result is not strict JSON (%s): answering internal",
+                rid,
+                show(str(exc), 120),
+            )
             response = _failure(ErrorCode.INTERNAL, "the responder failed")
             payload = response.to_json()
         if len(payload) > self.max_response_bytes:
@@ -606,28 +947,70 @@ class _Responder:
                 f"the response exceeds the size limit of {self.max_response_bytes} bytes",
             )
             payload = response.to_json()
-        try:
-            await self._command(request_id, payload)
-        except ChatCoreClosed:
-            raise
-        except ChatCoreError as exc:
-            # The core's padded block is the final word on size: an answer it
-            # cannot pad is replaced by too_large, once.
-            if response.error is None and exc.type_path.endswith("/LARGE"):
-                log.warning("request %s: the core found the response too large", rid)
-                response = _failure(ErrorCode.TOO_LARGE, "the response exceeds the size limit")
-                try:
-                    await self._command(request_id, response.to_json())
-                except ChatCoreClosed:
-                    raise
-                except ChatCoreError as again:
-                    log.warning("request %s: the core refused the answer: %s", rid, again)
-                    return
-            else:
-                log.warning("request %s: the core refused the answer: %s", rid, exc)
+        return response, payload
+
+    async def _send(
+        self, request_id: str, response: Response, protocol: str | None, *, kind: str
+    ) -> None:
+        """Send one answer; every way it can end is counted, and logged unless it is a
+        shed answer taken by the core (those are counted in the overload lines)."""
+        rid = show(request_id, 80)
+        response, payload = self._payload(rid, response)
+        tried_internal = response.error is not None and response.error.code == "internal"
+        tried_too_large = False
+        while True:
+            try:
+                await self._command(request_id, payload)
+                break
+            except _AnswerLost as exc:
+                self.outcome.failed += 1
+                log.warning(
+                    "request %s: answer sent, acknowledgement lost (%s): the core may have"
+                    " delivered it",
+                    rid,
+                    exc,
+                )
                 return
-        outcome = "response" if response.error is None else f"error {response.error.code}"
-        log.info("request %s (%s): answered with %s", rid, show(protocol, 40), show(outcome, 60))
+            except ChatCoreClosed as exc:
+                self.outcome.failed += 1
+                log.warning("request %s: no answer could be sent: %s", rid, exc)
+                return
+            except ChatCoreTimeout as exc:
+                self.outcome.failed += 1
+                log.warning(
+                    "request %s: answer sent, no acknowledgement (%s): the core may have"
+                    " delivered it",
+                    rid,
+                    exc,
+                )
+                return
+            except ChatCoreError as exc:
+                # The core's padded block is the final word on size: an answer it
+                # cannot pad is replaced by too_large, once; an answer refused for
+                # another reason by internal, once.
+                if exc.type_path.endswith("/LARGE") and not tried_too_large:
+                    log.warning("request %s: the core found the response too large", rid)
+                    response = _failure(ErrorCode.TOO_LARGE, "the response exceeds the size limit")
+                    tried_too_large = True
+                elif not tried_internal:
+                    log.warning(
+                        "request %s: the core refused the answer (%s): answering internal",
+                        rid,
+                        exc,
+                    )
+                    response = _failure(ErrorCode.INTERNAL, "the responder failed")
+                    tried_internal = True
+                else:
+                    self.outcome.failed += 1
+                    log.warning("request %s: the core refused the answer: %s", rid, exc)
+                    return
+                payload = response.to_json()
+        if kind == "handled":
+            self.outcome.answered += 1
+            outcome = "response" if response.error is None else f"error {response.error.code}"
+            log.info(
+                "request %s (%s): answered with %s", rid, show(protocol, 40), show(outcome, 60)
+            )
 
     async def _command(self, request_id: str, payload: bytes) -> None:
         await self.core.command(

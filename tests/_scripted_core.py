@@ -1,0 +1,150 @@
+"""A raw scripted chat core, for faults the simulator never makes (no tests here).
+
+``ScriptedCore`` is a loopback WebSocket server that speaks the chat core's
+frames (``{"corrId", "cmd"}`` in, ``{"corrId", "resp"}`` and events
+``{"resp"}`` out; simplex-chat ``bots/README.md``), but sends exactly the text
+a test gives it: frames that are not strict JSON, a ``userId`` of ``true``, the
+same ``requestId`` twice, an answer that never comes. It records every
+command and, for ``/_service_response``, every answer per ``requestId``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from simplex_rpc.adapter import ChatCore, Handler
+
+#: How the core accepts a response: ``serviceReplyAccepted``, as ``CoreSimulator`` answers.
+ACCEPTED: dict[str, Any] = {
+    "type": "serviceReplyAccepted",
+    "user": {"userId": 1},
+    "connectionId": "c",
+}
+
+RawAnswer = Callable[[str, str], str | None]
+"""A raw answer: (corrId, command text) to the frame's text, or None for no answer."""
+
+
+class ScriptedCore:
+    """A scripted chat core on the loopback; use as ``async with ScriptedCore() as core:``.
+
+    ``raw[name]`` gives the raw text answering the command ``name`` (by default
+    a well-formed ``{"corrId", "resp"}`` frame: ``cmdOk``, or ``serviceReplyAccepted``
+    for ``/_service_response``); ``answers`` collects each ``/_service_response``'s
+    envelope by ``requestId``, in order.
+    """
+
+    def __init__(self) -> None:
+        self.commands: asyncio.Queue[str] = asyncio.Queue()
+        self.answers: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.answer_order: list[str] = []
+        self.answered = asyncio.Condition()
+        self.raw: dict[str, RawAnswer] = {}
+        self.connected = asyncio.Event()
+        self._ws: Any = None
+        self._server: Any = None
+
+    async def __aenter__(self) -> ScriptedCore:
+        from websockets.asyncio.server import serve
+
+        self._server = await serve(self._handle, "127.0.0.1", 0, max_size=None)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._server.close()
+        await self._server.wait_closed()
+
+    @property
+    def url(self) -> str:
+        port = self._server.sockets[0].getsockname()[1]
+        return f"ws://127.0.0.1:{port}"
+
+    def _default(self, corr_id: str, cmd: str) -> str:
+        name = cmd.split(" ", 1)[0]
+        resp = ACCEPTED if name == "/_service_response" else {"type": "cmdOk"}
+        return json.dumps({"corrId": corr_id, "resp": resp})
+
+    async def _handle(self, ws: Any) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        self._ws = ws
+        self.connected.set()
+        with contextlib.suppress(ConnectionClosed):
+            async for message in ws:
+                msg = json.loads(message)
+                corr_id, cmd = str(msg["corrId"]), msg["cmd"]
+                await self.commands.put(cmd)
+                if cmd.startswith("/_service_response "):
+                    _, _user, request_id, payload = cmd.split(" ", 3)
+                    async with self.answered:
+                        self.answers[request_id].append(json.loads(payload))
+                        self.answer_order.append(request_id)
+                        self.answered.notify_all()
+                answer = self.raw.get(cmd.split(" ", 1)[0], self._default)(corr_id, cmd)
+                if answer is not None:
+                    await ws.send(answer)
+
+    async def send_raw(self, text: str) -> None:
+        """Send one frame, exactly this text."""
+        await self.connected.wait()
+        await self._ws.send(text)
+
+    async def event(self, resp: dict[str, Any]) -> None:
+        """Send one event, ``{"resp": resp}``."""
+        await self.send_raw(json.dumps({"resp": resp}))
+
+    async def wait_answers(self, count: int, within: float = 10.0) -> list[str]:
+        """Wait until ``count`` answers came; return the requestIds in the order answered.
+
+        ``within`` is generous (the rules say "at once"): past it, the answers that
+        did come are named in an AssertionError.
+        """
+        try:
+            async with asyncio.timeout(within), self.answered:
+                await self.answered.wait_for(lambda: len(self.answer_order) >= count)
+        except TimeoutError:
+            raise AssertionError(
+                f"{count} answers expected, {len(self.answer_order)} came: {self.answer_order}"
+            ) from None
+        return list(self.answer_order)
+
+    async def close_connection(self, code: int = 1011) -> None:
+        """Close the connection abnormally, as a crashed core would."""
+        await self._ws.close(code=code)
+
+
+@contextlib.asynccontextmanager
+async def scripted_serving(
+    handler: Handler, *, protocols: tuple[str, ...] = ("mcp", "a2a"), **serve_options: Any
+) -> AsyncIterator[tuple[ScriptedCore, ChatCore, asyncio.Task[Any]]]:
+    """A scripted core and a ``ChatCore`` serving ``handler`` as user 1: ``(fake, core, task)``.
+
+    The task is cancelled when the block ends (if it is still running).
+    """
+    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+        task = asyncio.create_task(core.serve(1, handler, protocols=protocols, **serve_options))
+        await asyncio.sleep(0)  # the responder subscribes to events
+        try:
+            yield fake, core, task
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def request_event(
+    request_id: str, request: Any = None, *, protocol: str = "mcp", user_id: Any = 1
+) -> dict[str, Any]:
+    """A ``serviceRequest`` event: user, requestId, requestData (the protocol text,
+    "Service RPC transport"); no signerKey, so an unsigned request."""
+    return {
+        "type": "serviceRequest",
+        "user": {"userId": user_id},
+        "requestId": request_id,
+        "requestData": {"protocol": protocol, "request": request if request is not None else {}},
+    }

@@ -1,0 +1,99 @@
+"""``simplex-rpc bench adapter`` (issue 14, "Measured"), without timed assertions.
+
+Rules pinned: every request of every scenario where the responder keeps its
+connection is answered exactly once and correctly (lost, duplicated and wrong
+are 0); shed requests are answered (``rate_limited``), not lost; the faulty
+handlers' requests are answered ``internal`` or ``too_large``; the command
+prints its table, or JSON, and refuses options that do not apply.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from simplex_rpc import _bench_adapter
+from simplex_rpc.cli import main
+
+N = 60
+
+
+@pytest.fixture(scope="module")
+def report() -> dict[str, object]:
+    return _bench_adapter.run_scenarios(requests=N)
+
+
+def outcome(report: dict[str, object], key: str) -> _bench_adapter.Outcome:
+    outcomes = report["outcomes"]
+    assert isinstance(outcomes, list)
+    (found,) = [o for o in outcomes if o.scenario == key]
+    return found
+
+
+@pytest.mark.parametrize("key", ["unsigned", "signed", "faults", "overflow", "repeats"])
+def test_while_connected_every_request_is_answered_exactly_once(
+    report: dict[str, object], key: str
+) -> None:
+    o = outcome(report, key)
+    assert (o.lost, o.duplicated, o.wrong) == (0, 0, 0), o.to_json()
+    assert o.answered == N
+    assert not o.broken
+
+
+def test_the_plain_bursts_all_succeed(report: dict[str, object]) -> None:
+    for key in ("unsigned", "signed", "repeats"):
+        o = outcome(report, key)
+        assert o.ok == N and not o.errors, o.to_json()
+
+
+def test_faulty_handlers_are_answered_internal_or_too_large(report: dict[str, object]) -> None:
+    """One in 20 each raises, raises CancelledError, hangs past the deadline (internal), or
+    returns more than fits (too_large)."""
+    o = outcome(report, "faults")
+    per_kind = N // 20
+    assert o.errors == {"internal": 3 * per_kind, "too_large": per_kind}, o.to_json()
+    assert o.ok == N - 4 * per_kind
+
+
+def test_an_overflowing_queue_is_shed_with_rate_limited(report: dict[str, object]) -> None:
+    o = outcome(report, "overflow")
+    assert o.shed > 0 and o.ok + o.shed == N, o.to_json()
+
+
+def test_a_dropped_connection_ends_serve(report: dict[str, object]) -> None:
+    o = outcome(report, "drop")
+    assert not o.connected and not o.broken
+    assert o.note.startswith("serve() ended"), o.note
+    assert o.ok + o.lost + sum(o.errors.values()) == N
+
+
+def test_the_report_is_one_table_with_every_scenario(report: dict[str, object]) -> None:
+    text = _bench_adapter.report_text(report)
+    assert "| scenario" in text and "req/s" in text and "p99" in text and "shed" in text
+    for key in _bench_adapter.SCENARIOS:
+        assert f"| {key}: " in text
+    assert "FAILED" not in text
+
+
+def test_the_command_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "adapter", "--quick", "--json", "--only", "unsigned"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (row,) = data["outcomes"]
+    assert row["scenario"] == "unsigned" and row["requests"] == 200
+    assert row["lost"] == row["duplicated"] == row["wrong"] == 0
+    assert row["p50_ms"] is not None and row["p99_ms"] >= row["p50_ms"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["bench", "adapter", "--rounds", "3"], "--rounds"),
+        (["bench", "adapter", "--only", "nothing"], "unknown scenario 'nothing'"),
+    ],
+)
+def test_the_command_refuses_what_does_not_apply(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err

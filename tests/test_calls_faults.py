@@ -1,0 +1,74 @@
+"""``serve_calls`` under the faults issue 14 found in ``serve`` (the chat transport side).
+
+Rules pinned (protocol text, "Chat transport"): each command is answered exactly
+once; a failing handler gets the binding's internal error (-32603). A handler
+that raises ``CancelledError`` itself is such a failure; the connection's loss
+ends ``serve_calls`` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from simplex_rpc.adapter import ChatCoreClosed, IncomingCall
+from simplex_rpc.adapter._chat import ReplySink
+from test_adapter_support import run
+from test_chat_core import PING, serving, world
+
+
+def test_a_handler_raising_cancelled_error_gets_the_internal_error() -> None:
+    """Problem 3 of issue 14, over /_call: a handler that awaited a future someone else
+    cancelled is answered -32603, and the bot goes on answering."""
+    calls = 0
+
+    async def handler(call: IncomingCall, send: ReplySink) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            future.cancel()
+            return await future
+        return '{"jsonrpc":"2.0","id":1,"result":{}}'
+
+    async def main() -> None:
+        async with world() as w, serving(w.bot, {"mcp": handler}):
+            (first,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+            assert first.message is not None and first.message["error"]["code"] == -32603
+            (second,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+            assert second.message is not None and second.message["result"] == {}
+
+    run(main)
+
+
+def test_serve_calls_ends_at_once_when_the_connection_is_lost() -> None:
+    """Problem 4 of issue 14, over /_call: the lost connection ends serve_calls with
+    ChatCoreClosed at once, while a handler holds the only slot and more commands wait."""
+
+    async def main() -> None:
+        started, never = asyncio.Event(), asyncio.Event()
+
+        async def handler(call: IncomingCall, send: ReplySink) -> str:
+            started.set()
+            await never.wait()
+            return ""
+
+        async with world() as w:
+            task = asyncio.create_task(w.bot.serve_calls(1, {"mcp": handler}, concurrency=1))
+            await asyncio.sleep(0)
+            callers = [
+                asyncio.create_task(w.alice.call(f"@{w.direct}", "mcp", PING, wait=30))
+                for _ in range(3)
+            ]
+            await started.wait()
+            await asyncio.sleep(0.3)  # the other commands reach the bot and wait for the slot
+            assert await w.sim.drop_connections("bot") == 1
+            with pytest.raises(ChatCoreClosed):
+                async with asyncio.timeout(10):  # generous: the rule is "at once"
+                    await task
+            for caller in callers:
+                caller.cancel()
+            await asyncio.gather(*callers, return_exceptions=True)
+
+    run(main)
