@@ -412,3 +412,55 @@ def test_link_declarations_read_every_plan_that_carries_a_profile(
     assert found.source == source
     assert found.protocols == expected
     assert (found.name == "Acme") == (source is not None)
+
+
+def test_serve_declaring_answers_a_request_that_arrives_while_it_declares() -> None:
+    """serve(declare=True) takes requests before it writes the profile: a request that
+    arrives during the declaration's round trips is answered, not dropped (the
+    responder answers each request once, "Service RPC transport")."""
+    from simplex_rpc import Request
+
+    async def main() -> None:
+        async with two_cores() as (sim, bot, alice):
+            link = (await bot.service_address(1)).link
+            asked: list[asyncio.Task[Any]] = []
+            declared = bot.declared
+
+            async def slow_declared(user_id: int) -> Any:
+                # The request is sent, delivered and read before the profile is read.
+                asked.append(
+                    asyncio.create_task(
+                        alice.service_request(
+                            1, link, Request(protocol="mcp", request={"n": 1}), timeout=20
+                        )
+                    )
+                )
+                async with asyncio.timeout(10):
+                    while sim.stats.delivered < 1:
+                        await asyncio.sleep(0.01)
+                await asyncio.sleep(0.2)
+                return await declared(user_id)
+
+            bot.declared = slow_declared  # type: ignore[method-assign]
+            serving = asyncio.create_task(
+                bot.serve(
+                    1,
+                    lambda r: {"echo": r.request.request},
+                    protocols=["mcp"],
+                    declare=True,
+                    versions={"mcp": ["2025-06-18"]},
+                )
+            )
+            try:
+                async with asyncio.timeout(15):
+                    while not asked:
+                        await asyncio.sleep(0.01)
+                    response = await asked[0]
+                assert response.response == {"echo": {"n": 1}}
+                assert sim.stats.requester_timeouts == 0
+            finally:
+                serving.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await serving
+
+    run(main)

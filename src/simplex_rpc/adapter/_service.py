@@ -400,9 +400,20 @@ class _ServiceRpc(_Declarations):
             max_queue=max_queue,
             grace=grace,
         )
-        if declare:
+        if not declare:
+            await responder.run()
+        # The responder takes requests before the profile is written, so that one
+        # arriving during the declaration's round trips is queued with its arrival
+        # time, not lost; if declaring fails, stopping the responder answers it.
+        self._request_sinks.add(responder)
+        runner = asyncio.create_task(responder.run())
+        try:
             await self._declare_transport(user_id, sorted(responder.protocols), "rpc", versions)
-        await responder.run()
+            await runner
+        finally:
+            if not runner.done():
+                runner.cancel()
+                await asyncio.gather(runner, return_exceptions=True)
         raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -975,6 +986,16 @@ class _Responder:
                 self.outcome.failed += 1
                 log.warning("request %s: no answer could be sent: %s", rid, exc)
                 return
+            except _NotAccepted as exc:
+                # Neither a refusal nor an acceptance: sending again could answer twice.
+                self.outcome.failed += 1
+                log.warning(
+                    "request %s: answer sent, not acknowledged (%s): the core may have"
+                    " delivered it",
+                    rid,
+                    exc,
+                )
+                return
             except ChatCoreTimeout as exc:
                 self.outcome.failed += 1
                 log.warning(
@@ -1013,9 +1034,20 @@ class _Responder:
             )
 
     async def _command(self, request_id: str, payload: bytes) -> None:
-        await self.core.command(
+        # APISendServiceResponse (simplex-chat bots/api/COMMANDS.md, "Service
+        # commands"): requestId is a string, and the core's reply is
+        # serviceReplyAccepted; any other reply is not an acceptance.
+        resp = await self.core.command(
             f"/_service_response {self.user_id} {request_id} {payload.decode('utf-8')}"
         )
+        if resp.get("type") != "serviceReplyAccepted":
+            raise _NotAccepted(
+                f"the core answered {show(resp.get('type'), 60)}, not serviceReplyAccepted"
+            )
+
+
+class _NotAccepted(ChatCoreError):
+    """The core's reply to ``/_service_response`` was not ``serviceReplyAccepted``."""
 
 
 def _failure(code: ErrorCode, message: str) -> Response:
