@@ -206,12 +206,53 @@ def test_a_credential_is_not_sent_in_a_group() -> None:
     async def main() -> None:
         async with scene() as s:
             factory = register_client(
-                ClientConfig(streaming=True), s.alice, 1, chats={s.link: s.group}, timeout=20
+                ClientConfig(streaming=True),
+                s.alice,
+                1,
+                chats={s.link: (s.group, "bot")},
+                timeout=20,
             )
             client = factory.create(card_for(s.link))
             context = ClientCallContext(service_parameters={"Authorization": "Bearer t0ken"})
             with pytest.raises(A2AClientError, match="MUST NOT be sent in a group"):
                 [e async for e in client.send_message(user_message("quote"), context=context)]
+
+    run(main)
+
+
+def test_in_a_group_the_call_names_the_bots_member_and_streams_its_answer() -> None:
+    """In a group, the call mentions the called member (``chats={link: (group, member)}``),
+    so that its answer is the one accepted: the stream reaches the completed state."""
+
+    async def main() -> None:
+        async with scene() as s:
+            factory = register_client(
+                ClientConfig(streaming=True),
+                s.alice,
+                1,
+                chats={s.link: (s.group, "bot")},
+                timeout=20,
+            )
+            client = factory.create(card_for(s.link))
+            events = [event async for event in client.send_message(user_message("quote"))]
+            assert state_of(events[-1]) == pb.TASK_STATE_COMPLETED
+            assert s.rpc_methods == []
+
+    run(main)
+
+
+def test_a_group_without_the_bots_member_is_refused() -> None:
+    """Without a mention a group call is a broadcast whose first answer could come from
+    any member, a hostile one too: a group ChatRef needs the bot's member."""
+
+    async def main() -> None:
+        async with scene() as s:
+            with pytest.raises(SimplexRpcError, match="is a group: name the bot's member"):
+                register_client(ClientConfig(), s.alice, 1, chats={s.link: s.group})
+            with pytest.raises(SimplexRpcError, match="direct chat: it has no members"):
+                register_client(ClientConfig(), s.alice, 1, chats={s.link: (s.contact, "bot")})
+            with pytest.raises(SimplexRpcError, match="expected the bot's member display name"):
+                register_client(ClientConfig(), s.alice, 1, chats={s.link: (s.group, "")})
 
     run(main)
 
