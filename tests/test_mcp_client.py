@@ -348,9 +348,8 @@ def test_a_null_id_error_of_the_bot_is_the_requests_error_with_its_code_and_mess
     def parse_error(handler: Handler) -> Handler:
         async def answered(request: ServiceRequest) -> Response:
             if request.request.request["method"] == "tools/call":
-                return Response.success(
-                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
-                )
+                error = {"code": -32700, "message": "Parse error"}
+                return Response.success({"jsonrpc": "2.0", "id": None, "error": error})
             return await handler(request)
 
         return answered

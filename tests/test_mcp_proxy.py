@@ -28,8 +28,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from mcp.client.context import ClientRequestContext
+from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CONNECTION_CLOSED,
@@ -515,7 +515,10 @@ def test_conversation_required_through_the_proxy_names_the_proxys_option() -> No
     (--via chat), as well as a SimplexTransport user (via='chat')."""
 
     async def main() -> None:
-        async with bot(conversation_tools=("catalog",)) as p, proxied(rpc_connect(p), p.link) as host:
+        async with (
+            bot(conversation_tools=("catalog",)) as p,
+            proxied(rpc_connect(p), p.link) as host,
+        ):
             with pytest.raises(MCPError) as caught:
                 await host.call_tool("catalog", {"lines": 2})
             message = caught.value.error.message
