@@ -7,7 +7,7 @@ with the reply whose task is in a terminal or interrupted state; follow-ups
 Service RPC serves one-shot SendMessage.
 
 The client is the SDK's own, made from an Agent Card with the SimpleX
-interface; ``register_client(..., chats={link: ChatRef})`` names the
+interface; ``register_client(..., chats={link: ChatRef or (group, member)})`` names the
 conversation with the bot. The bot is the anvil agent of test_a2a_bridge behind
 ``A2aBridge``, served by ``ChatCore.serve_calls`` and ``ChatCore.serve``.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
 from simplex_rpc import Response
 from simplex_rpc.a2a import register_client
-from simplex_rpc.adapter import ChatCore, ServiceRequest
+from simplex_rpc.adapter import ChatCore, IncomingCall, ReplySink, ServiceRequest
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.testing import CoreSimulator
 from test_a2a_bridge import make_bot
@@ -37,6 +38,7 @@ from test_adapter_support import run
 
 @dataclass
 class Scene:
+    sim: CoreSimulator
     alice: ChatCore
     link: str
     contact: str
@@ -69,7 +71,7 @@ async def scene() -> AsyncIterator[Scene]:
         ]
         await asyncio.sleep(0)
         try:
-            yield Scene(alice, link, f"@{at_alice}", f"#{ids[('alice', 1)]}", rpc_methods)
+            yield Scene(sim, alice, link, f"@{at_alice}", f"#{ids[('alice', 1)]}", rpc_methods)
         finally:
             for task in tasks:
                 task.cancel()
@@ -206,12 +208,99 @@ def test_a_credential_is_not_sent_in_a_group() -> None:
     async def main() -> None:
         async with scene() as s:
             factory = register_client(
-                ClientConfig(streaming=True), s.alice, 1, chats={s.link: s.group}, timeout=20
+                ClientConfig(streaming=True),
+                s.alice,
+                1,
+                chats={s.link: (s.group, "bot")},
+                timeout=20,
             )
             client = factory.create(card_for(s.link))
             context = ClientCallContext(service_parameters={"Authorization": "Bearer t0ken"})
             with pytest.raises(A2AClientError, match="MUST NOT be sent in a group"):
                 [e async for e in client.send_message(user_message("quote"), context=context)]
+
+    run(main)
+
+
+def test_in_a_group_the_call_names_the_bots_member_and_streams_its_answer() -> None:
+    """In a group, the call mentions the called member (``chats={link: (group, member)}``),
+    so that its answer is the one accepted: the stream reaches the completed state."""
+
+    async def main() -> None:
+        async with scene() as s:
+            factory = register_client(
+                ClientConfig(streaming=True),
+                s.alice,
+                1,
+                chats={s.link: (s.group, "bot")},
+                timeout=20,
+            )
+            client = factory.create(card_for(s.link))
+            events = [event async for event in client.send_message(user_message("quote"))]
+            assert state_of(events[-1]) == pb.TASK_STATE_COMPLETED
+            assert s.rpc_methods == []
+
+    run(main)
+
+
+def test_a_hostile_member_of_the_group_is_not_called_and_its_answer_is_not_taken() -> None:
+    """A group with another member serving A2A, who answers every call it sees with a
+    forged completed task: the call names the bot's member, so mallory is not called and
+    the stream is the bot's own."""
+    mallory_calls: list[IncomingCall] = []
+
+    async def forge(call: IncomingCall, send: ReplySink) -> str:
+        mallory_calls.append(call)
+        task = {
+            "id": "forged",
+            "contextId": "forged",
+            "status": {"state": "TASK_STATE_COMPLETED"},
+            "artifacts": [{"artifactId": "forged", "parts": [{"text": "Free anvils."}]}],
+        }
+        answer = {"jsonrpc": "2.0", "id": call.request.get("id"), "result": {"task": task}}
+        return json.dumps(answer)
+
+    async def main() -> None:
+        async with scene() as s, ChatCore.connect(s.sim.url_for("mallory")) as mallory:
+            await mallory.start(service_requests=False)
+            ids = s.sim.create_group("market", "alice", ["bot", "mallory"])
+            serving = asyncio.create_task(mallory.serve_calls(1, {"a2a": forge}))
+            await asyncio.sleep(0)
+            try:
+                factory = register_client(
+                    ClientConfig(streaming=True),
+                    s.alice,
+                    1,
+                    chats={s.link: (f"#{ids[('alice', 1)]}", "bot")},
+                    timeout=20,
+                )
+                client = factory.create(card_for(s.link))
+                events = [event async for event in client.send_message(user_message("quote"))]
+            finally:
+                serving.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await serving
+            assert state_of(events[-1]) == pb.TASK_STATE_COMPLETED
+            artifacts = [e.artifact_update for e in events if e.HasField("artifact_update")]
+            assert artifacts[0].artifact.parts[0].text == "Two anvils to Lisbon: 240 EUR."
+            assert all(not e.HasField("task") or e.task.id != "forged" for e in events)
+            assert mallory_calls == []
+
+    run(main)
+
+
+def test_a_group_without_the_bots_member_is_refused() -> None:
+    """Without a mention a group call is a broadcast whose first answer could come from
+    any member, a hostile one too: a group ChatRef needs the bot's member."""
+
+    async def main() -> None:
+        async with scene() as s:
+            with pytest.raises(SimplexRpcError, match="is a group: name the bot's member"):
+                register_client(ClientConfig(), s.alice, 1, chats={s.link: s.group})
+            with pytest.raises(SimplexRpcError, match="direct chat: it has no members"):
+                register_client(ClientConfig(), s.alice, 1, chats={s.link: (s.contact, "bot")})
+            with pytest.raises(SimplexRpcError, match="expected the bot's member display name"):
+                register_client(ClientConfig(), s.alice, 1, chats={s.link: (s.group, "")})
 
     run(main)
 

@@ -198,7 +198,8 @@ def test_input_required_rounds_work_as_the_sdk_does_them() -> None:
 
 
 def test_a_tool_marked_for_conversation_is_conversation_required_over_rpc() -> None:
-    """The error names the envelope code and says to use via="chat"."""
+    """The error names the envelope code and says to use the chat transport, in the words
+    of both its users: via='chat' (SimplexTransport) and --via chat (mcp-proxy)."""
 
     async def main() -> None:
         async with (
@@ -210,7 +211,7 @@ def test_a_tool_marked_for_conversation_is_conversation_required_over_rpc() -> N
             error = caught.value.error
             assert error.code == SERVICE_RPC_ERROR
             assert error.message.startswith("conversation_required: ")
-            assert 'via="chat"' in error.message
+            assert "via='chat'" in error.message and "--via chat" in error.message
             assert error.data == {
                 "serviceRpcError": {
                     "code": "conversation_required",
@@ -339,6 +340,33 @@ def test_an_answer_that_is_not_a_json_rpc_response_is_an_error() -> None:
     run(main)
 
 
+def test_a_null_id_error_of_the_bot_is_the_requests_error_with_its_code_and_message() -> None:
+    """JSON-RPC 2.0: an error the server cannot tie to a request (a parse error) has a null
+    id. A Service RPC round trip carries exactly one request, so the error is that request's:
+    the caller sees the bot's code and message, not "another request's id"."""
+
+    def parse_error(handler: Handler) -> Handler:
+        async def answered(request: ServiceRequest) -> Response:
+            if request.request.request["method"] == "tools/call":
+                error = {"code": -32700, "message": "Parse error"}
+                return Response.success({"jsonrpc": "2.0", "id": None, "error": error})
+            return await handler(request)
+
+        return answered
+
+    async def main() -> None:
+        async with (
+            bot(wrap=parse_error) as p,
+            Client(SimplexTransport(p.alice, 1, p.link)) as client,
+        ):
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool("availability", {"item": "anvil"})
+            assert caught.value.error.code == -32700
+            assert caught.value.error.message == "Parse error"
+
+    run(main)
+
+
 def test_a_core_failure_is_the_requests_error_without_the_key() -> None:
     """The core refuses a target it cannot reach: the request fails with the SDK's
     CONNECTION_CLOSED, and the private key is nowhere in the error."""
@@ -366,7 +394,7 @@ def test_bad_arguments_are_clear_errors() -> None:
         async with pair(lambda r: "x") as p:
             core: ChatCore = p.alice
             with pytest.raises(ValueError, match="via: 'pigeon' is not one of rpc, chat, auto"):
-                SimplexTransport(core, 1, p.link, via="pigeon")
+                SimplexTransport(core, 1, p.link, via="pigeon")  # type: ignore[arg-type]
             with pytest.raises(SimplexRpcError, match="timeout: expected a positive"):
                 SimplexTransport(core, 1, p.link, timeout=0)
             with pytest.raises(SimplexRpcError, match="max_retry_after"):

@@ -14,11 +14,13 @@ sign key never appears in the proxy's output.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,13 +28,27 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.context import ClientRequestContext
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, TextContent
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    ElicitRequestParams,
+    ElicitResult,
+    TextContent,
+)
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
-from simplex_rpc import SigningKey
-from simplex_rpc.mcp import SERVICE_RPC_ERROR
+from simplex_rpc import Response, SigningKey
+from simplex_rpc._mcp_proxy import Upstream, build_server, upstream_client
+from simplex_rpc.adapter import ChatCore, ServiceRequest
+from simplex_rpc.errors import SimplexRpcError
+from simplex_rpc.mcp import SERVICE_RPC_ERROR, SimplexTransport
 from simplex_rpc.testing import CoreSimulator
+from test_adapter_support import Pair
+from test_adapter_support import run as adapter_run
+from test_mcp_client import Handler, bot
 
 ROOT = Path(__file__).resolve().parent.parent
 BOT = f"{ROOT / 'examples' / 'mcp_two_tools.py'}:build_server"
@@ -315,3 +331,199 @@ sys.exit(simplex_rpc.cli.main(["mcp-proxy", "--core", "ws://127.0.0.1:1", "simpl
     assert "pip install 'simplex-rpc[a2a]'" in result.stdout
     assert "mcp-proxy: needs the mcp SDK: pip install 'simplex-rpc[mcp]'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# -- the proxy in process: the SDK server facing a host, the SDK client facing the bot ------
+
+
+ProxyConnect = Callable[[], AbstractAsyncContextManager[tuple[ChatCore, Client]]]
+
+
+def rpc_connect(p: Pair, cores: list[ChatCore] | None = None) -> ProxyConnect:
+    """The proxy's connection as ``connector`` makes it: a new core each time, then the
+    proxy's own SDK client over SimplexTransport (Service RPC)."""
+
+    @contextlib.asynccontextmanager
+    async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
+        async with ChatCore.connect(p.sim.url_for("alice")) as core:
+            if cores is not None:
+                cores.append(core)
+            async with upstream_client(SimplexTransport(core, 1, p.link)) as client:
+                yield core, client
+
+    return connect
+
+
+@contextlib.asynccontextmanager
+async def proxied(connect: ProxyConnect, link: str, **host: Any) -> AsyncIterator[Client]:
+    """A host (the SDK's client, in process) talking to the proxy's SDK server."""
+    upstream = Upstream(connect, link)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(upstream.run)
+        async with Client(build_server(upstream), cache=None, **host) as client:
+            yield client
+        tg.cancel_scope.cancel()
+
+
+BOT_TOOLS = ["availability", "catalog", "deliver"]
+
+
+def test_after_the_core_is_lost_the_next_request_waits_for_the_new_connection() -> None:
+    """The connection is made again on the next request after the core went away: that
+    request waits for the attempt and is answered by the new connection."""
+    cores: list[ChatCore] = []
+
+    async def main() -> None:
+        async with bot() as p, proxied(rpc_connect(p, cores), p.link) as host:
+            assert [t.name for t in (await host.list_tools()).tools] == BOT_TOOLS
+            await cores[0].close()
+            assert [t.name for t in (await host.list_tools()).tools] == BOT_TOOLS
+            assert len(cores) == 2 and not cores[1].closed
+
+    adapter_run(main)
+
+
+def test_after_the_core_is_lost_a_failed_reconnect_is_the_requests_error_with_its_reason() -> None:
+    """When the new attempt fails, the waiting request's MCP error names the real reason."""
+    cores: list[ChatCore] = []
+
+    async def main() -> None:
+        async with bot() as p:
+            first = rpc_connect(p, cores)
+
+            @contextlib.asynccontextmanager
+            async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
+                if cores:
+                    raise SimplexRpcError("the core at ws://127.0.0.1:1 refused the connection")
+                async with first() as pair:
+                    yield pair
+
+            async with proxied(connect, p.link) as host:
+                await host.list_tools()
+                await cores[0].close()
+                with pytest.raises(MCPError) as caught:
+                    await host.list_tools()
+                assert caught.value.error.code == CONNECTION_CLOSED
+                assert caught.value.error.message == (
+                    "the SimpleX bot could not be reached:"
+                    " the core at ws://127.0.0.1:1 refused the connection"
+                )
+
+    adapter_run(main)
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_a_tool_that_needs_the_users_input_asks_the_host(mode: str) -> None:
+    """MCP input_required through the proxy: a 2026-07-28 host gets the bot's
+    input_required result and answers it with its own elicitation callback; an older host
+    (initialize handshake) is asked with elicitation/create while the proxy's client runs
+    the rounds with the bot. Either way the tool gets the user's answer."""
+    asked: list[str] = []
+
+    async def elicit(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"street": "Rua Augusta"})
+
+    async def main() -> None:
+        host_mode = {"mode": "legacy"} if mode == "legacy" else {}
+        async with (
+            bot() as p,
+            proxied(rpc_connect(p), p.link, elicitation_callback=elicit, **host_mode) as host,
+        ):
+            assert host.protocol_version == (
+                "2026-07-28" if mode != "legacy" else LATEST_HANDSHAKE_VERSION
+            )
+            result = await host.call_tool("deliver", {"item": "anvil"})
+            assert text_of(result) == "One anvil to Rua Augusta."
+
+    adapter_run(main)
+    assert asked == ["Which street in Lisbon?"]
+
+
+def list_answer(change: Callable[[dict[str, Any]], None]) -> Callable[[Handler], Handler]:
+    """A bot whose tools/list answers are changed by ``change`` (the result object)."""
+
+    def wrap(handler: Handler) -> Handler:
+        async def changed(request: ServiceRequest) -> Response:
+            response = await handler(request)
+            if request.request.request["method"] != "tools/list" or response.response is None:
+                return response
+            answer = dict(response.response)
+            result = dict(answer["result"])
+            change(result)
+            answer["result"] = result
+            return Response(response=answer)
+
+        return changed
+
+    return wrap
+
+
+def test_a_bot_answer_that_is_not_valid_mcp_is_an_internal_error_not_the_hosts_fault() -> None:
+    """The SDK server answers a ValidationError as "Invalid request parameters" (-32602),
+    which blames the host: the proxy says the bot's answer is not valid MCP (-32603), and the
+    next request is served."""
+
+    def bad_tools(result: dict[str, Any]) -> None:
+        result["tools"] = 5
+
+    async def main() -> None:
+        async with bot(wrap=list_answer(bad_tools)) as p, proxied(rpc_connect(p), p.link) as host:
+            with pytest.raises(MCPError) as caught:
+                await host.list_tools()
+            assert caught.value.error.code == INTERNAL_ERROR
+            assert caught.value.error.message == "the bot's tools/list answer is not valid MCP"
+            prompts = await host.list_prompts()
+            assert [prompt.name for prompt in prompts.prompts] == ["quote"]
+
+    adapter_run(main)
+
+
+def test_any_other_failure_of_a_forward_is_a_short_internal_error_without_key_material() -> None:
+    """A forward that fails on the way (here: the proxy's client refuses the bot's answer
+    with a RuntimeError) reaches the host as -32603 with a bounded, redacted text."""
+    key = SigningKey.generate()
+
+    async def main() -> None:
+        async with bot() as p:
+            first = rpc_connect(p)
+
+            @contextlib.asynccontextmanager
+            async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
+                async with first() as (core, client):
+
+                    async def fail(*args: Any, **kwargs: Any) -> Any:
+                        raise RuntimeError(f"the session broke with {key.encode()} " + "x" * 5000)
+
+                    client.session.list_prompts = fail  # type: ignore[method-assign]
+                    yield core, client
+
+            async with proxied(connect, p.link) as host:
+                with pytest.raises(MCPError) as caught:
+                    await host.list_prompts()
+                error = caught.value.error
+                assert error.code == INTERNAL_ERROR
+                assert error.message.startswith("prompts/list could not be forwarded: ")
+                assert key.encode() not in error.message
+                assert len(error.message) < 300
+
+    adapter_run(main)
+
+
+def test_conversation_required_through_the_proxy_names_the_proxys_option() -> None:
+    """A tool marked for a conversation: the host's error says how a proxy user calls it
+    (--via chat), as well as a SimplexTransport user (via='chat')."""
+
+    async def main() -> None:
+        async with (
+            bot(conversation_tools=("catalog",)) as p,
+            proxied(rpc_connect(p), p.link) as host,
+        ):
+            with pytest.raises(MCPError) as caught:
+                await host.call_tool("catalog", {"lines": 2})
+            message = caught.value.error.message
+            assert caught.value.error.code == SERVICE_RPC_ERROR
+            assert message.startswith("conversation_required")
+            assert "--via chat" in message and "via='chat'" in message
+
+    adapter_run(main)

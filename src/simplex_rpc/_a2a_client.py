@@ -71,7 +71,7 @@ from ._redact import redact
 from .adapter import CallRefused, ChatCore, ChatCoreTimeout
 from .errors import ChatCoreError, SimplexRpcError
 
-__all__ = ["ServiceRpcError", "SimplexA2aTransport", "register_client"]
+__all__ = ["Conversation", "ServiceRpcError", "SimplexA2aTransport", "register_client"]
 
 _ERROR_INFO_TYPE: Final = "type.googleapis.com/google.rpc.ErrorInfo"
 _ERRORS: Final = {code: kind for kind, code in JSON_RPC_ERROR_CODE_MAP.items()}
@@ -85,10 +85,46 @@ its JSON-RPC response out."""
 _CHAT_REF: Final = re.compile(r"[@#][1-9][0-9]{0,18}")
 
 
+Conversation = str | tuple[str, str]
+"""Where a bot's conversation is: a direct chat's ChatRef (``"@5"``), or a group's
+ChatRef with the bot's member display name (``("#7", "bot")``)."""
+
+
 def _check_chat(chat: object, where: str) -> str:
     if not isinstance(chat, str) or not _CHAT_REF.fullmatch(chat):
         raise SimplexRpcError(f"{where}: expected a ChatRef, '@<contactId>' or '#<groupId>'")
     return chat
+
+
+def _check_conversation(chat: object, member: object, where: str) -> tuple[str, str | None]:
+    """``chat`` and ``member`` checked: a group needs the member, a direct chat has none.
+
+    In a group a call without a mention is a broadcast, whose first matching
+    answer could come from any member; naming the bot's member makes its
+    answer the only one accepted.
+    """
+    chat = _check_chat(chat, where)
+    if chat.startswith("#"):
+        if member is None:
+            raise SimplexRpcError(
+                f"{where}: {chat} is a group: name the bot's member, ({chat!r}, '<display name>'),"
+                " so that only its answer is accepted"
+            )
+        if not isinstance(member, str) or not member:
+            raise SimplexRpcError(f"{where}: expected the bot's member display name")
+        return chat, member
+    if member is not None:
+        raise SimplexRpcError(f"{where}: {chat} is a direct chat: it has no members to name")
+    return chat, None
+
+
+def _conversation(value: object, where: str) -> tuple[str, str | None]:
+    """A ``chats`` value: a ChatRef, or a (group ChatRef, member display name) pair."""
+    if isinstance(value, tuple):
+        if len(value) != 2:
+            raise SimplexRpcError(f"{where}: expected (ChatRef, member display name)")
+        return _check_conversation(value[0], value[1], where)
+    return _check_conversation(value, None, where)
 
 
 class ServiceRpcError(A2AClientError):
@@ -151,7 +187,9 @@ class SimplexA2aTransport(ClientTransport):
     ``A2A-Version``, if any, replaces ``version``) and ``timeout``. ``chat``
     is the ChatRef of a conversation with the bot: requests Service RPC does
     not serve go there as ``/_call a2a``; without it they go over Service
-    RPC and raise ``conversation_required``.
+    RPC and raise ``conversation_required``. In a group (``"#7"``), ``member``
+    is the bot's display name, required: the call mentions it and only its
+    answer is accepted.
     """
 
     def __init__(
@@ -166,13 +204,19 @@ class SimplexA2aTransport(ClientTransport):
         timeout: float = 30.0,
         max_retry_after: float = 60.0,
         chat: str | None = None,
+        member: str | None = None,
     ) -> None:
         if not isinstance(core, ChatCore):
             raise TypeError(f"core: expected a ChatCore, got {type(core).__name__}")
         if sign_key is not None and not isinstance(sign_key, SigningKey):
             raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
         a2a.agent_card_interface(target, version)  # checks the link and the version
-        self.chat = _check_chat(chat, "chat") if chat is not None else None
+        self.chat: str | None = None
+        self.member: str | None = None
+        if chat is not None:
+            self.chat, self.member = _check_conversation(chat, member, "chat")
+        elif member is not None:
+            raise SimplexRpcError("member: only with chat, a group's ChatRef")
         check_destination(user_id, target)
         self.core = core
         self.user_id = user_id
@@ -261,7 +305,12 @@ class SimplexA2aTransport(ClientTransport):
         assert self.chat is not None
         try:
             async for reply in self.core.call_stream(
-                self.chat, a2a.PROTOCOL, message, wait=seconds, user_id=self.user_id
+                self.chat,
+                a2a.PROTOCOL,
+                message,
+                member=self.member,
+                wait=seconds,
+                user_id=self.user_id,
             ):
                 body = reply.message
                 if body is None or body.get("id") != message["id"]:
@@ -397,7 +446,7 @@ def register_client(
     sign_key: SigningKey | None = None,
     timeout: float = 30.0,
     max_retry_after: float = 60.0,
-    chats: Mapping[str, str] | None = None,
+    chats: Mapping[str, Conversation] | None = None,
 ) -> ClientFactory:
     """Register the SimpleX transport for :data:`a2a.BINDING_URI`; return the factory.
 
@@ -409,9 +458,12 @@ def register_client(
     Requests go through ``core`` as ``user_id``, signed with ``sign_key``
     when given; ``timeout`` is the seconds the bot has for each request,
     ``max_retry_after`` the longest ``retryAfter`` waited for. ``chats`` maps
-    a bot's contact address link (the interface's ``url``) to the ChatRef of
-    the conversation with it: streaming and follow-ups to that bot go there
-    as ``/_call a2a``.
+    a bot's contact address link (the interface's ``url``) to the
+    conversation with it: the ChatRef of a direct chat (``"@5"``), or a
+    group's ChatRef with the bot's member display name (``("#7", "bot")``;
+    a group without the member is refused, as any member could answer a
+    broadcast). Streaming and follow-ups to that bot go there as
+    ``/_call a2a``.
     """
     if isinstance(factory_or_config, ClientFactory):
         factory = factory_or_config
@@ -435,7 +487,7 @@ def register_client(
     if isinstance(chats, str) or (chats is not None and not isinstance(chats, Mapping)):
         raise TypeError("chats: expected a mapping of address links to ChatRefs")
     conversations = {
-        str(link): _check_chat(chat, f"chats[{str(link)[:64]!r}]")
+        str(link): _conversation(chat, f"chats[{str(link)[:64]!r}]")
         for link, chat in (chats or {}).items()
     }
     if isinstance(config, ClientConfig):
@@ -454,6 +506,7 @@ def register_client(
             if interface.protocol_binding == a2a.BINDING_URI and interface.url == url:
                 version = interface.protocol_version or version
                 break
+        chat, member = conversations.get(url, (None, None))
         return SimplexA2aTransport(
             core,
             user_id,
@@ -463,7 +516,8 @@ def register_client(
             sign_key=sign_key,
             timeout=timeout,
             max_retry_after=max_retry_after,
-            chat=conversations.get(url),
+            chat=chat,
+            member=member,
         )
 
     factory.register(a2a.BINDING_URI, produce)

@@ -38,7 +38,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import anyio
 import anyio.abc
@@ -64,7 +64,7 @@ from ._redact import RedactingLogger, redact
 from .adapter import CallRefused, ChatCore, ChatCoreTimeout
 from .errors import ChatCoreError, SimplexRpcError
 
-__all__ = ["SERVICE_RPC_ERROR", "VIAS", "SimplexTransport"]
+__all__ = ["CONVERSATION_HINT", "SERVICE_RPC_ERROR", "VIAS", "SimplexTransport", "Via"]
 
 log = RedactingLogger(logging.getLogger("simplex_rpc.mcp"))
 
@@ -75,13 +75,23 @@ In MCP's implementation-defined band (-32000 to -32019), beside the SDK's
 own -32000 and -32001. ``error.data.serviceRpcError`` is the envelope's
 error object (``code``, ``message``, ``retryAfter``)."""
 
-VIAS: Final = ("rpc", "chat", "auto")
+Via = Literal["rpc", "chat", "auto"]
+"""The transports a request can go by (``auto``: chosen from the address's declarations)."""
+
+VIAS: Final[tuple[Via, ...]] = ("rpc", "chat", "auto")
 """The transports a request can go by (``auto``: chosen from the address's declarations)."""
 
 _CHAT_REF: Final = re.compile(r"[@#][1-9][0-9]{0,18}")
 
 DEFAULT_MAX_RETRY_AFTER: Final = 60.0
 """Seconds of ``retryAfter`` honoured by default; a longer wait is returned as the error."""
+
+CONVERSATION_HINT: Final = (
+    "call it in a conversation: use the chat transport: via='chat',"
+    " or --via chat for mcp-proxy"
+)
+"""What a ``conversation_required`` error tells the caller, whether it uses
+:class:`SimplexTransport` itself or ``simplex-rpc mcp-proxy``."""
 
 RETRIES: Final = 3
 """How many times one request is repeated after errors with ``retryAfter``."""
@@ -147,7 +157,7 @@ class SimplexTransport:
         user_id: int,
         target: str,
         *,
-        via: str = "rpc",
+        via: Via = "rpc",
         sign_key: SigningKey | None = None,
         timeout: float = 30.0,
         max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
@@ -161,7 +171,7 @@ class SimplexTransport:
         self.core = core
         self.user_id = user_id
         self.target = target
-        self.via = via
+        self.via: Via = via
         self.timeout = float(timeout)
         self.max_retry_after = check_seconds(max_retry_after, "max_retry_after")
         self.member = member
@@ -232,7 +242,7 @@ class SimplexTransport:
             return self._checked(response.response, request_id)
         hint = ""
         if error.code == ErrorCode.CONVERSATION_REQUIRED:
-            hint = 'call it in a conversation: SimplexTransport(..., via="chat")'
+            hint = CONVERSATION_HINT
         elif error.retry_after is not None:
             hint = (
                 f"not repeated: the wait is over max_retry_after ({self.max_retry_after:g} s)"
@@ -299,6 +309,11 @@ class SimplexTransport:
             else:
                 if not isinstance(parsed, (JSONRPCResponse, JSONRPCError)):
                     problem = "the bot answered with a JSON-RPC message that is not a response"
+                elif isinstance(parsed, JSONRPCError) and parsed.id is None:
+                    # JSON-RPC 2.0 allows a null id on an error the server could not tie
+                    # to a request (a parse error). A round trip carries exactly one
+                    # request, so the error is this request's: keep its code and message.
+                    return {**answer, "id": request_id}
                 elif parsed.id != request_id:
                     problem = "the bot's response has another request's id"
         if problem is not None:
