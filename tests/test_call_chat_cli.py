@@ -114,13 +114,14 @@ def test_serve_chat_declare_declares_both_transports_with_the_servers_versions(
     responder serves no versions, so --declare is refused for it."""
     pytest.importorskip("mcp.server")
     with bot("--mcp-module", f"{EXAMPLE}:build_server", "--declare") as bg:
-        request = mcp.make_request("tools/list", id=1)
-        # Answered: both loops run, so the declaration was written before them.
-        assert main(call_chat(bg, "@1", "mcp", json.dumps(request))) == 0
+        # Ready means declared and listening: the profile is already written, and a
+        # /_call sent now is answered.
         assert bg.sim is not None
         declared = bg.sim.profile("bob")["preferences"]["protocols"]["mcp"]
         assert declared["transports"] == {"chat": True, "rpc": True}
         assert declared["versions"] and all(isinstance(v, str) for v in declared["versions"])
+        request = mcp.make_request("tools/list", id=1)
+        assert main(call_chat(bg, "@1", "mcp", json.dumps(request))) == 0
         capsys.readouterr()
         argv = ["serve", "--core", f"{bg.url}/carol", "--echo", "--chat", "--declare"]
         assert main(argv) == 2

@@ -175,6 +175,7 @@ async def _serving(
     chat_handler: Any,
     protocols: list[str],
     options: dict[str, Any],
+    ready: Callable[[], None],
 ) -> None:
     if args.declare:
         # Declared once, both transports, before either loop runs: the two
@@ -192,16 +193,21 @@ async def _serving(
             dict.fromkeys(protocols, versions),
         )
     serve = core.serve(args.user, rpc_handler, protocols=protocols, **options)
-    if not args.chat:
-        await serve
-        return
-    calls = core.serve_calls(
-        args.user, dict.fromkeys(protocols, chat_handler), concurrency=args.concurrency
-    )
     try:
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(serve)
-            tasks.create_task(calls)
+            if args.chat:
+                tasks.create_task(
+                    core.serve_calls(
+                        args.user,
+                        dict.fromkeys(protocols, chat_handler),
+                        concurrency=args.concurrency,
+                    )
+                )
+            # Ready once both loops listen: each takes its events in its first step,
+            # so a request or a /_call sent after this is not missed.
+            await asyncio.sleep(0)
+            ready()
     except ExceptionGroup as group:
         # Both end together when the connection ends: report the first reason once.
         raise group.exceptions[0] from None
@@ -227,19 +233,19 @@ async def run_serve(
             "max_queue": args.max_queue,
             "grace": args.grace,
         }
-        if args.echo:
-            protocols = args.protocol or ["echo"]
+        def ready() -> None:
             if on_ready is not None:
                 on_ready(link)
-            await _serving(core, args, echo_handler, echo_call, protocols, options)
+
+        if args.echo:
+            protocols = args.protocol or ["echo"]
+            await _serving(core, args, echo_handler, echo_call, protocols, options, ready)
         from .mcp import McpBridge
 
         server = _mcp_server(args.mcp_module)
         async with McpBridge(server, conversation_tools=args.conversation_tool) as bridge:
-            if on_ready is not None:
-                on_ready(link)
             await _serving(
-                core, args, bridge.rpc_handler, bridge, args.protocol or ["mcp"], options
+                core, args, bridge.rpc_handler, bridge, args.protocol or ["mcp"], options, ready
             )
     return EXIT_OK  # pragma: no cover - serve returns only by raising
 
