@@ -225,7 +225,6 @@ async def run_serve(
         if args.address:
             address = await core.service_address(args.user)
             link = address.link
-            print(f"address: {link}", file=sys.stderr, flush=True)
         options: dict[str, Any] = {
             "concurrency": args.concurrency,
             "handler_timeout": args.deadline,
@@ -234,6 +233,9 @@ async def run_serve(
             "grace": args.grace,
         }
         def ready() -> None:
+            # Printed once serving: a caller that waits for this line can call at once.
+            if link:
+                print(f"address: {link}", file=sys.stderr, flush=True)
             if on_ready is not None:
                 on_ready(link)
 
