@@ -12,6 +12,7 @@ decoder of the library (``_json.loads``, ``Request.parse``,
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import json
 from pathlib import Path
@@ -193,6 +194,71 @@ def test_rule_every_input_type(c_backend: _backend.Backend, kind: type) -> None:
     for text in ('{"a":[1,2.5,"é"]}', '{"a":1,"a":2}', '["x" 1]'):
         data = text if kind is str else kind(text.encode())
         assert outcome(c_backend.json_loads, data) == outcome(PURE.json_loads, data)
+
+
+class _Bytes(bytes):
+    pass
+
+
+class _Bytearray(bytearray):
+    pass
+
+
+class _Str(str):
+    pass
+
+
+def _buffer_forms(text: str) -> dict[str, Any]:
+    """``text`` in every input form json_loads takes, each holding the same UTF-8 bytes.
+
+    Subclasses of bytes, bytearray and str; a memoryview of bytes and of a bytearray;
+    a strided (non-contiguous) memoryview, whose bytes are its elements in order; and
+    a memoryview of an ``array`` (items wider than a byte: its bytes, not its items).
+    """
+    raw = text.encode()
+    spread = bytearray(2 * len(raw))
+    spread[::2] = raw
+    wide = array.array("B", raw)
+    return {
+        "bytes subclass": _Bytes(raw),
+        "bytearray subclass": _Bytearray(raw),
+        "str subclass": _Str(text),
+        "memoryview of bytes": memoryview(raw),
+        "memoryview of a bytearray subclass": memoryview(_Bytearray(raw)),
+        "strided memoryview": memoryview(spread)[::2],
+        "memoryview of an array": memoryview(wide),
+        "memoryview of an array, cast": memoryview(wide).cast("B"),
+        "sliced memoryview": memoryview(b"  " + raw + b"  ")[2:-2],
+    }
+
+
+#: Documents for the buffer forms: accepted, and refused by each phase of the check.
+_FORM_DOCUMENTS = [
+    '{"a":[1,2.5,"é"],"b":{"c":null}}',
+    '{"a":1,"\\u0061":2}',
+    '["x" 1]',
+    '["\\ud800"]',
+    "[" * 65 + "]" * 65,
+    "1" * 65,
+    "\ufeff{}",
+    "{} x",
+]
+
+
+@pytest.mark.parametrize("form", list(_buffer_forms("")), ids=str)
+def test_rule_both_backends_accept_the_same_inputs(c_backend: _backend.Backend, form: str) -> None:
+    """wire.md section 6: every buffer and str form parses, and fails, as on the pure backend.
+
+    Subclasses of bytes and str take the C path after its exact-type fast path.
+    """
+    for text in _FORM_DOCUMENTS:
+        data = _buffer_forms(text)[form]
+        want = outcome(PURE.json_loads, data)
+        assert outcome(c_backend.json_loads, data) == want, (form, text)
+        assert want == outcome(PURE.json_loads, text.encode()), (form, text)
+    odd = array.array("H", [0x5B5B, 0x5D5D])  # b"[[]]" in two 2-byte items
+    assert outcome(c_backend.json_loads, memoryview(odd)) == outcome(PURE.json_loads, memoryview(odd))
+    assert outcome(c_backend.json_loads, memoryview(odd)) == ("ok", "[[]]")
 
 
 def test_rule_str_with_a_raw_lone_surrogate(c_backend: _backend.Backend) -> None:

@@ -726,15 +726,16 @@ def json_loads(data: bytes | bytearray | memoryview | str) -> Any:
     UTF-8 form) goes to the pure backend, which words its error.
     """
     text: str | None = None
-    if type(data) is bytes:
+    if type(data) is bytes:  # the fast path: no copy
         raw = data
     elif isinstance(data, str):
         try:
-            raw = data.encode("utf-8")
+            raw = str.encode(data, "utf-8")
         except UnicodeEncodeError:
             return _json.python_loads(data)
         text = data
-    elif isinstance(data, (bytearray, memoryview)):
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        # Subclasses included, and a strided view: the bytes the pure backend reads.
         raw = bytes(data)
     else:
         raise TypeError(f"expected bytes or str, got {type(data).__name__}")
