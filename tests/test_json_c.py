@@ -188,6 +188,29 @@ def test_rule_many_names_in_open_objects(c_backend: _backend.Backend) -> None:
     )
 
 
+def test_rule_workspace_follows_the_open_names_not_the_bytes(c_backend: _backend.Backend) -> None:
+    """The C workspace past the stack's 256 names holds the names open at once, no more.
+
+    A 30 MB object of 300 long members needs room for 300 names (about 13 KB), not a
+    size drawn from its 30 MB; the check still sees every name (a late duplicate).
+    """
+    from simplex_rpc import _cbackend, _simplex_rpc_c
+
+    value = "v" * 100_000
+    members = [f'"member{i}":"{value}"' for i in range(300)]
+    doc = ("{" + ",".join(members) + "}").encode()
+    assert len(doc) > 30_000_000
+    size = _cbackend.json_workspace_size(doc)
+    assert size == _simplex_rpc_c.lib.srpc_json_workspace_size(300)
+    assert size < 300 * 64
+    parsed = c_backend.json_loads(doc)
+    assert len(parsed) == 300 and parsed["member299"] == value
+    twice = doc[:-1] + b',"member7":0}'
+    assert outcome(c_backend.json_loads, twice) == ("error", "duplicate member name 'member7'")
+    # under the stack's 256 names, no workspace at all
+    assert _cbackend.json_workspace_size(("{" + ",".join(members[:256]) + "}").encode()) == 0
+
+
 @pytest.mark.parametrize("kind", [bytes, bytearray, memoryview, str])
 def test_rule_every_input_type(c_backend: _backend.Backend, kind: type) -> None:
     """bytes, bytearray, memoryview and str all parse, and fail, the same way."""

@@ -716,6 +716,20 @@ def json_error_of(err: Any, data: bytes) -> _json.JsonError:
     return build(err, data)
 
 
+def json_workspace_size(raw: bytes) -> int:
+    """The bytes of C workspace that checking ``raw`` needs beyond the stack's (0 for none).
+
+    C counts the most member names open at once (the names of every object not yet
+    closed), and the workspace holds exactly that many: its size follows the names,
+    not the length of the input (a 30 MB object of 300 long members needs 300).
+    """
+    err = ffi.new("srpc_json_error *")
+    if _srpc_json_check(raw, len(raw), _JSON_SEED, _NULL, 0, err) != _JSON_WORKSPACE:
+        return 0
+    size: int = lib.srpc_json_workspace_size(err.value)
+    return size
+
+
 def json_loads(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse one strict JSON value (the C backend's ``_json.loads``).
 
@@ -742,10 +756,12 @@ def json_loads(data: bytes | bytearray | memoryview | str) -> Any:
     workspace: Any = _NULL
     size = 0
     at: int = _srpc_json_check(raw, len(raw), _JSON_SEED, _NULL, 0, _NULL)
-    if at == _JSON_WORKSPACE:  # many names in open objects: the workspace that always fits
-        size = lib.srpc_json_workspace_size(len(raw))
+    if at == _JSON_WORKSPACE:  # more than 256 names in open objects: a workspace for them
+        size = json_workspace_size(raw)
         workspace = _alloc(_CHAR, size)
         at = _srpc_json_check(raw, len(raw), _JSON_SEED, workspace, size, _NULL)
+        if at == _JSON_WORKSPACE:
+            raise BackendMismatch(f"C JSON: a workspace of {size} bytes is still too small")
     if at < 0:
         raise _json_error(raw, workspace, size)
     if text is None:
