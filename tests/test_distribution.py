@@ -5,8 +5,9 @@ and installed on every CPython present by ``.ci/dist-check``. Here:
 
 * the runtime dependencies are what ``import simplex_rpc`` and the main
   commands need: ``simplex-rpc demo`` and ``simplex-rpc vectors check`` run
-  without cryptography, and each optional feature that needs it raises a
-  library error naming the ``crypto`` extra;
+  without cryptography, and so does ``PublicKey.from_pem``; each optional
+  feature that needs it (X448 keys of other demo labels, rebuilding the
+  vectors' foreign keys) raises a library error naming the ``crypto`` extra;
 * the values stored so that they can (the demo's X448 keys, the vectors' RSA
   and P-256 keys) are exactly what cryptography computes;
 * ``backend_info()`` and ``--version`` say which backend runs and why;
@@ -72,10 +73,27 @@ def test_rule_demo_and_vectors_check_run_without_cryptography() -> None:
     assert "every file is as generated" in done.stdout
 
 
+def test_rule_from_pem_needs_no_cryptography() -> None:
+    """from_pem is the fixed-prefix decoder of a base64 body: no extra (issue 13)."""
+    code = (
+        "import simplex_rpc as sx\n"
+        "key = sx.SigningKey.generate().public_key\n"
+        "assert sx.PublicKey.from_pem(key.to_pem()) == key\n"
+        "assert sx.PublicKey.from_pem(key.to_pem().encode()) == key\n"
+        "try:\n    sx.PublicKey.from_pem(key.to_pem().replace('PUBLIC', 'PRIVATE'))\n"
+        "except sx.KeyFormatError as exc:\n    print(exc)\n"
+        "assert sys.modules['cryptography'] is None\n"
+    )
+    done = run_without_cryptography(code)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == (
+        "public key PEM: the BEGIN line names a 'PRIVATE KEY' block, not 'PUBLIC KEY'\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("call", "error"),
     [
-        ("sx.PublicKey.from_pem(sx.SigningKey.generate().public_key.to_pem())", "SimplexRpcError"),
         ("_demo.demo_ad((b'a', b'b'))", "SimplexRpcError"),
         ("_vectors._foreign_der_from_numbers()", "VectorError"),
     ],
