@@ -92,7 +92,8 @@ def test_rule_json_check_takes_any_workspace(c: Any) -> None:
     ws = ffi.new("char[]", size)
     assert lib.srpc_json_check(doc, len(doc), 0, ws, size, ffi.NULL) == 0
     # one byte less holds 599 names: too few, asked for again
-    assert lib.srpc_json_check(doc, len(doc), 0, ws, size - 1, ffi.NULL) == lib.SRPC_E_JSON_WORKSPACE
+    short_by_one = lib.srpc_json_check(doc, len(doc), 0, ws, size - 1, ffi.NULL)
+    assert short_by_one == lib.SRPC_E_JSON_WORKSPACE
     assert lib.srpc_json_check(b" []", 3, 0, ffi.NULL, 0, ffi.NULL) == 1
     assert lib.srpc_json_check(ffi.NULL, 1, 0, ffi.NULL, 0, ffi.NULL) == lib.SRPC_E_ARGUMENT
     empty = lib.srpc_json_check(ffi.NULL, 0, 0, ffi.NULL, 0, ffi.NULL)
@@ -114,12 +115,14 @@ def test_rule_json_workspace_holds_the_peak_of_open_names(c: Any) -> None:
         (b'{"a":' + doc[:-1], 1 + 501),  # unterminated: counted up to the error
     ]:
         err = ffi.new("srpc_json_error *")
-        assert lib.srpc_json_check(data, len(data), 0, ffi.NULL, 0, err) == lib.SRPC_E_JSON_WORKSPACE
+        asked = lib.srpc_json_check(data, len(data), 0, ffi.NULL, 0, err)
+        assert asked == lib.SRPC_E_JSON_WORKSPACE
         assert (err.status, err.value) == (lib.SRPC_E_JSON_WORKSPACE, peak)
         size = lib.srpc_json_workspace_size(peak)
         ws = ffi.new("char[]", size)
         explained = ffi.new("srpc_json_error *")
-        assert lib.srpc_json_check(data, len(data), 0, ws, size, explained) != lib.SRPC_E_JSON_WORKSPACE
+        retried = lib.srpc_json_check(data, len(data), 0, ws, size, explained)
+        assert retried != lib.SRPC_E_JSON_WORKSPACE
     # the names themselves (three size_t and a 64-bit hash each) and their hash buckets
     z = ffi.sizeof("size_t")
     assert lib.srpc_json_workspace_size(300) == 300 * (3 * z + 8) + 512 * z

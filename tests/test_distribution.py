@@ -17,12 +17,16 @@ and installed on every CPython present by ``.ci/dist-check``. Here:
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import os
 import re
 import subprocess
 import sys
+import tarfile
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -183,3 +187,51 @@ def test_rule_the_long_description_example_runs(tmp_path: Path) -> None:
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+# -- the sdist ------------------------------------------------------------------------
+
+
+def _check_wheel() -> Any:
+    spec = importlib.util.spec_from_file_location("check_wheel", ROOT / "tests/dist/check_wheel.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _manifest(paths: list[str]) -> set[str]:
+    """Which of ``paths`` MANIFEST.in's template puts in the sdist (setuptools' own rules)."""
+    from setuptools._distutils.filelist import FileList
+
+    files = FileList()
+    files.set_allfiles(paths)
+    for line in (ROOT / "MANIFEST.in").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            files.process_template_line(line)
+    return set(files.files)
+
+
+def test_rule_sdist_leaves_out_the_makefile_and_the_helpers_notes(tmp_path: Path) -> None:
+    """Issue 13: no file in the sdist that needs what it prunes, nor internal notes.
+
+    The Makefile's targets need tests/, fuzz/ and .ci/; docs/HELPERS.md holds the
+    working rules of helper sessions. MANIFEST.in leaves both out (the rest of docs/
+    stays), and check_wheel.py, run by ``make dist``, refuses an sdist with either.
+    """
+    docs = sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
+    assert "docs/HELPERS.md" in docs
+    shipped = _manifest(["Makefile", "LICENSE", "README.md", "CHANGELOG.md", *docs])
+    assert shipped == {"LICENSE", "README.md", "CHANGELOG.md", *docs} - {"docs/HELPERS.md"}
+
+    sdist = tmp_path / "simplex_rpc-0.1.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tar:
+        for name in ("LICENSE", "csrc/simplex_rpc.c", "csrc/simplex_rpc.h", "vectors/keys.json",
+                     "Makefile", "docs/HELPERS.md", "docs/wire.md"):
+            info = tarfile.TarInfo(f"simplex_rpc-0.1.0/{name}")
+            tar.addfile(info, io.BytesIO(b""))
+    problems = _check_wheel().check_sdist(sdist)
+    assert [p.split(" (")[0] for p in problems] == [
+        f"{sdist.name}: ships Makefile",
+        f"{sdist.name}: ships docs/HELPERS.md",
+    ]

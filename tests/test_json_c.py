@@ -280,8 +280,8 @@ def test_rule_both_backends_accept_the_same_inputs(c_backend: _backend.Backend, 
         assert outcome(c_backend.json_loads, data) == want, (form, text)
         assert want == outcome(PURE.json_loads, text.encode()), (form, text)
     odd = array.array("H", [0x5B5B, 0x5D5D])  # b"[[]]" in two 2-byte items
-    assert outcome(c_backend.json_loads, memoryview(odd)) == outcome(PURE.json_loads, memoryview(odd))
-    assert outcome(c_backend.json_loads, memoryview(odd)) == ("ok", "[[]]")
+    for parse in (c_backend.json_loads, PURE.json_loads):
+        assert outcome(parse, memoryview(odd)) == ("ok", "[[]]")
 
 
 def test_rule_str_with_a_raw_lone_surrogate(c_backend: _backend.Backend) -> None:
