@@ -36,7 +36,7 @@ import nacl.bindings  # initialises libsodium before any of its functions is cal
 import nacl.exceptions
 
 from . import _frame, _json, _padding, _seal
-from ._batch import out_too_small, writable_view
+from ._batch import WritableBuffer, out_too_small, writable_view
 from ._frame import Buffer, Frame, Kind
 from ._keys import SIGNATURE_LENGTH, SPKI_PREFIX, PublicKey, SigningKey, session_tag
 from ._padding import PADDED_LENGTH, block_error, check_pad, message_error
@@ -347,9 +347,11 @@ def _give_scratch(buffer: Any) -> None:
 @overload
 def pad_many(messages: Iterable[Buffer], length: int = ..., *, out: None = None) -> bytes: ...
 @overload
-def pad_many(messages: Iterable[Buffer], length: int = ..., *, out: Any) -> memoryview: ...
 def pad_many(
-    messages: Iterable[Buffer], length: int = PADDED_LENGTH, *, out: Any = None
+    messages: Iterable[Buffer], length: int = ..., *, out: WritableBuffer
+) -> memoryview: ...
+def pad_many(
+    messages: Iterable[Buffer], length: int = PADDED_LENGTH, *, out: WritableBuffer | None = None
 ) -> bytes | memoryview:
     """Pad each message to ``length`` bytes; return the blocks back to back.
 
