@@ -17,6 +17,7 @@ and installed on every CPython present by ``.ci/dist-check``. Here:
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import io
 import os
@@ -235,3 +236,24 @@ def test_rule_sdist_leaves_out_the_makefile_and_the_helpers_notes(tmp_path: Path
         f"{sdist.name}: ships Makefile",
         f"{sdist.name}: ships docs/HELPERS.md",
     ]
+
+
+def test_rule_the_failed_build_message_promises_only_what_exists() -> None:
+    """Issue 13: the fatal-build paragraph says how to get the C backend without a compiler
+    truthfully: no wheel is published yet, so it names the one ``make dist`` builds."""
+    tree = ast.parse((ROOT / "setup.py").read_text("utf-8"))
+    failed = next(
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name == "_failed"
+    )
+    message = next(
+        node.exc.args[0]
+        for node in ast.walk(failed)
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+    )
+    assert isinstance(message, ast.JoinedStr)
+    text = "".join(part.value for part in message.values if isinstance(part, ast.Constant))
+    assert "SIMPLEX_RPC_BUILD_C=0" in text
+    assert "prebuilt" not in text
+    assert "No wheel is published yet" in text and "`make dist`" in text
