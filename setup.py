@@ -85,7 +85,8 @@ class fatal_build_ext(build_ext):
             " install gcc python3-devel; Alpine: apk add build-base python3-dev); the"
             f" error was: {type(exc).__name__}: {exc}. To install the slower pure-Python"
             " backend instead, set SIMPLEX_RPC_BUILD_C=0 (simplex_rpc.backend_info() then"
-            " says so); on Linux x86_64 a prebuilt wheel needs no compiler at all.\n"
+            " says so). No wheel is published yet: a manylinux wheel built with `make dist`"
+            " on a machine that has a compiler installs here without one.\n"
         )
 
 

@@ -15,7 +15,9 @@
  *
  * No allocation: the container stack is bounded by the depth limit, and the
  * member names of the open objects live in a caller's workspace or a fixed
- * one on the stack.
+ * one on the stack. When they outgrow the workspace, an explaining call goes
+ * on counting them (without the duplicate check) to report the peak number,
+ * so that the caller's workspace is sized by the names, not by the input.
  */
 #include "simplex_rpc.h"
 
@@ -42,6 +44,9 @@ typedef struct names {
     size_t capacity;
     size_t mask;
     size_t top;
+    int may_count; /* past capacity, count the names instead of failing */
+    int counting;  /* the workspace is full: names are counted, not kept */
+    size_t peak;   /* the most names open at once, while counting */
 } names;
 
 typedef struct scan {
@@ -364,11 +369,28 @@ static int same_name(const scan *t, const name *a, size_t start, size_t end)
     }
 }
 
+/* Count one more open name, past the workspace: 1, as for a new name. */
+static int count_name(names *ns)
+{
+    ns->counting = 1;
+    ns->top++;
+    if (ns->top > ns->peak) {
+        ns->peak = ns->top;
+    }
+    return 1;
+}
+
 /* Add a name to the object whose names start at index `first`: 1 if it is
- * new, 0 if the object has it already, -1 if the workspace is full. */
+ * new, 0 if the object has it already, -1 if the workspace is full. Once
+ * full, a scan that may count only counts (1): the names it would keep from
+ * then on are an upper bound of those a large enough workspace keeps, since
+ * that scan stops at the same error or earlier (at a duplicate). */
 static int add_name(scan *t, size_t first, size_t start, size_t end, int escaped)
 {
     names *ns = &t->names;
+    if (ns->counting) {
+        return count_name(ns);
+    }
     uint64_t h = name_hash(t, start, end, escaped);
     size_t b = (size_t)h & ns->mask;
     for (size_t i = ns->buckets[b]; i > first; i = ns->items[i - 1].next) {
@@ -378,7 +400,7 @@ static int add_name(scan *t, size_t first, size_t start, size_t end, int escaped
         }
     }
     if (ns->top == ns->capacity) {
-        return -1;
+        return ns->may_count ? count_name(ns) : -1;
     }
     name *item = &ns->items[ns->top];
     item->start = start;
@@ -393,6 +415,10 @@ static int add_name(scan *t, size_t first, size_t start, size_t end, int escaped
 /* Forget the names of a closed object: those from index `first` on. */
 static void drop_names(names *ns, size_t first)
 {
+    if (ns->counting) { /* the buckets are no longer looked at */
+        ns->top = first;
+        return;
+    }
     while (ns->top > first) {
         ns->top--;
         const name *item = &ns->items[ns->top];
@@ -834,30 +860,45 @@ key:
 
 /* ---- the entry points -------------------------------------------------------- */
 
-static size_t workspace_names(size_t n)
-{
-    /* a name takes at least four bytes: "":0 */
-    return n / 4 + 2;
-}
-
-static size_t workspace_buckets(size_t names_count)
+/* The hash buckets for `count` names: a power of two, at least 64, one per name
+ * or more. */
+static size_t workspace_buckets(size_t count)
 {
     size_t b = 64;
-    while (b < names_count) {
+    while (b < count) {
         b <<= 1;
     }
     return b;
 }
 
-size_t srpc_json_workspace_size(size_t n)
+#define MAX_WORKSPACE_NAMES (SIZE_MAX / 4 / sizeof(name))
+
+size_t srpc_json_workspace_size(size_t count)
 {
-    size_t count = workspace_names(n);
-    size_t buckets = workspace_buckets(count);
     /* no input that fits in memory comes near; the sum must not wrap all the same */
-    if (count > SIZE_MAX / 4 / sizeof(name) || buckets > SIZE_MAX / 4 / sizeof(size_t)) {
+    if (count > MAX_WORKSPACE_NAMES) {
         return SIZE_MAX;
     }
-    return count * sizeof(name) + buckets * sizeof(size_t);
+    return count * sizeof(name) + workspace_buckets(count) * sizeof(size_t);
+}
+
+/* The most names a workspace of `size` bytes holds: the largest count whose
+ * srpc_json_workspace_size is at most `size`. For each power of two b, the
+ * counts that need at most b buckets and fit beside them are at most
+ * min(b, (size - 8b) / 32); the largest of these is the answer. */
+static size_t workspace_capacity(size_t size)
+{
+    size_t best = 0;
+    for (size_t b = 64; b <= size / sizeof(size_t) && b <= MAX_WORKSPACE_NAMES; b <<= 1) {
+        size_t count = (size - b * sizeof(size_t)) / sizeof(name);
+        if (count > b) {
+            count = b;
+        }
+        if (count > best) {
+            best = count;
+        }
+    }
+    return best;
 }
 
 static long long explain(scan *t, int status, srpc_json_error *err)
@@ -908,8 +949,8 @@ long long srpc_json_check(const unsigned char *s, size_t n, uint64_t seed, void 
     t.offset = 0;
     t.length = 0;
     t.value = 0;
-    if (ws != NULL && ws_size >= srpc_json_workspace_size(n) && ws_size != SIZE_MAX) {
-        size_t count = workspace_names(n);
+    size_t count = ws != NULL && ws_size != SIZE_MAX ? workspace_capacity(ws_size) : 0;
+    if (count > STACK_NAMES) {
         size_t buckets = workspace_buckets(count);
         t.names.items = (name *)ws;
         t.names.buckets = (size_t *)(void *)((unsigned char *)ws + count * sizeof(name));
@@ -924,14 +965,22 @@ long long srpc_json_check(const unsigned char *s, size_t n, uint64_t seed, void 
         memset(stack_buckets, 0, sizeof stack_buckets);
     }
     t.names.top = 0;
+    t.names.may_count = err != NULL;
+    t.names.counting = 0;
+    t.names.peak = 0;
     int status = grammar(&t, &start);
+    if (t.names.counting) {
+        /* whatever the scan found past the workspace: the caller retries with
+         * a workspace for the peak, which finds the first error */
+        memset(err, 0, sizeof *err);
+        err->status = SRPC_E_JSON_WORKSPACE;
+        err->value = t.names.peak;
+        return SRPC_E_JSON_WORKSPACE;
+    }
     if (status == 0) {
         return (long long)start;
     }
-    if (err == NULL || status == SRPC_E_JSON_WORKSPACE) {
-        if (err != NULL) {
-            err->status = status;
-        }
+    if (err == NULL) {
         return status;
     }
     return explain(&t, status, err);

@@ -193,9 +193,13 @@ int srpc_copy(unsigned char *dst, size_t dst_len, const unsigned char *src, size
  * surrogates last). The explanation may read the input more than once.
  *
  * Member names of the open objects are kept in a workspace: a fixed one on
- * the C stack, or `ws` (ws_size bytes, at least srpc_json_workspace_size(n))
- * when the caller passes one. SRPC_E_JSON_WORKSPACE asks for the larger one.
- * `seed` keys the hash of member names.
+ * the C stack (256 names), or `ws` when the caller passes one of ws_size
+ * bytes (it holds the most names whose srpc_json_workspace_size fits). When
+ * they do not fit, SRPC_E_JSON_WORKSPACE asks for a larger one: without
+ * `err` at once; with `err`, after reading to the end (or to an error) and
+ * counting the names, with err->value the most names open at once, the
+ * count a workspace of srpc_json_workspace_size(err->value) bytes holds for
+ * the retry. `seed` keys the hash of member names.
  */
 enum {
     SRPC_JSON_MAX_DEPTH = 64,
@@ -222,7 +226,7 @@ enum {
     SRPC_E_JSON_RANGE = -56,       /* offset, length: the number */
     SRPC_E_JSON_EXTRA = -57,       /* chars: the first byte after the value */
     SRPC_E_JSON_SURROGATE = -58,   /* value: the lone surrogate (0xd800 to 0xdfff) */
-    SRPC_E_JSON_WORKSPACE = -59    /* too many open member names for the workspace */
+    SRPC_E_JSON_WORKSPACE = -59    /* value (with err): the open member names needed */
 };
 
 typedef struct srpc_json_error {
@@ -233,8 +237,9 @@ typedef struct srpc_json_error {
     size_t value;
 } srpc_json_error;
 
-/* The size in bytes of a workspace that always suffices for n bytes of input. */
-size_t srpc_json_workspace_size(size_t n);
+/* The size in bytes of a workspace for `count` open member names (SIZE_MAX
+ * when that cannot be allocated). */
+size_t srpc_json_workspace_size(size_t count);
 
 long long srpc_json_check(const unsigned char *s, size_t n, uint64_t seed, void *ws,
                           size_t ws_size, srpc_json_error *err);

@@ -88,13 +88,46 @@ def test_rule_json_check_takes_any_workspace(c: Any) -> None:
     assert lib.srpc_json_check(doc, len(doc), 0, ffi.NULL, 0, ffi.NULL) == lib.SRPC_E_JSON_WORKSPACE
     short = ffi.new("char[]", 16)
     assert lib.srpc_json_check(doc, len(doc), 0, short, 16, ffi.NULL) == lib.SRPC_E_JSON_WORKSPACE
-    size = lib.srpc_json_workspace_size(len(doc))
+    size = lib.srpc_json_workspace_size(600)
     ws = ffi.new("char[]", size)
     assert lib.srpc_json_check(doc, len(doc), 0, ws, size, ffi.NULL) == 0
+    # one byte less holds 599 names: too few, asked for again
+    short_by_one = lib.srpc_json_check(doc, len(doc), 0, ws, size - 1, ffi.NULL)
+    assert short_by_one == lib.SRPC_E_JSON_WORKSPACE
     assert lib.srpc_json_check(b" []", 3, 0, ffi.NULL, 0, ffi.NULL) == 1
     assert lib.srpc_json_check(ffi.NULL, 1, 0, ffi.NULL, 0, ffi.NULL) == lib.SRPC_E_ARGUMENT
     empty = lib.srpc_json_check(ffi.NULL, 0, 0, ffi.NULL, 0, ffi.NULL)
     assert empty == lib.SRPC_E_JSON_EXPECT_VALUE
+
+
+def test_rule_json_workspace_holds_the_peak_of_open_names(c: Any) -> None:
+    """srpc_json_check with err counts the names open at once; that many is exactly enough.
+
+    The count is of every object not yet closed (an inner object's names add to its
+    parent's), found by reading on past the full stack workspace.
+    """
+    ffi, lib = c.ffi, c.lib
+    inner = b"{" + b",".join(b'"i%d":0' % i for i in range(200)) + b"}"
+    doc = b"{" + b",".join(b'"k%d":0' % i for i in range(300)) + b',"in":' + inner + b"}"
+    for data, peak in [
+        (doc, 301 + 200),  # 300 names, then "in" and the inner object's 200
+        (b"[" + doc + b"," + doc + b"]", 501),  # siblings: the first closes before the second
+        (b'{"a":' + doc[:-1], 1 + 501),  # unterminated: counted up to the error
+    ]:
+        err = ffi.new("srpc_json_error *")
+        asked = lib.srpc_json_check(data, len(data), 0, ffi.NULL, 0, err)
+        assert asked == lib.SRPC_E_JSON_WORKSPACE
+        assert (err.status, err.value) == (lib.SRPC_E_JSON_WORKSPACE, peak)
+        size = lib.srpc_json_workspace_size(peak)
+        ws = ffi.new("char[]", size)
+        explained = ffi.new("srpc_json_error *")
+        retried = lib.srpc_json_check(data, len(data), 0, ws, size, explained)
+        assert retried != lib.SRPC_E_JSON_WORKSPACE
+    # the names themselves (three size_t and a 64-bit hash each) and their hash buckets
+    z = ffi.sizeof("size_t")
+    assert lib.srpc_json_workspace_size(300) == 300 * (3 * z + 8) + 512 * z
+    size_max = int(ffi.cast("size_t", -1))
+    assert lib.srpc_json_workspace_size(size_max) == size_max  # cannot be allocated
 
 
 def test_rule_pad_checks_its_buffers(c: Any) -> None:

@@ -5,8 +5,9 @@ and installed on every CPython present by ``.ci/dist-check``. Here:
 
 * the runtime dependencies are what ``import simplex_rpc`` and the main
   commands need: ``simplex-rpc demo`` and ``simplex-rpc vectors check`` run
-  without cryptography, and each optional feature that needs it raises a
-  library error naming the ``crypto`` extra;
+  without cryptography, and so does ``PublicKey.from_pem``; each optional
+  feature that needs it (X448 keys of other demo labels, rebuilding the
+  vectors' foreign keys) raises a library error naming the ``crypto`` extra;
 * the values stored so that they can (the demo's X448 keys, the vectors' RSA
   and P-256 keys) are exactly what cryptography computes;
 * ``backend_info()`` and ``--version`` say which backend runs and why;
@@ -16,12 +17,17 @@ and installed on every CPython present by ``.ci/dist-check``. Here:
 
 from __future__ import annotations
 
+import ast
+import importlib.util
+import io
 import os
 import re
 import subprocess
 import sys
+import tarfile
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,10 +78,27 @@ def test_rule_demo_and_vectors_check_run_without_cryptography() -> None:
     assert "every file is as generated" in done.stdout
 
 
+def test_rule_from_pem_needs_no_cryptography() -> None:
+    """from_pem is the fixed-prefix decoder of a base64 body: no extra (issue 13)."""
+    code = (
+        "import simplex_rpc as sx\n"
+        "key = sx.SigningKey.generate().public_key\n"
+        "assert sx.PublicKey.from_pem(key.to_pem()) == key\n"
+        "assert sx.PublicKey.from_pem(key.to_pem().encode()) == key\n"
+        "try:\n    sx.PublicKey.from_pem(key.to_pem().replace('PUBLIC', 'PRIVATE'))\n"
+        "except sx.KeyFormatError as exc:\n    print(exc)\n"
+        "assert sys.modules['cryptography'] is None\n"
+    )
+    done = run_without_cryptography(code)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == (
+        "public key PEM: the BEGIN line names a 'PRIVATE KEY' block, not 'PUBLIC KEY'\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("call", "error"),
     [
-        ("sx.PublicKey.from_pem(sx.SigningKey.generate().public_key.to_pem())", "SimplexRpcError"),
         ("_demo.demo_ad((b'a', b'b'))", "SimplexRpcError"),
         ("_vectors._foreign_der_from_numbers()", "VectorError"),
     ],
@@ -165,3 +188,72 @@ def test_rule_the_long_description_example_runs(tmp_path: Path) -> None:
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+# -- the sdist ------------------------------------------------------------------------
+
+
+def _check_wheel() -> Any:
+    spec = importlib.util.spec_from_file_location("check_wheel", ROOT / "tests/dist/check_wheel.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _manifest(paths: list[str]) -> set[str]:
+    """Which of ``paths`` MANIFEST.in's template puts in the sdist (setuptools' own rules)."""
+    from setuptools._distutils.filelist import FileList
+
+    files = FileList()
+    files.set_allfiles(paths)
+    for line in (ROOT / "MANIFEST.in").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            files.process_template_line(line)
+    return set(files.files)
+
+
+def test_rule_sdist_leaves_out_the_makefile_and_the_helpers_notes(tmp_path: Path) -> None:
+    """Issue 13: no file in the sdist that needs what it prunes, nor internal notes.
+
+    The Makefile's targets need tests/, fuzz/ and .ci/; docs/HELPERS.md holds the
+    working rules of helper sessions. MANIFEST.in leaves both out (the rest of docs/
+    stays), and check_wheel.py, run by ``make dist``, refuses an sdist with either.
+    """
+    docs = sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
+    assert "docs/HELPERS.md" in docs
+    shipped = _manifest(["Makefile", "LICENSE", "README.md", "CHANGELOG.md", *docs])
+    assert shipped == {"LICENSE", "README.md", "CHANGELOG.md", *docs} - {"docs/HELPERS.md"}
+
+    sdist = tmp_path / "simplex_rpc-0.1.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tar:
+        for name in ("LICENSE", "csrc/simplex_rpc.c", "csrc/simplex_rpc.h", "vectors/keys.json",
+                     "Makefile", "docs/HELPERS.md", "docs/wire.md"):
+            info = tarfile.TarInfo(f"simplex_rpc-0.1.0/{name}")
+            tar.addfile(info, io.BytesIO(b""))
+    problems = _check_wheel().check_sdist(sdist)
+    assert [p.split(" (")[0] for p in problems] == [
+        f"{sdist.name}: ships Makefile",
+        f"{sdist.name}: ships docs/HELPERS.md",
+    ]
+
+
+def test_rule_the_failed_build_message_promises_only_what_exists() -> None:
+    """Issue 13: the fatal-build paragraph says how to get the C backend without a compiler
+    truthfully: no wheel is published yet, so it names the one ``make dist`` builds."""
+    tree = ast.parse((ROOT / "setup.py").read_text("utf-8"))
+    failed = next(
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name == "_failed"
+    )
+    message = next(
+        node.exc.args[0]
+        for node in ast.walk(failed)
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+    )
+    assert isinstance(message, ast.JoinedStr)
+    text = "".join(part.value for part in message.values if isinstance(part, ast.Constant))
+    assert "SIMPLEX_RPC_BUILD_C=0" in text
+    assert "prebuilt" not in text
+    assert "No wheel is published yet" in text and "`make dist`" in text

@@ -12,6 +12,7 @@ decoder of the library (``_json.loads``, ``Request.parse``,
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import json
 from pathlib import Path
@@ -187,12 +188,100 @@ def test_rule_many_names_in_open_objects(c_backend: _backend.Backend) -> None:
     )
 
 
+def test_rule_workspace_follows_the_open_names_not_the_bytes(c_backend: _backend.Backend) -> None:
+    """The C workspace past the stack's 256 names holds the names open at once, no more.
+
+    A 30 MB object of 300 long members needs room for 300 names (about 13 KB), not a
+    size drawn from its 30 MB; the check still sees every name (a late duplicate).
+    """
+    from simplex_rpc import _cbackend, _simplex_rpc_c
+
+    value = "v" * 100_000
+    members = [f'"member{i}":"{value}"' for i in range(300)]
+    doc = ("{" + ",".join(members) + "}").encode()
+    assert len(doc) > 30_000_000
+    size = _cbackend.json_workspace_size(doc)
+    assert size == _simplex_rpc_c.lib.srpc_json_workspace_size(300)
+    assert size < 300 * 64
+    parsed = c_backend.json_loads(doc)
+    assert len(parsed) == 300 and parsed["member299"] == value
+    twice = doc[:-1] + b',"member7":0}'
+    assert outcome(c_backend.json_loads, twice) == ("error", "duplicate member name 'member7'")
+    # under the stack's 256 names, no workspace at all
+    assert _cbackend.json_workspace_size(("{" + ",".join(members[:256]) + "}").encode()) == 0
+
+
 @pytest.mark.parametrize("kind", [bytes, bytearray, memoryview, str])
 def test_rule_every_input_type(c_backend: _backend.Backend, kind: type) -> None:
     """bytes, bytearray, memoryview and str all parse, and fail, the same way."""
     for text in ('{"a":[1,2.5,"é"]}', '{"a":1,"a":2}', '["x" 1]'):
         data = text if kind is str else kind(text.encode())
         assert outcome(c_backend.json_loads, data) == outcome(PURE.json_loads, data)
+
+
+class _Bytes(bytes):
+    pass
+
+
+class _Bytearray(bytearray):
+    pass
+
+
+class _Str(str):
+    pass
+
+
+def _buffer_forms(text: str) -> dict[str, Any]:
+    """``text`` in every input form json_loads takes, each holding the same UTF-8 bytes.
+
+    Subclasses of bytes, bytearray and str; a memoryview of bytes and of a bytearray;
+    a strided (non-contiguous) memoryview, whose bytes are its elements in order; and
+    a memoryview of an ``array`` (items wider than a byte: its bytes, not its items).
+    """
+    raw = text.encode()
+    spread = bytearray(2 * len(raw))
+    spread[::2] = raw
+    wide = array.array("B", raw)
+    return {
+        "bytes subclass": _Bytes(raw),
+        "bytearray subclass": _Bytearray(raw),
+        "str subclass": _Str(text),
+        "memoryview of bytes": memoryview(raw),
+        "memoryview of a bytearray subclass": memoryview(_Bytearray(raw)),
+        "strided memoryview": memoryview(spread)[::2],
+        "memoryview of an array": memoryview(wide),
+        "memoryview of an array, cast": memoryview(wide).cast("B"),
+        "sliced memoryview": memoryview(b"  " + raw + b"  ")[2:-2],
+    }
+
+
+#: Documents for the buffer forms: accepted, and refused by each phase of the check.
+_FORM_DOCUMENTS = [
+    '{"a":[1,2.5,"é"],"b":{"c":null}}',
+    '{"a":1,"\\u0061":2}',
+    '["x" 1]',
+    '["\\ud800"]',
+    "[" * 65 + "]" * 65,
+    "1" * 65,
+    "\ufeff{}",
+    "{} x",
+]
+
+
+@pytest.mark.parametrize("form", list(_buffer_forms("")), ids=str)
+def test_rule_both_backends_accept_the_same_inputs(c_backend: _backend.Backend, form: str) -> None:
+    """wire.md section 6: every buffer and str form parses, and fails, as on the pure backend.
+
+    Subclasses of bytes and str take the C path after its exact-type fast path.
+    """
+    for text in _FORM_DOCUMENTS:
+        data = _buffer_forms(text)[form]
+        want = outcome(PURE.json_loads, data)
+        assert outcome(c_backend.json_loads, data) == want, (form, text)
+        assert want == outcome(PURE.json_loads, text.encode()), (form, text)
+    odd = array.array("H", [0x5B5B, 0x5D5D])  # b"[[]]" in two 2-byte items
+    for parse in (c_backend.json_loads, PURE.json_loads):
+        assert outcome(parse, memoryview(odd)) == ("ok", "[[]]")
 
 
 def test_rule_str_with_a_raw_lone_surrogate(c_backend: _backend.Backend) -> None:

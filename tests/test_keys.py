@@ -480,10 +480,10 @@ def test_from_pem_rejects_other_keys_and_garbage() -> None:
 
 
 def test_from_pem_unknown_algorithm_is_a_key_format_error() -> None:
-    """from_pem: an SPKI of an algorithm cryptography does not know is still our error."""
-    # cryptography raises its own UnsupportedAlgorithm (not a ValueError) for
-    # an EC key on a curve it does not support: here sect163k1 (1.3.132.0.1).
-    # And a ValueError for an OID that names no key type (1.3.101.200).
+    """from_pem: an SPKI of any other algorithm is a KeyFormatError naming the DER."""
+    # An EC key on a curve cryptography does not support (sect163k1, 1.3.132.0.1)
+    # and an OID that names no key type (1.3.101.200): the fixed-prefix decoder
+    # refuses both without knowing what they are.
     unsupported_curve = bytes.fromhex("3040301006072a8648ce3d020106052b81040001032c00") + bytes(43)
     unknown_oid = bytes.fromhex("302a300506032b65c8032100") + bytes(32)
     for der in (unsupported_curve, unknown_oid):
@@ -491,6 +491,87 @@ def test_from_pem_unknown_algorithm_is_a_key_format_error() -> None:
         pem = f"-----BEGIN PUBLIC KEY-----\n{body}-----END PUBLIC KEY-----\n"
         with pytest.raises(KeyFormatError, match=r"public key PEM"):
             PublicKey.from_pem(pem)
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=range(len(SEEDS)))
+def test_rule_pem_is_base64_of_the_spki_der_as_cryptography_writes(seed: bytes) -> None:
+    """§1: a PEM PUBLIC KEY is the base64 of the 44-byte DER; from_pem reads cryptography's.
+
+    Decoded by the fixed-prefix decoder (no cryptography at run time), in every
+    layout a PEM writer uses: CRLF line ends, short lines, surrounding blank lines.
+    """
+    crypto_key = ed25519.Ed25519PrivateKey.from_private_bytes(seed).public_key()
+    pem = _pem_of(crypto_key)
+    key = SigningKey.from_seed(seed).public_key
+    assert key.raw == crypto_key.public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    )
+    body = base64.b64encode(_crypto_public_der(seed)).decode()
+    short_lines = "\n".join(body[i : i + 16] for i in range(0, len(body), 16))
+    for form in (
+        pem,
+        pem.decode(),
+        pem.replace(b"\n", b"\r\n"),
+        bytearray(pem),
+        memoryview(pem),
+        b"\n\n  " + pem + b"\n \n",
+        f"-----BEGIN PUBLIC KEY-----\n{short_lines}\n-----END PUBLIC KEY-----",
+    ):
+        assert PublicKey.from_pem(form) == key
+    assert serialization.load_pem_public_key(key.to_pem().encode()) == crypto_key
+
+
+_BODY = base64.b64encode(SPKI_PREFIX + bytes(range(32))).decode()
+_TRAILING_BITS = _BODY[:-2] + chr(ord(_BODY[-2]) + 1) + "="  # same bytes, other text
+
+
+def _block(body: str, begin: str = "PUBLIC KEY", end: str = "PUBLIC KEY") -> str:
+    return f"-----BEGIN {begin}-----\n{body}\n-----END {end}-----\n"
+
+
+PEM_RULES: list[tuple[str, str | bytes, str]] = [
+    ("empty", "", "empty"),
+    ("whitespace only", b" \n\t\n", "empty"),
+    ("not PEM", "MCowBQYDK2VwAyEA", "does not start with a -----BEGIN PUBLIC KEY----- line"),
+    ("text before the block", "Key:\n" + _block(_BODY), "does not start with a -----BEGIN"),
+    ("private key label", _block(_BODY, "PRIVATE KEY", "PRIVATE KEY"),
+     "the BEGIN line names a 'PRIVATE KEY' block, not 'PUBLIC KEY'"),
+    ("mismatched END label", _block(_BODY, end="CERTIFICATE"),
+     "the END line names a 'CERTIFICATE' block, not 'PUBLIC KEY'"),
+    ("malformed BEGIN line", _block(_BODY).replace("KEY-----", "KEY----", 1),
+     "the BEGIN line is not -----BEGIN PUBLIC KEY-----"),
+    ("no END line", _block(_BODY).split("-----END")[0], "no -----END PUBLIC KEY----- line"),
+    ("two blocks", _block(_BODY) * 2, "text after the END line (one block only)"),
+    ("text after the block", _block(_BODY) + "x", "text after the END line (one block only)"),
+    ("no body", "-----BEGIN PUBLIC KEY-----\n-----END PUBLIC KEY-----", "no base64 body"),
+    ("space inside a line", _block(_BODY[:10] + " " + _BODY[10:]),
+     "body line 1, column 11: ' ' is not base64"),
+    ("blank body line", _block(_BODY[:20] + "\n\n" + _BODY[20:]),
+     "body line 2, column 1: an empty line is not base64"),
+    ("RFC 1421 header", _block("Proc-Type: 4,ENCRYPTED\n" + _BODY),
+     "body line 1, column 5: '-' is not base64"),
+    ("base64url alphabet", _block(_BODY.replace("+", "-").replace("/", "_") + "-_"),
+     "is not base64"),
+    ("missing padding", _block(_BODY.rstrip("=")), "not strict base64"),
+    ("padding inside", _block(_BODY[:8] + "=" + _BODY[9:]), "not strict base64"),
+    ("non-zero trailing bits", _block(_TRAILING_BITS), "non-zero trailing bits"),
+    ("non-ASCII text", _block("é" + _BODY), "non-ASCII character at offset 27"),
+    ("non-ASCII bytes", _block(_BODY).encode() + b"\xff", "non-ASCII byte at offset 113"),
+    ("43-byte DER", _block(base64.b64encode((SPKI_PREFIX + bytes(32))[:-1]).decode()),
+     "not an Ed25519 public key's DER (43 bytes where 44 are required)"),
+    ("X25519 SPKI", _block(base64.b64encode(bytes.fromhex("302a300506032b656e032100")
+                                             + bytes(32)).decode()),
+     "not an Ed25519 public key's DER (byte 8 is 0x6e, not the Ed25519 SPKI prefix)"),
+]
+
+
+@pytest.mark.parametrize(("name", "pem", "message"), PEM_RULES, ids=[r[0] for r in PEM_RULES])
+def test_rule_pem_is_exactly_one_strict_public_key_block(
+    name: str, pem: str | bytes, message: str
+) -> None:
+    """§1: from_pem reads one PUBLIC KEY block of strict base64, and names what else it got."""
+    with pytest.raises(KeyFormatError, match="^public key PEM: .*" + re.escape(message)):
+        PublicKey.from_pem(pem)
 
 
 def test_public_api_names_of_section_1() -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, overload
 
 from . import _batch, _frame, _json, _padding, _seal
-from ._batch import OpenRequestsFunction, SealRequestsFunction
+from ._batch import OpenRequestsFunction, SealRequestsFunction, WritableBuffer
 from ._frame import Buffer, Frame, Kind
 from ._keys import PublicKey, SigningKey
 from ._padding import PADDED_LENGTH
@@ -46,7 +46,7 @@ class PadManyFunction(Protocol):
     ) -> bytes: ...
     @overload
     def __call__(
-        self, messages: Iterable[Buffer], length: int = ..., *, out: Any
+        self, messages: Iterable[Buffer], length: int = ..., *, out: WritableBuffer
     ) -> memoryview: ...
 
 

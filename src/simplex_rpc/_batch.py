@@ -42,6 +42,9 @@ __all__ = [
 ]
 
 Buffer = bytes | bytearray | memoryview
+#: Where ``pad_many(out=...)`` writes: a bytearray, or a writable C-contiguous
+#: memoryview (of an array, an mmap, ...). A read-only view is refused at run time.
+WritableBuffer = bytearray | memoryview
 
 #: A worker thread is started only for at least this many blocks: below it,
 #: starting the thread costs more than it saves.
@@ -92,9 +95,11 @@ def default_workers() -> int:
 @overload
 def pad_many(messages: Iterable[Buffer], length: int = ..., *, out: None = None) -> bytes: ...
 @overload
-def pad_many(messages: Iterable[Buffer], length: int = ..., *, out: Any) -> memoryview: ...
 def pad_many(
-    messages: Iterable[Buffer], length: int = PADDED_LENGTH, *, out: Any = None
+    messages: Iterable[Buffer], length: int = ..., *, out: WritableBuffer
+) -> memoryview: ...
+def pad_many(
+    messages: Iterable[Buffer], length: int = PADDED_LENGTH, *, out: WritableBuffer | None = None
 ) -> bytes | memoryview:
     """Pad each message to ``length`` bytes; return the blocks back to back.
 

@@ -36,7 +36,7 @@ import nacl.bindings  # initialises libsodium before any of its functions is cal
 import nacl.exceptions
 
 from . import _frame, _json, _padding, _seal
-from ._batch import out_too_small, writable_view
+from ._batch import WritableBuffer, out_too_small, writable_view
 from ._frame import Buffer, Frame, Kind
 from ._keys import SIGNATURE_LENGTH, SPKI_PREFIX, PublicKey, SigningKey, session_tag
 from ._padding import PADDED_LENGTH, block_error, check_pad, message_error
@@ -347,9 +347,11 @@ def _give_scratch(buffer: Any) -> None:
 @overload
 def pad_many(messages: Iterable[Buffer], length: int = ..., *, out: None = None) -> bytes: ...
 @overload
-def pad_many(messages: Iterable[Buffer], length: int = ..., *, out: Any) -> memoryview: ...
 def pad_many(
-    messages: Iterable[Buffer], length: int = PADDED_LENGTH, *, out: Any = None
+    messages: Iterable[Buffer], length: int = ..., *, out: WritableBuffer
+) -> memoryview: ...
+def pad_many(
+    messages: Iterable[Buffer], length: int = PADDED_LENGTH, *, out: WritableBuffer | None = None
 ) -> bytes | memoryview:
     """Pad each message to ``length`` bytes; return the blocks back to back.
 
@@ -716,6 +718,20 @@ def json_error_of(err: Any, data: bytes) -> _json.JsonError:
     return build(err, data)
 
 
+def json_workspace_size(raw: bytes) -> int:
+    """The bytes of C workspace that checking ``raw`` needs beyond the stack's (0 for none).
+
+    C counts the most member names open at once (the names of every object not yet
+    closed), and the workspace holds exactly that many: its size follows the names,
+    not the length of the input (a 30 MB object of 300 long members needs 300).
+    """
+    err = ffi.new("srpc_json_error *")
+    if _srpc_json_check(raw, len(raw), _JSON_SEED, _NULL, 0, err) != _JSON_WORKSPACE:
+        return 0
+    size: int = lib.srpc_json_workspace_size(err.value)
+    return size
+
+
 def json_loads(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse one strict JSON value (the C backend's ``_json.loads``).
 
@@ -726,25 +742,28 @@ def json_loads(data: bytes | bytearray | memoryview | str) -> Any:
     UTF-8 form) goes to the pure backend, which words its error.
     """
     text: str | None = None
-    if type(data) is bytes:
+    if type(data) is bytes:  # the fast path: no copy
         raw = data
     elif isinstance(data, str):
         try:
-            raw = data.encode("utf-8")
+            raw = str.encode(data, "utf-8")
         except UnicodeEncodeError:
             return _json.python_loads(data)
         text = data
-    elif isinstance(data, (bytearray, memoryview)):
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        # Subclasses included, and a strided view: the bytes the pure backend reads.
         raw = bytes(data)
     else:
         raise TypeError(f"expected bytes or str, got {type(data).__name__}")
     workspace: Any = _NULL
     size = 0
     at: int = _srpc_json_check(raw, len(raw), _JSON_SEED, _NULL, 0, _NULL)
-    if at == _JSON_WORKSPACE:  # many names in open objects: the workspace that always fits
-        size = lib.srpc_json_workspace_size(len(raw))
+    if at == _JSON_WORKSPACE:  # more than 256 names in open objects: a workspace for them
+        size = json_workspace_size(raw)
         workspace = _alloc(_CHAR, size)
         at = _srpc_json_check(raw, len(raw), _JSON_SEED, workspace, size, _NULL)
+        if at == _JSON_WORKSPACE:
+            raise BackendMismatch(f"C JSON: a workspace of {size} bytes is still too small")
     if at < 0:
         raise _json_error(raw, workspace, size)
     if text is None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
+import re
 from typing import Final, NoReturn
 
 import nacl.bindings
@@ -33,10 +36,70 @@ def _as_bytes(value: object, what: str) -> bytes:
     raise TypeError(f"{what}: expected a bytes-like object, got {type(value).__name__}")
 
 
-def _brief(exc: Exception) -> str:
-    """The crypto library's message, bounded: it can quote the input (a PEM label)."""
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 200 else text[:200] + "..."
+_PEM_BEGIN: Final = b"-----BEGIN PUBLIC KEY-----"
+_PEM_END: Final = b"-----END PUBLIC KEY-----"
+_NOT_BASE64: Final = re.compile(rb"[^A-Za-z0-9+/=]")
+
+
+def _pem_line(line: bytes, kind: str, want: bytes) -> None:
+    """Refuse a BEGIN or END line other than ``want``, naming its label if it has one."""
+    if line == want:
+        return
+    head = f"-----{kind} ".encode()
+    if line.startswith(head) and line.endswith(b"-----") and len(line) > len(head) + 5:
+        label = line[len(head) : -5].decode("ascii")
+        shown = repr(label[:40] + ("..." if len(label) > 40 else ""))
+        raise KeyFormatError(
+            f"public key PEM: the {kind} line names a {shown} block, not 'PUBLIC KEY'"
+        )
+    raise KeyFormatError(f"public key PEM: the {kind} line is not {want.decode()}")
+
+
+def _pem_der(pem: object) -> bytes:
+    """The DER inside one PEM ``PUBLIC KEY`` block (see ``PublicKey.from_pem``)."""
+    if isinstance(pem, str):
+        if not pem.isascii():
+            at = next(i for i, ch in enumerate(pem) if ord(ch) > 127)
+            raise KeyFormatError(f"public key PEM: non-ASCII character at offset {at}")
+        data = pem.encode("ascii")
+    else:
+        data = _as_bytes(pem, "public key PEM")
+        if not data.isascii():
+            at = next(i for i, byte in enumerate(data) if byte > 127)
+            raise KeyFormatError(f"public key PEM: non-ASCII byte at offset {at}")
+    if not data.strip():
+        raise KeyFormatError("public key PEM: empty")
+    lines = [line.removesuffix(b"\r") for line in data.strip().split(b"\n")]
+    if not lines[0].startswith(b"-----BEGIN "):
+        raise KeyFormatError(
+            "public key PEM: does not start with a -----BEGIN PUBLIC KEY----- line"
+        )
+    _pem_line(lines[0], "BEGIN", _PEM_BEGIN)
+    end = next((i for i, line in enumerate(lines) if line.startswith(b"-----END ")), None)
+    if end is None:
+        raise KeyFormatError("public key PEM: no -----END PUBLIC KEY----- line")
+    _pem_line(lines[end], "END", _PEM_END)
+    if end != len(lines) - 1:
+        raise KeyFormatError("public key PEM: text after the END line (one block only)")
+    body = lines[1:end]
+    if not body:
+        raise KeyFormatError("public key PEM: no base64 body between BEGIN and END")
+    for number, line in enumerate(body, 1):
+        bad = _NOT_BASE64.search(line)
+        if bad is not None or not line:
+            column = bad.start() + 1 if bad is not None else 1
+            shown = repr(chr(line[bad.start()])) if bad is not None else "an empty line"
+            raise KeyFormatError(
+                f"public key PEM: body line {number}, column {column}: {shown} is not base64"
+            )
+    text = b"".join(body)
+    try:
+        der = binascii.a2b_base64(text, strict_mode=True)
+    except binascii.Error as exc:
+        raise KeyFormatError(f"public key PEM: the body is not strict base64 ({exc})") from None
+    if base64.b64encode(der) != text:
+        raise KeyFormatError("public key PEM: non-zero trailing bits in the base64 body")
+    return der
 
 
 def session_tag(ad: bytes) -> bytes:
@@ -95,40 +158,21 @@ class PublicKey:
     def from_pem(cls, pem: bytes | str) -> PublicKey:
         """Build a key from a PEM ``PUBLIC KEY`` block holding an Ed25519 SPKI.
 
-        Needs the ``crypto`` extra (cryptography parses the PEM and its DER):
-        without it, :class:`SimplexRpcError` says what to install.
+        Exactly one block (RFC 7468): the ``-----BEGIN PUBLIC KEY-----`` line,
+        base64 body lines (strict: the standard alphabet, no whitespace inside a
+        line, padding only at the end, no stray bits), the ``-----END PUBLIC
+        KEY-----`` line; whitespace around the block, and CRLF line ends, are
+        allowed. The body is the 44-byte DER that :meth:`from_der` decodes.
+        Anything else raises :class:`KeyFormatError` naming what is wrong.
         """
+        der = _pem_der(pem)
         try:
-            from cryptography.exceptions import UnsupportedAlgorithm
-            from cryptography.hazmat.primitives import serialization
-            from cryptography.hazmat.primitives.asymmetric import ed25519
-        except ImportError:
-            raise SimplexRpcError(
-                "public key PEM: reading PEM needs cryptography:"
-                " pip install 'simplex-rpc[crypto]' (or give the key as DER or text)"
-            ) from None
-
-        if isinstance(pem, str):
-            try:
-                pem = pem.encode("ascii")
-            except UnicodeEncodeError:
-                raise KeyFormatError("public key PEM: not ASCII text") from None
-        pem = _as_bytes(pem, "public key PEM")
-        try:
-            key = serialization.load_pem_public_key(pem)
-        except (ValueError, TypeError) as exc:
-            raise KeyFormatError(f"public key PEM: not a PEM public key ({_brief(exc)})") from None
-        except UnsupportedAlgorithm as exc:
-            # An SPKI of an unknown algorithm or curve: not an Ed25519 key either.
+            return cls.from_der(der)
+        except KeyFormatError as exc:
+            detail = str(exc).removeprefix("public key DER: ")
             raise KeyFormatError(
-                f"public key PEM: the key is not an Ed25519 key ({_brief(exc)})"
+                f"public key PEM: the body is not an Ed25519 public key's DER ({detail})"
             ) from None
-        if not isinstance(key, ed25519.Ed25519PublicKey):
-            raise KeyFormatError("public key PEM: the key is not an Ed25519 key")
-        der = key.public_bytes(
-            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-        return cls.from_der(der)
 
     @classmethod
     def decode(cls, text: str | bytes) -> PublicKey:
@@ -157,8 +201,6 @@ class PublicKey:
 
     def to_pem(self) -> str:
         """The PEM ``PUBLIC KEY`` block of the key."""
-        import base64
-
         body = base64.encodebytes(self.der).decode("ascii")
         return f"-----BEGIN PUBLIC KEY-----\n{body}-----END PUBLIC KEY-----\n"
 

@@ -1,12 +1,13 @@
 """Check a built distribution's files: what ``make dist`` promises (issue 13).
 
-Usage: ``python tests/dist/check_wheel.py DIST_DIR [--pure]``. Needs pyelftools
-(auditwheel's dependency, in the dist tools' venv). Checks, naming each failure:
+Usage: ``python tests/dist/check_wheel.py DIST_DIR [--pure]``. The wheel's
+checks need pyelftools (auditwheel's dependency, in the dist tools' venv). Checks, naming each failure:
 
 * one sdist and one wheel; the wheel is ``cp311-abi3-manylinux_*`` (``--pure``:
   ``py3-none-any`` with no extension module);
 * the wheel holds LICENSE, ``py.typed``, the extension (unless pure), and no tests;
-* the sdist holds LICENSE, the C sources and the vectors, and no test suite;
+* the sdist holds LICENSE, the C sources and the vectors, and no test suite,
+  no Makefile and no ``docs/HELPERS.md``;
 * the extension carries no build path: no RPATH or RUNPATH, no DWARF (so no
   ``comp_dir``), and none of the build's directories among its strings.
 
@@ -22,15 +23,23 @@ import zipfile
 from io import BytesIO
 from pathlib import Path
 
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-
 #: Directories a build machine's paths start with: none may appear in the module.
 BUILD_PATH = re.compile(rb"(/tmp/|/root/|/home/|/work/|/build/|build-via-sdist|pyenv)")
 
 
+#: Files the sdist must not carry, and why.
+SDIST_UNWANTED = {
+    "Makefile": "its targets need the tests, fuzzers and CI scripts the sdist leaves out",
+    "docs/HELPERS.md": "the helper sessions' working rules, not the library's documentation",
+}
+
+
 def check_extension(name: str, data: bytes) -> list[str]:
     """The build paths left in one extension module."""
+    # Imported here: the sdist checks run without pyelftools (tests/test_distribution.py).
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+
     problems: list[str] = []
     elf = ELFFile(BytesIO(data))
     for section in elf.iter_sections():
@@ -91,6 +100,8 @@ def check_sdist(path: Path) -> list[str]:
             problems.append(f"{path.name}: no {needed}")
     tests = sorted(n for n in names if n.startswith("tests/"))
     problems += [f"{path.name}: ships {n} (the test suite stays in the repository)" for n in tests]
+    for unwanted, why in SDIST_UNWANTED.items():
+        problems += [f"{path.name}: ships {n} ({why})" for n in sorted(names) if n == unwanted]
     return problems
 
 

@@ -3,8 +3,10 @@
 Usage: ``python tests/typing/check_consumer.py [MYPY_ARGS...]``, with the
 simplex-rpc to check importable by that Python (an installed wheel, or the
 source tree with ``MYPYPATH=src``). ``consumer.py`` must type-check clean;
-``consumer_wrong.py`` must fail with an ``[arg-type]`` error on every line
-marked ``# wrong`` and nowhere else. Exit status 0 when both hold.
+``consumer_wrong.py`` must fail with a wrong-argument error on every line
+marked ``# wrong`` and nowhere else: ``[arg-type]``, or ``[call-overload]`` for
+an overloaded function (``pad_many``, ``unpad_many``), where no variant takes
+it. Exit status 0 when both hold.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+#: mypy's codes for an argument of the wrong type.
+WRONG_ARGUMENT = ("[arg-type]", "[call-overload]")
 
 
 def mypy(path: Path, extra: list[str]) -> tuple[int, str]:
@@ -37,16 +41,18 @@ def main(extra: list[str]) -> int:
     status, output = mypy(wrong, extra)
     flagged = {
         int(m.group(1))
-        for m in re.finditer(r"consumer_wrong\.py:(\d+): error: .*\[arg-type\]", output)
+        for m in re.finditer(
+            r"consumer_wrong\.py:(\d+): error: .*\[(?:arg-type|call-overload)\]", output
+        )
     }
     other = [
         line
         for line in output.splitlines()
-        if ": error:" in line and not line.rstrip().endswith("[arg-type]")
+        if ": error:" in line and not line.rstrip().endswith(WRONG_ARGUMENT)
     ]
     if status != 1 or flagged != marked or other:
         print(
-            f"consumer_wrong.py: expected mypy to fail with [arg-type] on lines"
+            f"consumer_wrong.py: expected mypy to fail with {'/'.join(WRONG_ARGUMENT)} on lines"
             f" {sorted(marked)}, got exit {status}, lines {sorted(flagged)}:\n{output}",
             file=sys.stderr,
         )

@@ -1,8 +1,9 @@
 """The consumer's mistakes: ``mypy --strict`` must report each line marked ``# wrong``.
 
 ``check_consumer.py`` runs mypy on this file, expects it to
-fail, and counts one ``[arg-type]`` error per marked line: a public function
-that lost its signature (``Callable[..., Any]``) would accept them all.
+fail, and counts one ``[arg-type]`` (or, for an overloaded function,
+``[call-overload]``) error per marked line: a public function that lost its
+signature (``Callable[..., Any]``), or a parameter typed ``Any``, would accept them.
 """
 
 from __future__ import annotations
@@ -16,3 +17,4 @@ sx.seal_request(b"x", AD, "not a key")  # wrong
 sx.pad("text")  # wrong
 sx.unpad(b"x", length="64")  # wrong
 sx.open_requests([b"x"], AD, workers="2")  # wrong
+sx.pad_many([b"x"], out="s")  # wrong
