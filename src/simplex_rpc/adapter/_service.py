@@ -916,9 +916,10 @@ class _Responder:
             return _failure(code, "the responder did not finish in time"), protocol
         except asyncio.CancelledError:
             task = asyncio.current_task()
-            if self.stopping or self.failure is not None or (task and task.cancelling()):
-                raise  # serve itself is being cancelled
-            # The handler awaited something that someone else cancelled.
+            if task is not None and task.cancelling():
+                raise  # the responder cancels it (a stop, a lost connection): counted there
+            # Not this task's cancellation, even while serve stops: the handler awaited
+            # something that someone else cancelled.
             log.error("request %s: the handler raised CancelledError", rid)
             return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
         except Exception as exc:
