@@ -52,3 +52,130 @@ def test_a_handler_raising_cancelled_error_during_the_stop_is_still_answered() -
             assert answer_code(answer) == "internal"
 
     run(main)
+
+
+class _SlowCore:
+    """A core whose every ``/_service_response`` waits until the test releases it."""
+
+    _event_buffer = 10_000
+
+    def __init__(self) -> None:
+        self.waiting: list[asyncio.Future[None]] = []
+        self.sent: list[str] = []
+
+    async def command(self, cmd: str, **_: Any) -> dict[str, Any]:
+        self.sent.append(cmd.split(" ", 3)[2])
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiting.append(future)
+        await future
+        return {"type": "serviceReplyAccepted"}
+
+
+def _responder(core: Any, **options: Any) -> Any:
+    from simplex_rpc.adapter._service import _Responder
+
+    defaults: dict[str, Any] = {
+        "protocols": ["mcp"],
+        "versions": None,
+        "concurrency": 1,
+        "handler_timeout": 170.0,
+        "rate_limit": None,
+        "max_response_bytes": 10_000,
+        "max_queue": 0,
+        "grace": 0.0,
+    }
+    return _Responder(core, 1, lambda r: "ok", **{**defaults, **options})
+
+
+def test_an_answer_posted_as_the_last_senders_finish_is_still_sent() -> None:
+    """Exactly once: an answer of the responder's own queued in the very step in which every
+    sender has found the outbox empty (their tasks done, not yet out of the sender set)
+    is taken by a sender, not left in the outbox for ever."""
+    from simplex_rpc import ErrorCode, Response
+    from simplex_rpc.adapter import _service
+
+    async def main() -> None:
+        core = _SlowCore()
+        responder = _responder(core)
+        shed = Response.failure(ErrorCode.RATE_LIMITED, "busy", retry_after=1)
+        for n in range(_service._OUTBOX_SENDERS):
+            responder._post(f"r{n}", shed, "shed")
+        await asyncio.sleep(0.05)
+        assert len(core.waiting) == _service._OUTBOX_SENDERS
+        for future in core.waiting:
+            future.set_result(None)
+        # Runs after the senders' last step and before their done callbacks.
+        asyncio.get_running_loop().call_soon(responder._post, "late", shed, "shed")
+        await asyncio.sleep(0.2)
+        assert "late" in core.sent
+
+    run(main)
+
+
+def test_the_answers_waiting_for_a_slow_core_are_bounded_and_the_rest_logged(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bounded memory, nothing lost silently: against a core that takes no answers, the
+    shed answers waiting to be sent stop growing at a bound; each request past it is
+    counted, logged in the overload line (not one line each), and named in the summary."""
+    from simplex_rpc import ErrorCode, Response
+    from simplex_rpc.adapter import _service
+
+    monkeypatch.setattr(_service, "_MAX_OUTBOX", 5)
+
+    async def main() -> None:
+        core = _SlowCore()
+        responder = _responder(core)
+        shed = Response.failure(ErrorCode.RATE_LIMITED, "busy", retry_after=1)
+        with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
+            for n in range(_service._OUTBOX_SENDERS + 5 + 40):
+                responder._post(f"r{n}", shed, "shed")
+                await asyncio.sleep(0)
+            assert len(responder.outbox) <= 5
+            assert responder.outcome.unanswered == 40
+            responder.overload.flush()
+        lines = [r.getMessage() for r in caplog.records]
+        assert len(lines) <= 2, lines  # the first at once, the rest of the interval at its end
+        counts = [int(line.split(": ")[1].split(" ")[0]) for line in lines]
+        assert sum(counts) == 40 and all("not answered" in line for line in lines), lines
+        for future in core.waiting:
+            future.cancel()
+        for task in list(responder.senders):
+            task.cancel()
+        await asyncio.gather(*responder.senders, return_exceptions=True)
+
+    run(main)
+
+
+def test_answers_still_unsent_when_the_stop_ends_are_counted_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """One logged reason: answers of the responder's own that the core has not taken when
+    the stop's time is up are not dropped silently: one line counts them, and the summary
+    does not call them shed and answered."""
+
+    async def main() -> None:
+        async def handler(request: ServiceRequest) -> str:
+            await asyncio.Event().wait()
+            return "never"
+
+        with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
+            async with scripted_serving(
+                handler, concurrency=1, max_queue=0, grace=0.2
+            ) as (fake, _, task):
+                fake.raw["/_service_response"] = lambda corr_id, cmd: None  # never acknowledged
+                await fake.event(request_event("busy"))
+                for n in range(30):
+                    await fake.event(request_event(f"s{n}"))
+                await fake.wait_answers(16)  # the senders took their first answers
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    async with asyncio.timeout(20):
+                        await task
+
+    run(main)
+    lines = [r.getMessage() for r in caplog.records]
+    unsent = [line for line in lines if "still waiting for the core when the stop ended" in line]
+    assert len(unsent) == 1, lines
+    summary = [line for line in lines if line.startswith("stopped serving")]
+    assert len(summary) == 1, summary

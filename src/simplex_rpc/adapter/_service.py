@@ -445,7 +445,7 @@ class _Incoming:
 class _Outcome:
     """Counters of one ``serve``, for the overload lines and the summary."""
 
-    __slots__ = ("answered", "cancelled", "failed", "repeats", "shed")
+    __slots__ = ("answered", "cancelled", "failed", "repeats", "shed", "unanswered")
 
     def __init__(self) -> None:
         self.answered = 0  # handled, and the core took the answer (or lost its acknowledgement)
@@ -453,6 +453,9 @@ class _Outcome:
         self.cancelled = 0  # handlers cancelled when serve stopped
         self.failed = 0  # answers the core refused or never got
         self.repeats = 0  # serviceRequests repeating a requestId: not handled again
+        # Answers of the responder's own never sent: past the outbox's bound, or still
+        # waiting for the core when the stop ended (each counted in a logged line).
+        self.unanswered = 0
 
 
 class _IntervalLog:
@@ -492,6 +495,9 @@ class _IntervalLog:
 
 #: How many answers of the responder's own (rate_limited, internal) go to the core at once.
 _OUTBOX_SENDERS: Final = 16
+#: How many answers of the responder's own wait for a sender, at most: against a core
+#: slower than the flood, the requests past it are counted and logged, not held.
+_MAX_OUTBOX: Final = 10_000
 #: The retryAfter of the requests answered while serve stops: short, so that they retry.
 _STOP_RETRY_AFTER: Final = 3
 #: The answered requestIds remembered, at most (with the core's window of 180 s, a
@@ -586,6 +592,7 @@ class _Responder:
         self.memory = max(RESPONSE_WINDOW, self.handler_timeout) + 10.0
         self.outbox: deque[tuple[str, Response, str]] = deque()
         self.senders: set[asyncio.Task[None]] = set()
+        self.sending = 0  # answers the senders are sending now (not yet acknowledged)
         self.wakeup = asyncio.Event()
         self.failure: ChatCoreClosed | None = None
         self.stopping = False
@@ -657,13 +664,13 @@ class _Responder:
         return int(min(RESPONSE_WINDOW, max(1, math.ceil(estimate))))
 
     def _shed(self, incoming: _Incoming, retry_after: int, why: str | None) -> None:
-        self.outcome.shed += 1
-        if why is not None:
-            self.overload.note(why)
         response = Response.failure(
             ErrorCode.RATE_LIMITED, "the responder is overloaded", retry_after=retry_after
         )
-        self._post(incoming.request_id, response, "shed")
+        if self._post(incoming.request_id, response, "shed"):
+            self.outcome.shed += 1
+            if why is not None:
+                self.overload.note(why)
 
     # -- running ------------------------------------------------------------------
 
@@ -765,18 +772,31 @@ class _Responder:
             await asyncio.wait(list(self.senders), timeout=max(self.grace, 1.0))
         if self.failure is not None:
             self._report_lost()
+        unsent = len(self.outbox) + self.sending
+        if unsent:
+            self.outcome.unanswered += unsent
+            log.warning(
+                "serving user %d: %d answers of the responder's own (%d not sent, %d not"
+                " acknowledged) were still waiting for the core when the stop ended",
+                self.user_id,
+                unsent,
+                len(self.outbox),
+                self.sending,
+            )
+            self.outbox.clear()
         self.overload.flush()
         self.repeated.flush()
         o = self.outcome
         log.info(
             "stopped serving user %d: %d answered, %d shed, %d cancelled"
-            " (%d repeats ignored, %d answers not taken by the core)",
+            " (%d repeats ignored, %d answers not taken by the core, %d not answered)",
             self.user_id,
             o.answered,
             o.shed,
             o.cancelled,
             o.repeats,
             o.failed,
+            o.unanswered,
         )
 
     def _start(self, incoming: _Incoming) -> None:
@@ -788,21 +808,43 @@ class _Responder:
         self.running.pop(task, None)
         self.wakeup.set()
 
-    def _post(self, request_id: str, response: Response, kind: str) -> None:
-        """Queue an answer of the responder's own; a few senders take them to the core."""
+    def _post(self, request_id: str, response: Response, kind: str) -> bool:
+        """Queue an answer of the responder's own; a few senders take them to the core.
+
+        False when the outbox is full (the core takes answers slower than they come):
+        the request is then counted and logged in the overload line, not held.
+        """
+        if len(self.outbox) >= _MAX_OUTBOX:
+            self.outcome.unanswered += 1
+            self.overload.note(
+                "not answered (the answers waiting for the core are at their bound"
+                f" of {_MAX_OUTBOX})"
+            )
+            return False
         self.outbox.append((request_id, response, kind))
         if len(self.senders) < _OUTBOX_SENDERS:
             task = asyncio.create_task(self._drain())
             self.senders.add(task)
-            task.add_done_callback(self.senders.discard)
+        return True
 
     async def _drain(self) -> None:
-        while self.outbox and self.failure is None:
-            request_id, response, kind = self.outbox.popleft()
-            try:
-                await self._send(request_id, response, None, kind=kind)
-            except Exception:  # pragma: no cover - defensive: the other answers still go
-                log.error("request %s: answering failed", show(request_id, 80), exc_info=True)
+        try:
+            while self.outbox and self.failure is None:
+                request_id, response, kind = self.outbox.popleft()
+                self.sending += 1
+                try:
+                    await self._send(request_id, response, None, kind=kind)
+                except Exception:  # pragma: no cover - defensive: the other answers still go
+                    log.error("request %s: answering failed", show(request_id, 80), exc_info=True)
+                finally:
+                    self.sending -= 1
+        finally:
+            # Out of the set in the same step as the outbox was found empty: an answer
+            # posted after that starts a sender of its own (a done callback would come
+            # a step later, and the answer would wait in the outbox for ever).
+            task = asyncio.current_task()
+            if task is not None:
+                self.senders.discard(task)
 
     async def _answer(self, incoming: _Incoming) -> None:
         loop = asyncio.get_running_loop()
