@@ -179,3 +179,23 @@ def test_answers_still_unsent_when_the_stop_ends_are_counted_and_logged(
     assert len(unsent) == 1, lines
     summary = [line for line in lines if line.startswith("stopped serving")]
     assert len(summary) == 1, summary
+
+
+def test_a_slow_rate_limit_answers_rate_limited_with_a_uint32_retry_after() -> None:
+    """The envelope's rule: retryAfter is a uint32. A rate limit whose next token is further
+    away than that (one request per 10^10 s) still answers rate_limited, with the largest
+    retryAfter the envelope allows, not internal."""
+    from simplex_rpc.adapter import RateLimit
+
+    async def main() -> None:
+        limit = RateLimit(requests=1, per=1e10)
+        async with scripted_serving(lambda r: "ok", rate_limit=limit) as (fake, _, _task):
+            await fake.event(request_event("first"))
+            await fake.event(request_event("second"))
+            await fake.wait_answers(2)
+            assert fake.answers["first"] == [{"response": "ok"}]
+            (answer,) = fake.answers["second"]
+            assert answer_code(answer) == "rate_limited"
+            assert answer["error"]["retryAfter"] == 2**32 - 1
+
+    run(main)

@@ -21,6 +21,7 @@ from typing import Any, Final, NoReturn
 
 from .. import _json
 from .._envelope import (
+    MAX_UINT32,
     UNSET,
     ErrorCode,
     Request,
@@ -142,7 +143,9 @@ class _Limiter:
         if tokens >= 1.0:
             tokens -= 1.0
         else:
-            wait = max(1, math.ceil((1.0 - tokens) / self._rate))
+            # retryAfter is a uint32 (the envelope's rule): a token further away than
+            # that is announced as the longest wait the envelope can say.
+            wait = min(MAX_UINT32, max(1, math.ceil((1.0 - tokens) / self._rate)))
         self._buckets[key] = (tokens, now)
         while len(self._buckets) > self._max:
             self._buckets.popitem(last=False)
