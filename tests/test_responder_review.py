@@ -199,3 +199,69 @@ def test_a_slow_rate_limit_answers_rate_limited_with_a_uint32_retry_after() -> N
             assert answer["error"]["retryAfter"] == 2**32 - 1
 
     run(main)
+
+
+_released: list[bool] = []
+
+
+async def _stubborn(request: ServiceRequest) -> str:
+    """A handler that ignores cancellation (it swallows every CancelledError) until the
+    test releases it (so that the test's event loop can end)."""
+    while not _released:
+        try:
+            await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            continue
+    return "released"
+
+
+def test_serve_ends_after_a_lost_connection_even_if_a_handler_ignores_cancellation(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Fail fast: serve() ends soon after the connection closes, whatever runs; a handler
+    that swallows its cancellation cannot hold it, and is named in one line."""
+    from simplex_rpc.adapter import ChatCoreClosed
+
+    async def main() -> None:
+        _released.clear()
+        with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
+            async with scripted_serving(_stubborn) as (fake, _, task):
+                await fake.event(request_event("stuck"))
+                await asyncio.sleep(0.3)
+                await fake.close_connection()
+                try:
+                    # Generous: the rule is about a second.
+                    await asyncio.wait({task}, timeout=15)
+                    assert task.done(), "serve() still runs 15 s after the connection closed"
+                    with pytest.raises(ChatCoreClosed):
+                        await task
+                finally:
+                    _released.append(True)
+
+    run(main)
+    assert any("ignored" in r.getMessage() for r in caplog.records), caplog.records
+
+
+def test_the_graceful_stop_ends_even_if_a_handler_ignores_cancellation(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Graceful stop: after ``grace``, the handlers still running are cancelled; one that
+    ignores its cancellation cannot hold the stop for ever, and is named in one line."""
+
+    async def main() -> None:
+        _released.clear()
+        with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
+            async with scripted_serving(_stubborn, grace=0.2) as (fake, _, task):
+                await fake.event(request_event("stuck"))
+                await asyncio.sleep(0.3)
+                task.cancel()
+                try:
+                    await asyncio.wait({task}, timeout=15)
+                    assert task.done(), "the stop still runs 15 s after its grace of 0.2 s"
+                    with pytest.raises(asyncio.CancelledError):
+                        await task
+                finally:
+                    _released.append(True)
+
+    run(main)
+    assert any("ignored" in r.getMessage() for r in caplog.records), caplog.records

@@ -506,6 +506,8 @@ _STOP_RETRY_AFTER: Final = 3
 #: The answered requestIds remembered, at most (with the core's window of 180 s, a
 #: responder answering more than ~2,700 requests a second remembers less than the window).
 _MAX_REMEMBERED: Final = 500_000
+#: How long a cancelled handler or sender may take to end before serve goes on without it.
+_CANCEL_WAIT: Final = 0.5
 #: One overload line, and one line of repeats, per this many seconds at most.
 _INTERVAL: Final = 10.0
 
@@ -693,10 +695,14 @@ class _Responder:
             self.core._request_sinks.discard(self)
             self.overload.flush()
             self.repeated.flush()
-            for task in [*self.running, *self.senders]:
+            tasks = [*self.running, *self.senders]
+            for task in tasks:
                 task.cancel()
-            if self.running or self.senders:
-                await asyncio.gather(*self.running, *self.senders, return_exceptions=True)
+            if tasks:
+                # A handler that swallows its cancellation cannot hold serve: it is named
+                # and left behind.
+                _, stubborn = await asyncio.wait(tasks, timeout=_CANCEL_WAIT)
+                self._left_running(stubborn)
 
     async def _dispatch(self) -> NoReturn:
         loop = asyncio.get_running_loop()
@@ -747,10 +753,11 @@ class _Responder:
         for task, _ in cancelled:
             task.cancel()
         if cancelled:
-            await asyncio.gather(*(task for task, _ in cancelled), return_exceptions=True)
+            _, stubborn = await asyncio.wait([task for task, _ in cancelled], timeout=_CANCEL_WAIT)
+            self._left_running(stubborn)
         for task, incoming in cancelled:
-            if not task.cancelled():
-                continue  # finished after all (its handler ignored the cancellation)
+            if not task.done() or not task.cancelled():
+                continue  # finished after all, or still running (named above)
             self.outcome.cancelled += 1
             if incoming.answering:
                 log.warning(
@@ -801,6 +808,18 @@ class _Responder:
             o.failed,
             o.unanswered,
         )
+
+    def _left_running(self, tasks: Collection[asyncio.Task[None]]) -> None:
+        """Name the handlers that did not end when cancelled (one line), and let them be."""
+        handlers = [self.running.pop(task) for task in tasks if task in self.running]
+        if handlers:
+            log.warning(
+                "serving user %d: %d handlers ignored their cancellation and are left running"
+                " (the first: request %s); their requests may stay unanswered",
+                self.user_id,
+                len(handlers),
+                show(handlers[0].request_id, 80),
+            )
 
     def _start(self, incoming: _Incoming) -> None:
         task = asyncio.create_task(self._answer(incoming))
