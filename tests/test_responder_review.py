@@ -265,3 +265,28 @@ def test_the_graceful_stop_ends_even_if_a_handler_ignores_cancellation(
 
     run(main)
     assert any("ignored" in r.getMessage() for r in caplog.records), caplog.records
+
+
+def test_a_request_nested_deeper_than_the_json_module_can_follow_is_answered_bad_request() -> (
+    None
+):
+    """Strict frames, every request answered: a requestData nested 3,000 levels deep (past
+    the json module's recursion limit, far past the envelope's 64 levels) is still cut out
+    of its frame, so that its requestId is read and it is answered bad_request at once."""
+    import json
+
+    async def main() -> None:
+        async with scripted_serving(lambda r: "ok") as (fake, _, _task):
+            deep = "[" * 3000 + "]" * 3000
+            frame = json.dumps({"resp": request_event("deep")})
+            frame = frame.replace('"request": {}', f'"request": {deep}')
+            assert deep in frame
+            await fake.send_raw(frame)
+            await fake.event(request_event("plain"))
+            await fake.wait_answers(2)
+            (answer,) = fake.answers["deep"]
+            assert answer_code(answer) == "bad_request"
+            assert "64" in answer["error"]["message"]
+            assert fake.answers["plain"] == [{"response": "ok"}]
+
+    run(main)
