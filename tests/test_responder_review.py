@@ -290,3 +290,28 @@ def test_a_request_nested_deeper_than_the_json_module_can_follow_is_answered_bad
             assert fake.answers["plain"] == [{"response": "ok"}]
 
     run(main)
+
+
+def test_a_connection_lost_during_the_graceful_stop_ends_it_at_once() -> None:
+    """Fail fast, also while stopping: the connection closing during the grace given to the
+    handlers in flight ends serve soon, not after the whole grace (no answer can be sent)."""
+
+    async def main() -> None:
+        started = asyncio.Event()
+
+        async def handler(request: ServiceRequest) -> str:
+            started.set()
+            await asyncio.Event().wait()
+            return "never"
+
+        async with scripted_serving(handler, grace=120.0) as (fake, _, task):
+            await fake.event(request_event("busy"))
+            await started.wait()
+            task.cancel()
+            await asyncio.sleep(0.3)  # the stop gives the handler its grace
+            assert not task.done()
+            await fake.close_connection()
+            await asyncio.wait({task}, timeout=15)  # generous: the rule is about a second
+            assert task.done(), "the stop still waits 15 s after the connection closed"
+
+    run(main)

@@ -747,8 +747,7 @@ class _Responder:
         self.stopping = True
         while self.queue:
             self._shed(self.queue.popleft(), _STOP_RETRY_AFTER, None)
-        if self.running:
-            await asyncio.wait(list(self.running), timeout=self.grace)
+        await self._wait_unless_lost(list(self.running), self.grace)
         cancelled = list(self.running.items())
         for task, _ in cancelled:
             task.cancel()
@@ -777,9 +776,8 @@ class _Responder:
                 _failure(ErrorCode.INTERNAL, "the responder stopped before finishing"),
                 "cancelled",
             )
-        if self.senders:
-            # The last answers go out; a core that does not take them cannot hold the stop.
-            await asyncio.wait(list(self.senders), timeout=max(self.grace, 1.0))
+        # The last answers go out; a core that does not take them cannot hold the stop.
+        await self._wait_unless_lost(list(self.senders), max(self.grace, 1.0))
         if self.failure is not None:
             self._report_lost()
         unsent = len(self.outbox) + self.sending
@@ -808,6 +806,26 @@ class _Responder:
             o.failed,
             o.unanswered,
         )
+
+    async def _wait_unless_lost(self, tasks: list[asyncio.Task[None]], timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for ``tasks``; not a moment longer once the
+        connection is lost (nothing more can be sent: serve ends at once)."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        pending = set(tasks)
+        while pending and self.failure is None:
+            remaining = end - loop.time()
+            if remaining <= 0:
+                return
+            self.wakeup.clear()
+            woken = asyncio.ensure_future(self.wakeup.wait())
+            try:
+                _, pending = await asyncio.wait(
+                    pending | {woken}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                woken.cancel()
+            pending.discard(woken)
 
     def _left_running(self, tasks: Collection[asyncio.Task[None]]) -> None:
         """Name the handlers that did not end when cancelled (one line), and let them be."""
