@@ -315,3 +315,22 @@ def test_a_connection_lost_during_the_graceful_stop_ends_it_at_once() -> None:
             assert task.done(), "the stop still waits 15 s after the connection closed"
 
     run(main)
+
+
+def test_a_serve_whose_declaration_is_refused_leaves_no_responder_behind() -> None:
+    """Exactly once: serve(declare=True) refused before anything is written (no versions to
+    declare) takes no requests afterwards; the serve started next is the only responder,
+    and each request gets one answer, not one from each."""
+    from simplex_rpc import SimplexRpcError
+
+    async def main() -> None:
+        async with scripted_serving(lambda r: "ok") as (fake, core, task):
+            with pytest.raises(SimplexRpcError, match="versions"):
+                await core.serve(1, lambda r: "zombie", protocols=["mcp"], declare=True)
+            await fake.event(request_event("r1"))
+            await fake.wait_answers(1)
+            await asyncio.sleep(0.3)  # a second answer, if any, comes too
+            assert fake.answers["r1"] == [{"response": "ok"}]
+            assert not task.done()
+
+    run(main)

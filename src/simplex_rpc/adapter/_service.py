@@ -417,6 +417,9 @@ class _ServiceRpc(_Declarations):
             if not runner.done():
                 runner.cancel()
                 await asyncio.gather(runner, return_exceptions=True)
+            # A runner cancelled before its first step never ran its own cleanup (a
+            # declaration refused at once): it must not stay a responder.
+            self._request_sinks.discard(responder)
         raise AssertionError("unreachable")  # pragma: no cover
 
 
