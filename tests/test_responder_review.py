@@ -160,9 +160,11 @@ def test_answers_still_unsent_when_the_stop_ends_are_counted_and_logged(
             return "never"
 
         with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
-            async with scripted_serving(
-                handler, concurrency=1, max_queue=0, grace=0.2
-            ) as (fake, _, task):
+            async with scripted_serving(handler, concurrency=1, max_queue=0, grace=0.2) as (
+                fake,
+                _,
+                task,
+            ):
                 fake.raw["/_service_response"] = lambda corr_id, cmd: None  # never acknowledged
                 await fake.event(request_event("busy"))
                 for n in range(30):
@@ -267,9 +269,7 @@ def test_the_graceful_stop_ends_even_if_a_handler_ignores_cancellation(
     assert any("ignored" in r.getMessage() for r in caplog.records), caplog.records
 
 
-def test_a_request_nested_deeper_than_the_json_module_can_follow_is_answered_bad_request() -> (
-    None
-):
+def test_a_request_nested_deeper_than_the_json_module_can_follow_is_answered_bad_request() -> None:
     """Strict frames, every request answered: a requestData nested 3,000 levels deep (past
     the json module's recursion limit, far past the envelope's 64 levels) is still cut out
     of its frame, so that its requestId is read and it is answered bad_request at once."""

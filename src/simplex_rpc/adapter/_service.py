@@ -815,7 +815,7 @@ class _Responder:
         connection is lost (nothing more can be sent: serve ends at once)."""
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
-        pending = set(tasks)
+        pending: set[asyncio.Future[Any]] = set(tasks)
         while pending and self.failure is None:
             remaining = end - loop.time()
             if remaining <= 0:
