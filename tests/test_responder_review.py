@@ -334,3 +334,38 @@ def test_a_serve_whose_declaration_is_refused_leaves_no_responder_behind() -> No
             assert not task.done()
 
     run(main)
+
+
+def test_a_second_cancellation_during_the_stop_logs_what_it_leaves_unanswered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """One logged reason, even when stopping at once: a second cancellation ends serve
+    without waiting, and one line counts the requests in flight and the answers of the
+    responder's own it leaves unanswered."""
+
+    async def main() -> None:
+        started = asyncio.Event()
+
+        async def handler(request: ServiceRequest) -> str:
+            started.set()
+            await asyncio.Event().wait()
+            return "never"
+
+        with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
+            async with scripted_serving(handler, concurrency=1, grace=120.0) as (fake, _, task):
+                fake.raw["/_service_response"] = lambda corr_id, cmd: None  # never acknowledged
+                await fake.event(request_event("busy"))
+                await started.wait()
+                for n in range(3):
+                    await fake.event(request_event(f"q{n}"))
+                await asyncio.sleep(0.3)
+                task.cancel()
+                await fake.wait_answers(3)  # the queued ones were sent, never acknowledged
+                task.cancel()  # the second cancellation: at once
+                await asyncio.wait({task}, timeout=15)
+                assert task.done()
+
+    run(main)
+    lines = [r.getMessage() for r in caplog.records if "stopped at once" in r.getMessage()]
+    assert len(lines) == 1, [r.getMessage() for r in caplog.records]
+    assert "1 requests in flight" in lines[0] and "3 answers" in lines[0], lines

@@ -604,6 +604,7 @@ class _Responder:
         self.wakeup = asyncio.Event()
         self.failure: ChatCoreClosed | None = None
         self.stopping = False
+        self.stopped = False  # the graceful stop ran to its end (and logged its summary)
         self.service_time = 1.0  # a running mean of the handlers' time, for retryAfter
         self.outcome = _Outcome()
         self.overload = _IntervalLog(f"serving user {user_id} over capacity", _INTERVAL)
@@ -698,6 +699,8 @@ class _Responder:
             self.core._request_sinks.discard(self)
             self.overload.flush()
             self.repeated.flush()
+            if not self.stopped and self.failure is None:
+                self._report_abrupt()
             tasks = [*self.running, *self.senders]
             for task in tasks:
                 task.cancel()
@@ -730,6 +733,24 @@ class _Responder:
                     await self.wakeup.wait()
             except TimeoutError:
                 pass
+
+    def _report_abrupt(self) -> None:
+        """serve stopped at once (a second cancellation during the graceful stop): what is
+        left unanswered is counted in one line, not dropped silently."""
+        unsent = len(self.outbox) + self.sending
+        in_flight = sum(1 for incoming in self.running.values() if not incoming.answering)
+        if unsent or in_flight or self.queue:
+            log.warning(
+                "serving user %d stopped at once: %d requests in flight, %d waiting and %d"
+                " answers of the responder's own not sent are left unanswered",
+                self.user_id,
+                in_flight,
+                len(self.queue),
+                unsent,
+            )
+        self.outcome.unanswered += unsent + in_flight + len(self.queue)
+        self.queue.clear()
+        self.outbox.clear()
 
     def _report_lost(self) -> None:
         waiting = len(self.queue) + len(self.outbox)
@@ -809,6 +830,7 @@ class _Responder:
             o.failed,
             o.unanswered,
         )
+        self.stopped = True
 
     async def _wait_unless_lost(self, tasks: list[asyncio.Task[None]], timeout: float) -> None:
         """Wait up to ``timeout`` seconds for ``tasks``; not a moment longer once the
