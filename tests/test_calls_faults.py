@@ -9,6 +9,7 @@ ends ``serve_calls`` at once.
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -72,3 +73,40 @@ def test_serve_calls_ends_at_once_when_the_connection_is_lost() -> None:
             await asyncio.gather(*callers, return_exceptions=True)
 
     run(main)
+
+
+def test_serve_calls_ends_after_a_lost_connection_even_if_a_handler_ignores_cancellation(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The lost connection ends serve_calls soon, whatever runs: a handler that swallows
+    its cancellation cannot hold it, and is named in one line."""
+    released = asyncio.Event()
+
+    async def handler(call: IncomingCall, send: ReplySink) -> str:
+        while not released.is_set():
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                continue
+        return ""
+
+    async def main() -> None:
+        with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
+            async with world() as w:
+                task = asyncio.create_task(w.bot.serve_calls(1, {"mcp": handler}))
+                await asyncio.sleep(0)
+                caller = asyncio.create_task(w.alice.call(f"@{w.direct}", "mcp", PING, wait=30))
+                try:
+                    await asyncio.sleep(0.5)  # the command reaches the bot's handler
+                    assert await w.sim.drop_connections("bot") == 1
+                    await asyncio.wait({task}, timeout=15)  # generous: the rule is "at once"
+                    assert task.done(), "serve_calls still runs 15 s after the connection closed"
+                    with pytest.raises(ChatCoreClosed):
+                        await task
+                finally:
+                    released.set()
+                    caller.cancel()
+                    await asyncio.gather(caller, return_exceptions=True)
+
+    run(main)
+    assert any("ignored their cancellation" in r.getMessage() for r in caplog.records)

@@ -70,6 +70,8 @@ _SEEN_LIMIT: Final = 100_000
 # Commands kept waiting while every handler is busy; more are left unanswered
 # and counted. At most _MAX_TEXT characters each: a bounded amount of memory.
 _BACKLOG: Final = 1_000
+#: How long a cancelled handler may take to end before serve_calls goes on without it.
+_CANCEL_WAIT: Final = 0.5
 # Unanswered commands are reported once per interval, in seconds, not once each.
 _REPORT_INTERVAL: Final = 10.0
 # The longest excerpt of an exception's text in a log line.
@@ -476,10 +478,20 @@ class _CallServer:
             if self.report is not None:
                 self.report.cancel()
                 self._report()
-            for task in list(self.tasks):
+            tasks = list(self.tasks)
+            for task in tasks:
                 task.cancel()
-            if self.tasks:
-                await asyncio.gather(*self.tasks, return_exceptions=True)
+            if tasks:
+                # A handler that swallows its cancellation cannot hold serve_calls: it is
+                # named in one line and left behind.
+                _, stubborn = await asyncio.wait(tasks, timeout=_CANCEL_WAIT)
+                if stubborn:
+                    log.warning(
+                        "serving /_call for user %d: %d handlers ignored their cancellation"
+                        " and are left running",
+                        self.user_id,
+                        len(stubborn),
+                    )
 
     def _consider(self, item: Any) -> None:
         try:

@@ -141,10 +141,26 @@ _SKIPPER: Final = json.JSONDecoder()
 
 def _value_end(text: str, start: int) -> int | None:
     """Where the JSON object or array at ``start`` ends (the json module's scanner, in C);
-    None when it is not JSON there, or too deep for it (the strict reader refuses both)."""
+    None when it is not JSON there (the strict reader refuses it).
+
+    A value too deep for the json module's recursion is followed by counting brackets:
+    it is still cut out, so that the rest of the frame (the requestId) can be read and
+    the request answered (its envelope's reader refuses the depth).
+    """
     try:
         return _SKIPPER.raw_decode(text, start)[1]
-    except (ValueError, RecursionError):
+    except ValueError:
+        return None
+    except RecursionError:
+        depth = 0
+        for match in _TOKEN.finditer(text, start):
+            first = match.group()[0]
+            if first in "{[":
+                depth += 1
+            elif first in "}]":
+                depth -= 1
+                if depth == 0:
+                    return match.end()
         return None
 
 

@@ -21,6 +21,7 @@ from typing import Any, Final, NoReturn
 
 from .. import _json
 from .._envelope import (
+    MAX_UINT32,
     UNSET,
     ErrorCode,
     Request,
@@ -142,7 +143,9 @@ class _Limiter:
         if tokens >= 1.0:
             tokens -= 1.0
         else:
-            wait = max(1, math.ceil((1.0 - tokens) / self._rate))
+            # retryAfter is a uint32 (the envelope's rule): a token further away than
+            # that is announced as the longest wait the envelope can say.
+            wait = min(MAX_UINT32, max(1, math.ceil((1.0 - tokens) / self._rate)))
         self._buckets[key] = (tokens, now)
         while len(self._buckets) > self._max:
             self._buckets.popitem(last=False)
@@ -414,6 +417,9 @@ class _ServiceRpc(_Declarations):
             if not runner.done():
                 runner.cancel()
                 await asyncio.gather(runner, return_exceptions=True)
+            # A runner cancelled before its first step never ran its own cleanup (a
+            # declaration refused at once): it must not stay a responder.
+            self._request_sinks.discard(responder)
         raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -445,7 +451,7 @@ class _Incoming:
 class _Outcome:
     """Counters of one ``serve``, for the overload lines and the summary."""
 
-    __slots__ = ("answered", "cancelled", "failed", "repeats", "shed")
+    __slots__ = ("answered", "cancelled", "failed", "repeats", "shed", "unanswered")
 
     def __init__(self) -> None:
         self.answered = 0  # handled, and the core took the answer (or lost its acknowledgement)
@@ -453,6 +459,9 @@ class _Outcome:
         self.cancelled = 0  # handlers cancelled when serve stopped
         self.failed = 0  # answers the core refused or never got
         self.repeats = 0  # serviceRequests repeating a requestId: not handled again
+        # Answers of the responder's own never sent: past the outbox's bound, or still
+        # waiting for the core when the stop ended (each counted in a logged line).
+        self.unanswered = 0
 
 
 class _IntervalLog:
@@ -492,11 +501,16 @@ class _IntervalLog:
 
 #: How many answers of the responder's own (rate_limited, internal) go to the core at once.
 _OUTBOX_SENDERS: Final = 16
+#: How many answers of the responder's own wait for a sender, at most: against a core
+#: slower than the flood, the requests past it are counted and logged, not held.
+_MAX_OUTBOX: Final = 10_000
 #: The retryAfter of the requests answered while serve stops: short, so that they retry.
 _STOP_RETRY_AFTER: Final = 3
 #: The answered requestIds remembered, at most (with the core's window of 180 s, a
 #: responder answering more than ~2,700 requests a second remembers less than the window).
 _MAX_REMEMBERED: Final = 500_000
+#: How long a cancelled handler or sender may take to end before serve goes on without it.
+_CANCEL_WAIT: Final = 0.5
 #: One overload line, and one line of repeats, per this many seconds at most.
 _INTERVAL: Final = 10.0
 
@@ -586,9 +600,11 @@ class _Responder:
         self.memory = max(RESPONSE_WINDOW, self.handler_timeout) + 10.0
         self.outbox: deque[tuple[str, Response, str]] = deque()
         self.senders: set[asyncio.Task[None]] = set()
+        self.sending = 0  # answers the senders are sending now (not yet acknowledged)
         self.wakeup = asyncio.Event()
         self.failure: ChatCoreClosed | None = None
         self.stopping = False
+        self.stopped = False  # the graceful stop ran to its end (and logged its summary)
         self.service_time = 1.0  # a running mean of the handlers' time, for retryAfter
         self.outcome = _Outcome()
         self.overload = _IntervalLog(f"serving user {user_id} over capacity", _INTERVAL)
@@ -657,13 +673,13 @@ class _Responder:
         return int(min(RESPONSE_WINDOW, max(1, math.ceil(estimate))))
 
     def _shed(self, incoming: _Incoming, retry_after: int, why: str | None) -> None:
-        self.outcome.shed += 1
-        if why is not None:
-            self.overload.note(why)
         response = Response.failure(
             ErrorCode.RATE_LIMITED, "the responder is overloaded", retry_after=retry_after
         )
-        self._post(incoming.request_id, response, "shed")
+        if self._post(incoming.request_id, response, "shed"):
+            self.outcome.shed += 1
+            if why is not None:
+                self.overload.note(why)
 
     # -- running ------------------------------------------------------------------
 
@@ -683,10 +699,16 @@ class _Responder:
             self.core._request_sinks.discard(self)
             self.overload.flush()
             self.repeated.flush()
-            for task in [*self.running, *self.senders]:
+            if not self.stopped and self.failure is None:
+                self._report_abrupt()
+            tasks = [*self.running, *self.senders]
+            for task in tasks:
                 task.cancel()
-            if self.running or self.senders:
-                await asyncio.gather(*self.running, *self.senders, return_exceptions=True)
+            if tasks:
+                # A handler that swallows its cancellation cannot hold serve: it is named
+                # and left behind.
+                _, stubborn = await asyncio.wait(tasks, timeout=_CANCEL_WAIT)
+                self._left_running(stubborn)
 
     async def _dispatch(self) -> NoReturn:
         loop = asyncio.get_running_loop()
@@ -712,6 +734,24 @@ class _Responder:
             except TimeoutError:
                 pass
 
+    def _report_abrupt(self) -> None:
+        """serve stopped at once (a second cancellation during the graceful stop): what is
+        left unanswered is counted in one line, not dropped silently."""
+        unsent = len(self.outbox) + self.sending
+        in_flight = sum(1 for incoming in self.running.values() if not incoming.answering)
+        if unsent or in_flight or self.queue:
+            log.warning(
+                "serving user %d stopped at once: %d requests in flight, %d waiting and %d"
+                " answers of the responder's own not sent are left unanswered",
+                self.user_id,
+                in_flight,
+                len(self.queue),
+                unsent,
+            )
+        self.outcome.unanswered += unsent + in_flight + len(self.queue)
+        self.queue.clear()
+        self.outbox.clear()
+
     def _report_lost(self) -> None:
         waiting = len(self.queue) + len(self.outbox)
         if self.running or waiting:
@@ -731,16 +771,16 @@ class _Responder:
         self.stopping = True
         while self.queue:
             self._shed(self.queue.popleft(), _STOP_RETRY_AFTER, None)
-        if self.running:
-            await asyncio.wait(list(self.running), timeout=self.grace)
+        await self._wait_unless_lost(list(self.running), self.grace)
         cancelled = list(self.running.items())
         for task, _ in cancelled:
             task.cancel()
         if cancelled:
-            await asyncio.gather(*(task for task, _ in cancelled), return_exceptions=True)
+            _, stubborn = await asyncio.wait([task for task, _ in cancelled], timeout=_CANCEL_WAIT)
+            self._left_running(stubborn)
         for task, incoming in cancelled:
-            if not task.cancelled():
-                continue  # finished after all (its handler ignored the cancellation)
+            if not task.done() or not task.cancelled():
+                continue  # finished after all, or still running (named above)
             self.outcome.cancelled += 1
             if incoming.answering:
                 log.warning(
@@ -760,24 +800,69 @@ class _Responder:
                 _failure(ErrorCode.INTERNAL, "the responder stopped before finishing"),
                 "cancelled",
             )
-        if self.senders:
-            # The last answers go out; a core that does not take them cannot hold the stop.
-            await asyncio.wait(list(self.senders), timeout=max(self.grace, 1.0))
+        # The last answers go out; a core that does not take them cannot hold the stop.
+        await self._wait_unless_lost(list(self.senders), max(self.grace, 1.0))
         if self.failure is not None:
             self._report_lost()
+        unsent = len(self.outbox) + self.sending
+        if unsent:
+            self.outcome.unanswered += unsent
+            log.warning(
+                "serving user %d: %d answers of the responder's own (%d not sent, %d not"
+                " acknowledged) were still waiting for the core when the stop ended",
+                self.user_id,
+                unsent,
+                len(self.outbox),
+                self.sending,
+            )
+            self.outbox.clear()
         self.overload.flush()
         self.repeated.flush()
         o = self.outcome
         log.info(
             "stopped serving user %d: %d answered, %d shed, %d cancelled"
-            " (%d repeats ignored, %d answers not taken by the core)",
+            " (%d repeats ignored, %d answers not taken by the core, %d not answered)",
             self.user_id,
             o.answered,
             o.shed,
             o.cancelled,
             o.repeats,
             o.failed,
+            o.unanswered,
         )
+        self.stopped = True
+
+    async def _wait_unless_lost(self, tasks: list[asyncio.Task[None]], timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for ``tasks``; not a moment longer once the
+        connection is lost (nothing more can be sent: serve ends at once)."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        pending: set[asyncio.Future[Any]] = set(tasks)
+        while pending and self.failure is None:
+            remaining = end - loop.time()
+            if remaining <= 0:
+                return
+            self.wakeup.clear()
+            woken = asyncio.ensure_future(self.wakeup.wait())
+            try:
+                _, pending = await asyncio.wait(
+                    pending | {woken}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                woken.cancel()
+            pending.discard(woken)
+
+    def _left_running(self, tasks: Collection[asyncio.Task[None]]) -> None:
+        """Name the handlers that did not end when cancelled (one line), and let them be."""
+        handlers = [self.running.pop(task) for task in tasks if task in self.running]
+        if handlers:
+            log.warning(
+                "serving user %d: %d handlers ignored their cancellation and are left running"
+                " (the first: request %s); their requests may stay unanswered",
+                self.user_id,
+                len(handlers),
+                show(handlers[0].request_id, 80),
+            )
 
     def _start(self, incoming: _Incoming) -> None:
         task = asyncio.create_task(self._answer(incoming))
@@ -788,21 +873,43 @@ class _Responder:
         self.running.pop(task, None)
         self.wakeup.set()
 
-    def _post(self, request_id: str, response: Response, kind: str) -> None:
-        """Queue an answer of the responder's own; a few senders take them to the core."""
+    def _post(self, request_id: str, response: Response, kind: str) -> bool:
+        """Queue an answer of the responder's own; a few senders take them to the core.
+
+        False when the outbox is full (the core takes answers slower than they come):
+        the request is then counted and logged in the overload line, not held.
+        """
+        if len(self.outbox) >= _MAX_OUTBOX:
+            self.outcome.unanswered += 1
+            self.overload.note(
+                "not answered (the answers waiting for the core are at their bound"
+                f" of {_MAX_OUTBOX})"
+            )
+            return False
         self.outbox.append((request_id, response, kind))
         if len(self.senders) < _OUTBOX_SENDERS:
             task = asyncio.create_task(self._drain())
             self.senders.add(task)
-            task.add_done_callback(self.senders.discard)
+        return True
 
     async def _drain(self) -> None:
-        while self.outbox and self.failure is None:
-            request_id, response, kind = self.outbox.popleft()
-            try:
-                await self._send(request_id, response, None, kind=kind)
-            except Exception:  # pragma: no cover - defensive: the other answers still go
-                log.error("request %s: answering failed", show(request_id, 80), exc_info=True)
+        try:
+            while self.outbox and self.failure is None:
+                request_id, response, kind = self.outbox.popleft()
+                self.sending += 1
+                try:
+                    await self._send(request_id, response, None, kind=kind)
+                except Exception:  # pragma: no cover - defensive: the other answers still go
+                    log.error("request %s: answering failed", show(request_id, 80), exc_info=True)
+                finally:
+                    self.sending -= 1
+        finally:
+            # Out of the set in the same step as the outbox was found empty: an answer
+            # posted after that starts a sender of its own (a done callback would come
+            # a step later, and the answer would wait in the outbox for ever).
+            task = asyncio.current_task()
+            if task is not None:
+                self.senders.discard(task)
 
     async def _answer(self, incoming: _Incoming) -> None:
         loop = asyncio.get_running_loop()
@@ -916,9 +1023,10 @@ class _Responder:
             return _failure(code, "the responder did not finish in time"), protocol
         except asyncio.CancelledError:
             task = asyncio.current_task()
-            if self.stopping or self.failure is not None or (task and task.cancelling()):
-                raise  # serve itself is being cancelled
-            # The handler awaited something that someone else cancelled.
+            if task is not None and task.cancelling():
+                raise  # the responder cancels it (a stop, a lost connection): counted there
+            # Not this task's cancellation, even while serve stops: the handler awaited
+            # something that someone else cancelled.
             log.error("request %s: the handler raised CancelledError", rid)
             return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
         except Exception as exc:
