@@ -525,3 +525,21 @@ def test_store_refuses_bad_input() -> None:
 def test_make_request_refuses_bad_input(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(BindingError, match=match):
         a2a.make_request(**kwargs)
+
+
+def test_the_sdk_names_are_listed_by_dir_and_imported_on_first_use() -> None:
+    """``A2aBridge``, ``SimplexCaller``, ``register_client``, ``ServiceRpcError`` and
+    ``SimplexA2aTransport`` need the a2a-sdk: they are imported when asked for,
+    and ``dir()`` shows them all the same."""
+    lazy = {
+        "A2aBridge",
+        "SimplexCaller",
+        "register_client",
+        "ServiceRpcError",
+        "SimplexA2aTransport",
+    }
+    assert lazy <= set(dir(a2a)) and set(a2a.__all__) <= set(dir(a2a))
+    assert dir(a2a) == sorted(dir(a2a))
+    assert a2a.A2aBridge.__module__ == "simplex_rpc._bridge_a2a"
+    with pytest.raises(AttributeError, match=r"'simplex_rpc\.a2a' has no attribute 'Nothing'"):
+        getattr(a2a, "Nothing")  # noqa: B009 - the name is not an attribute

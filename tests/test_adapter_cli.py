@@ -182,6 +182,31 @@ def test_load_object() -> None:
         _cli_adapter.load_object("/nonexistent/file.py:x")
 
 
+SECONDS_OPTIONS = [
+    ["call", "--core", "ws://x", "t", "p", "1", "--max-retry-after"],
+    ["serve", "--core", "ws://x", "--echo", "--deadline"],
+    ["call-chat", "--core", "ws://x", "@1", "p", "1", "--wait"],
+    ["simulator", "--response-window"],
+    ["mcp-proxy", "--core", "ws://x", "simplex:/a#x", "--timeout"],
+]
+
+
+@pytest.mark.parametrize("option", SECONDS_OPTIONS, ids=lambda o: f"{o[0]} {o[-1]}")
+@pytest.mark.parametrize("text", ["0", "-1", "inf", "nan", "soon"])
+def test_every_seconds_option_takes_a_positive_finite_number(
+    option: list[str], text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One check for every option in seconds: a usage error naming the option."""
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args([*option, text])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert option[-1] in err and "Traceback" not in err
+    want = "is not a number" if text == "soon" else "must be a positive number of seconds"
+    assert want in err
+    assert build_parser().parse_args([*option, "2.5"]) is not None
+
+
 def test_serve_arguments() -> None:
     parser = build_parser()
     with pytest.raises(SystemExit):

@@ -6,16 +6,14 @@ pointed at a simulator on a free port, and run as separate programs.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from simplex_rpc.testing import CoreSimulator
+from _simulator_thread import SimulatorThread
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "adapter.md"
 DOC_URL = "ws://127.0.0.1:5225"
@@ -27,33 +25,6 @@ def python_blocks() -> list[str]:
 
 def code_lines(block: str) -> int:
     return sum(1 for line in block.splitlines() if line.strip())
-
-
-class SimulatorThread:
-    def __init__(self) -> None:
-        self.url = ""
-        self.ready = threading.Event()
-        self._stop: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
-
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with CoreSimulator() as sim:
-            self.url = sim.url
-            self.ready.set()
-            await self._stop.wait()
-
-    def __enter__(self) -> SimulatorThread:
-        self._thread.start()
-        assert self.ready.wait(20)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._loop is not None and self._stop is not None
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(20)
 
 
 def test_the_examples_are_ten_lines_each() -> None:

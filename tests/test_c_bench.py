@@ -38,6 +38,8 @@ def test_rule_every_contender_of_a_measure_works_on_the_same_bytes() -> None:
         "open_parse",
         "open_requests",
     }
+    # MEASURES, which --only's help lists, names them all, in the order of the report.
+    assert tuple(measures) == _cli_bench.MEASURES
     # The contenders of one measure compute the same thing.
     outputs = {c.name: c.run() for c in measures["pad"].contenders if c.name != "memcpy"}
     assert len({bytes(v) for v in outputs.values()}) == 1  # type: ignore[arg-type]
@@ -128,3 +130,18 @@ def test_rule_live_progress_on_a_terminal() -> None:
     progress.update(0.5)
     progress.done()
     assert "[1/2] first:  50%" in stream.getvalue()
+
+
+def test_rule_only_help_lists_every_measure_and_every_adapter_scenario(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``bench --help`` names what ``--only`` accepts, for ``bench`` and ``bench adapter``."""
+    from simplex_rpc import _bench_adapter
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--help"])
+    assert exit_.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps the help
+    keys = text[text.index("--only KEYS") :]
+    assert "(" + ", ".join(_cli_bench.MEASURES) + ")" in keys
+    assert "(" + ", ".join(_bench_adapter.SCENARIOS) + ")" in keys

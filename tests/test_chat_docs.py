@@ -7,17 +7,15 @@ separate programs.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from simplex_rpc.testing import CoreSimulator
+from _simulator_thread import SimulatorThread
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC_URL = "ws://127.0.0.1:5225"
@@ -30,37 +28,6 @@ def chat_blocks(page: Path) -> tuple[str, str]:
     return bot, caller
 
 
-class ChatSimulator:
-    """A simulator in a thread; alice and bot are contacts."""
-
-    def __init__(self) -> None:
-        self.url = ""
-        self.sim: CoreSimulator | None = None
-        self.ready = threading.Event()
-        self._stop: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
-
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with CoreSimulator() as sim:
-            sim.connect("alice", "bot")
-            self.sim, self.url = sim, sim.url
-            self.ready.set()
-            await self._stop.wait()
-
-    def __enter__(self) -> ChatSimulator:
-        self._thread.start()
-        assert self.ready.wait(20)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._loop is not None and self._stop is not None
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(20)
-
-
 def test_the_readme_shows_the_same_bot_and_caller_as_the_docs() -> None:
     assert chat_blocks(ROOT / "README.md") == chat_blocks(ROOT / "docs" / "adapter.md")
     bot, caller = chat_blocks(ROOT / "docs" / "adapter.md")
@@ -71,7 +38,7 @@ def test_the_readme_shows_the_same_bot_and_caller_as_the_docs() -> None:
 @pytest.mark.parametrize("page", ["README.md", "docs/adapter.md"])
 def test_the_bot_and_the_caller_run_against_the_simulator(page: str) -> None:
     bot_code, caller_code = chat_blocks(ROOT / page)
-    with ChatSimulator() as sim:
+    with SimulatorThread(contacts=("alice", "bot")) as sim:
         bot = subprocess.Popen(
             [sys.executable, "-c", bot_code.replace(DOC_URL, sim.url)],
             stdout=subprocess.PIPE,

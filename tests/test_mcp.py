@@ -435,3 +435,14 @@ def test_answers_always_fit_their_transport(
     else:
         assert envelope.error is not None and envelope.error.code == "too_large"
         assert len(Response.success(response).to_json()) > 10_000
+
+
+def test_the_sdk_names_are_listed_by_dir_and_imported_on_first_use() -> None:
+    """``McpBridge``, ``SimplexTransport`` and ``SERVICE_RPC_ERROR`` need the mcp SDK:
+    they are imported when asked for, and ``dir()`` shows them all the same."""
+    lazy = {"McpBridge", "SimplexTransport", "SERVICE_RPC_ERROR"}
+    assert lazy <= set(dir(mcp)) and set(mcp.__all__) <= set(dir(mcp))
+    assert dir(mcp) == sorted(dir(mcp))
+    assert mcp.SimplexTransport.__module__ == "simplex_rpc._mcp_client"
+    with pytest.raises(AttributeError, match=r"'simplex_rpc\.mcp' has no attribute 'Nothing'"):
+        getattr(mcp, "Nothing")  # noqa: B009 - the name is not an attribute

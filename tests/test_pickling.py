@@ -3,7 +3,8 @@
 The rules pinned here:
 
 * every exception class keeps its class, message and attributes (``size``,
-  ``limit``, ``code``, ``chat_error``) through ``pickle`` and ``copy``, so an
+  ``limit``, ``code``, ``chat_error``; the A2A client's ``ServiceRpcError``
+  its ``code``, ``retry_after`` and ``data``) through ``pickle`` and ``copy``, so an
   error raised in a worker process reaches the parent intact;
 * every value object (envelopes, frames, opened requests, ``OpenedRequests``,
   ``BlockFailure``, keys, ``BackendInfo``) pickles to an equal value;
@@ -27,6 +28,7 @@ import simplex_rpc as sx
 from simplex_rpc import chat, declarations, errors
 from simplex_rpc._bridge import BindingError
 from simplex_rpc._vectors import VectorError
+from simplex_rpc.a2a import ServiceRpcError
 from simplex_rpc.adapter import ChatCoreClosed, ChatCoreTimeout, RateLimit, ServiceAddress
 
 AD = bytes(range(56)) + bytes(range(100, 156))
@@ -66,6 +68,14 @@ EXCEPTIONS: list[tuple[BaseException, dict[str, object]]] = [
     (errors.LlmsTxtError("llms.txt: bad line"), {}),
     (BindingError("jsonrpc: missing"), {}),
     (VectorError("vectors: disagree"), {}),
+    (
+        ServiceRpcError(sx.ErrorInfo(code="rate_limited", message="slow", retry_after=3), "wait"),
+        {
+            "code": "rate_limited",
+            "retry_after": 3,
+            "data": {"code": "rate_limited", "message": "slow", "retryAfter": 3},
+        },
+    ),
 ]
 
 

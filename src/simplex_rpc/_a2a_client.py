@@ -63,21 +63,24 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 from google.protobuf.message import Message as ProtoMessage  # type: ignore[import-untyped]
 
 from . import a2a
-from ._client_args import check_destination, check_seconds
+from ._client_args import (
+    DEFAULT_MAX_RETRY_AFTER,
+    RETRIES,
+    check_destination,
+    check_seconds,
+    describe_error,
+)
 from ._envelope import ErrorCode, ErrorInfo, Request
 from ._keys import SigningKey
 from ._redact import redact
 from .adapter import CallRefused, ChatCore, ChatCoreTimeout
 from .adapter._chat import check_chat_ref
-from .errors import ChatCoreError, SimplexRpcError
+from .errors import ChatCoreError, SimplexRpcError, _rebuild
 
 __all__ = ["Conversation", "ServiceRpcError", "SimplexA2aTransport", "register_client"]
 
 _ERROR_INFO_TYPE: Final = "type.googleapis.com/google.rpc.ErrorInfo"
 _ERRORS: Final = {code: kind for kind, code in JSON_RPC_ERROR_CODE_MAP.items()}
-RETRIES: Final = 3
-"""How many times one request is repeated after errors with ``retryAfter``."""
-
 RoundTrip = Callable[[dict[str, Any], float], Awaitable[dict[str, Any]]]
 """One request to the bot: the JSON-RPC request and the seconds it may take in,
 its JSON-RPC response out."""
@@ -131,16 +134,14 @@ class ServiceRpcError(A2AClientError):
     """
 
     def __init__(self, error: ErrorInfo, hint: str = "") -> None:
-        text = error.code
-        if error.message:
-            text += f": {error.message[:300]}"
-        if error.retry_after is not None:
-            text += f" (retryAfter {error.retry_after} s)"
-        if hint:
-            text += f"; {hint}"
-        super().__init__(text, data=error.to_dict())
+        super().__init__(describe_error(error, hint), data=error.to_dict())
         self.code = error.code
         self.retry_after = error.retry_after
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default reduce re-calls cls(*args) with the message as ``error``; the
+        # attributes travel as state instead, as for the library's own errors.
+        return (_rebuild, (type(self), self.args), self.__dict__ or None)
 
 
 def _jsonrpc_error(error: object) -> Exception:
@@ -197,7 +198,7 @@ class SimplexA2aTransport(ClientTransport):
         version: str = "1.0",
         sign_key: SigningKey | None = None,
         timeout: float = 30.0,
-        max_retry_after: float = 60.0,
+        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
         chat: str | None = None,
         member: str | None = None,
     ) -> None:
@@ -440,7 +441,7 @@ def register_client(
     *,
     sign_key: SigningKey | None = None,
     timeout: float = 30.0,
-    max_retry_after: float = 60.0,
+    max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
     chats: Mapping[str, Conversation] | None = None,
 ) -> ClientFactory:
     """Register the SimpleX transport for :data:`a2a.BINDING_URI`; return the factory.

@@ -30,6 +30,7 @@ from .cli import (
     CliError,
     emit_json,
     load_json,
+    positive_seconds,
     read_input,
     whole_number,
 )
@@ -37,16 +38,6 @@ from .errors import KeyFormatError
 
 _positive_int = whole_number(1, "must be at least 1")
 _non_negative_int = whole_number(0, "must not be negative")
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError("must be a positive number")
-    return value
 
 
 def _grace(text: str) -> float:
@@ -373,7 +364,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--max-retry-after",
-        type=_positive_float,
+        type=positive_seconds,
         default=None,
         metavar="S",
         help="do not repeat when retryAfter exceeds S seconds",
@@ -432,7 +423,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--deadline",
-        type=_positive_float,
+        type=positive_seconds,
         default=170.0,
         metavar="S",
         help="handler deadline in seconds (default 170, below the core's 180)",
@@ -499,7 +490,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--member", metavar="NAME", help="in a group: mention this member")
     p.add_argument(
         "--wait",
-        type=_positive_float,
+        type=positive_seconds,
         default=30.0,
         metavar="S",
         help="seconds to wait for the replies (default 30)",
@@ -526,7 +517,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--response-window",
-        type=_positive_float,
+        type=positive_seconds,
         default=180.0,
         metavar="S",
         help="seconds a responder has to answer (default 180, as the core)",

@@ -10,28 +10,17 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
 from typing import Any
 
 from ._keys import SigningKey
-from .cli import EXIT_OK, CliError, read_input, whole_number
+from .cli import EXIT_OK, CliError, positive_seconds, read_input, whole_number
 from .errors import KeyFormatError
 
 VIAS = ("rpc", "chat", "auto")
 """The ``--via`` choices (``simplex_rpc._mcp_client.VIAS``, without importing the SDK)."""
 
 _positive_int = whole_number(1, "must be at least 1")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:32]!r} is not a number") from None
-    if not value > 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError("must be a positive number of seconds")
-    return value
 
 
 def _load_sign_key(spec: str) -> SigningKey:
@@ -119,7 +108,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--timeout",
-        type=_seconds,
+        type=positive_seconds,
         default=30.0,
         metavar="S",
         help="seconds the bot has to answer each request (default 30)",

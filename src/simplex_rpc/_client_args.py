@@ -6,12 +6,25 @@ No SDK imports, so that both client modules can use them.
 from __future__ import annotations
 
 import math
+from typing import Final
 
-from ._envelope import Request
+from ._envelope import ErrorInfo, Request
 from .adapter import service_request_command
 from .errors import SimplexRpcError
 
-__all__ = ["check_destination", "check_seconds"]
+__all__ = [
+    "DEFAULT_MAX_RETRY_AFTER",
+    "RETRIES",
+    "check_destination",
+    "check_seconds",
+    "describe_error",
+]
+
+DEFAULT_MAX_RETRY_AFTER: Final = 60.0
+"""Seconds of ``retryAfter`` honoured by default; a longer wait is returned as the error."""
+
+RETRIES: Final = 3
+"""How many times one request is repeated after errors with ``retryAfter``."""
 
 _PROBE = Request(protocol="probe", request=None)
 
@@ -32,3 +45,19 @@ def check_seconds(value: object, name: str) -> float:
     if not value > 0 or math.isinf(value):
         raise SimplexRpcError(f"{name}: expected a positive, finite number of seconds")
     return float(value)
+
+
+def describe_error(error: ErrorInfo, hint: str = "") -> str:
+    """The text a client shows for an envelope error.
+
+    The envelope code first, then the bot's message (at most 300 characters),
+    its ``retryAfter`` and ``hint`` (what to do instead).
+    """
+    text = error.code
+    if error.message:
+        text += f": {error.message[:300]}"
+    if error.retry_after is not None:
+        text += f" (retryAfter {error.retry_after} s)"
+    if hint:
+        text += f"; {hint}"
+    return text

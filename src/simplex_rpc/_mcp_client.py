@@ -56,7 +56,13 @@ from pydantic import ValidationError
 
 from . import mcp
 from ._bridge import INTERNAL_ERROR, INVALID_REQUEST, error_response
-from ._client_args import check_destination, check_seconds
+from ._client_args import (
+    DEFAULT_MAX_RETRY_AFTER,
+    RETRIES,
+    check_destination,
+    check_seconds,
+    describe_error,
+)
 from ._envelope import ErrorCode, ErrorInfo, Request
 from ._keys import SigningKey
 from ._redact import RedactingLogger, redact
@@ -81,18 +87,12 @@ Via = Literal["rpc", "chat", "auto"]
 VIAS: Final[tuple[Via, ...]] = ("rpc", "chat", "auto")
 """The transports a request can go by (``auto``: chosen from the address's declarations)."""
 
-DEFAULT_MAX_RETRY_AFTER: Final = 60.0
-"""Seconds of ``retryAfter`` honoured by default; a longer wait is returned as the error."""
-
 CONVERSATION_HINT: Final = (
     "call it in a conversation: use the chat transport: via='chat',"
     " or --via chat for mcp-proxy"
 )
 """What a ``conversation_required`` error tells the caller, whether it uses
 :class:`SimplexTransport` itself or ``simplex-rpc mcp-proxy``."""
-
-RETRIES: Final = 3
-"""How many times one request is repeated after errors with ``retryAfter``."""
 
 Notify = Callable[[dict[str, Any]], Awaitable[None]]
 RoundTrip = Callable[[dict[str, Any], Notify], Awaitable[dict[str, Any]]]
@@ -107,13 +107,7 @@ def envelope_error(request_id: Any, error: ErrorInfo, *, hint: str = "") -> dict
     The message names the envelope code first, then the bot's message and
     ``hint`` (what to do instead); ``data.serviceRpcError`` is the error.
     """
-    text = error.code
-    if error.message:
-        text += f": {error.message[:300]}"
-    if error.retry_after is not None:
-        text += f" (retryAfter {error.retry_after} s)"
-    if hint:
-        text += f"; {hint}"
+    text = describe_error(error, hint)
     return error_response(request_id, SERVICE_RPC_ERROR, text, {"serviceRpcError": error.to_dict()})
 
 

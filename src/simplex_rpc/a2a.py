@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from . import _bridge
+from . import _bridge, _lazy
 from ._bridge import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -687,17 +687,7 @@ _SDK_NAMES: Final = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    # The bridge and the client transport need the a2a-sdk; import them only when asked for.
-    module_name = _SDK_NAMES.get(name)
-    if module_name is not None:
-        import importlib
-
-        try:
-            module = importlib.import_module(f".{module_name}", __package__)
-        except ImportError as exc:  # pragma: no cover - the SDK is a test extra
-            raise ImportError(
-                f"simplex_rpc.a2a.{name} needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})"
-            ) from exc
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The bridge and the client transport need the a2a-sdk; imported only when asked for.
+__getattr__, __dir__ = _lazy.sdk_attributes(
+    __name__, _SDK_NAMES, "the a2a-sdk: pip install 'simplex-rpc[a2a]'"
+)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -102,6 +103,21 @@ def whole_number(minimum: int, too_small: str) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse ``type=``: a positive, finite number of seconds.
+
+    Other text (echoed at most 32 characters), zero, a negative number, inf or
+    nan is a usage error (exit status 2).
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:32]!r} is not a number") from None
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return value
 
 
 class _Parser(argparse.ArgumentParser):

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from . import _bridge
+from . import _bridge, _lazy
 from ._bridge import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -252,18 +252,7 @@ _SDK_NAMES: Final = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    # The bridge and the client transport need the mcp SDK; import it only when asked for.
-    module_name = _SDK_NAMES.get(name)
-    if module_name is not None:
-        import importlib
-
-        try:
-            module = importlib.import_module(f".{module_name}", __package__)
-        except ImportError as exc:  # pragma: no cover - the SDK is a test extra
-            raise ImportError(
-                f"simplex_rpc.mcp.{name} needs the mcp SDK:"
-                f" pip install 'simplex-rpc[mcp]' ({exc})"
-            ) from exc
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The bridge and the client transport need the mcp SDK; imported only when asked for.
+__getattr__, __dir__ = _lazy.sdk_attributes(
+    __name__, _SDK_NAMES, "the mcp SDK: pip install 'simplex-rpc[mcp]'"
+)
