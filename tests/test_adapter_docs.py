@@ -63,3 +63,14 @@ def test_the_responder_and_the_caller_run_against_the_simulator() -> None:
 @pytest.mark.parametrize("block", python_blocks()[2:])
 def test_other_blocks_compile(block: str) -> None:
     compile(block, str(DOC), "exec")
+
+
+def test_the_adapter_docstring_names_each_of_its_parts() -> None:
+    """The package docstring lists its parts: every private module, none that is gone."""
+    import pkgutil
+
+    import simplex_rpc.adapter as adapter
+
+    parts = {m.name for m in pkgutil.iter_modules(adapter.__path__)}
+    named = set(re.findall(r":mod:`\.(_\w+)`", adapter.__doc__ or ""))
+    assert named == parts

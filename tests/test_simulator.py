@@ -484,3 +484,41 @@ def test_simulator_rejects_bad_configuration() -> None:
         CoreSimulator().url_for("no/slash")
     with pytest.raises(RuntimeError):
         CoreSimulator().native_handle()
+
+
+# -- one source for the simulator's answers (final review) ---------------------------------
+
+
+def test_the_simulator_builds_its_chat_errors_in_one_place() -> None:
+    """ChatError (simplex-chat bots/api/TYPES.md: chatCmdError with errorStore or error)
+    is built by one set of functions, so the Service RPC side and the chat side of the
+    simulator answer with the same shapes."""
+    from simplex_rpc.testing import _chat
+
+    for name in ("_cmd_error", "_chat_error", "_store_error"):
+        assert getattr(testing, name) is getattr(_chat, name), name
+    assert _chat._store_error("userNotFound", userId=2) == {
+        "type": "chatCmdError",
+        "chatError": {"type": "errorStore", "storeError": {"type": "userNotFound", "userId": 2}},
+    }
+
+
+def test_the_simulator_reads_an_address_token_from_its_short_and_full_links() -> None:
+    """A contact address has a short and a full link (CreatedConnLink, TYPES.md); both
+    name the same address, and nothing else (a group link, a foreign link) is one."""
+    from simplex_rpc.testing import _link_token
+
+    async def main() -> None:
+        async with cores() as (sim, bob, _alice):
+            await started(bob, service_requests=True)
+            created = await bob.service_address(1)
+            assert created.short_link is not None
+            token = _link_token(created.short_link)
+            assert token is not None
+            assert _link_token(created.full_link) == token
+            ids = sim.create_group("team", "bob", [])
+            assert _link_token(sim.group_link("bob", ids[("bob", 1)])) is None
+            assert _link_token("simplex:/a#abc?h=example") is None
+            assert _link_token(created.short_link + " ") is None
+
+    run(main)

@@ -30,7 +30,6 @@ JSON-RPC errors of the bot raise the SDK's own error classes
 from __future__ import annotations
 
 import math
-import re
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Final
@@ -75,6 +74,7 @@ from ._envelope import ErrorCode, ErrorInfo, Request
 from ._keys import SigningKey
 from ._redact import redact
 from .adapter import CallRefused, ChatCore, ChatCoreTimeout
+from .adapter._chat import check_chat_ref
 from .errors import ChatCoreError, SimplexRpcError, _rebuild
 
 __all__ = ["Conversation", "ServiceRpcError", "SimplexA2aTransport", "register_client"]
@@ -85,18 +85,13 @@ RoundTrip = Callable[[dict[str, Any], float], Awaitable[dict[str, Any]]]
 """One request to the bot: the JSON-RPC request and the seconds it may take in,
 its JSON-RPC response out."""
 
-_CHAT_REF: Final = re.compile(r"[@#][1-9][0-9]{0,18}")
-
-
 Conversation = str | tuple[str, str]
 """Where a bot's conversation is: a direct chat's ChatRef (``"@5"``), or a group's
 ChatRef with the bot's member display name (``("#7", "bot")``)."""
 
 
 def _check_chat(chat: object, where: str) -> str:
-    if not isinstance(chat, str) or not _CHAT_REF.fullmatch(chat):
-        raise SimplexRpcError(f"{where}: expected a ChatRef, '@<contactId>' or '#<groupId>'")
-    return chat
+    return check_chat_ref(chat, where)
 
 
 def _check_conversation(chat: object, member: object, where: str) -> tuple[str, str | None]:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
@@ -68,6 +67,7 @@ from ._envelope import ErrorCode, ErrorInfo, Request
 from ._keys import SigningKey
 from ._redact import RedactingLogger, redact
 from .adapter import CallRefused, ChatCore, ChatCoreTimeout
+from .adapter._chat import check_chat_ref
 from .errors import ChatCoreError, SimplexRpcError
 
 __all__ = ["CONVERSATION_HINT", "SERVICE_RPC_ERROR", "VIAS", "SimplexTransport", "Via"]
@@ -86,8 +86,6 @@ Via = Literal["rpc", "chat", "auto"]
 
 VIAS: Final[tuple[Via, ...]] = ("rpc", "chat", "auto")
 """The transports a request can go by (``auto``: chosen from the address's declarations)."""
-
-_CHAT_REF: Final = re.compile(r"[@#][1-9][0-9]{0,18}")
 
 CONVERSATION_HINT: Final = (
     "call it in a conversation: use the chat transport: via='chat',"
@@ -189,22 +187,23 @@ class SimplexTransport:
         if via not in VIAS:
             raise SimplexRpcError(f"via: {str(via)[:32]!r} is not one of {', '.join(VIAS)}")
         if via == "chat":
-            if not isinstance(target, str) or not _CHAT_REF.fullmatch(target):
-                raise SimplexRpcError(
-                    "target: via='chat' calls in a conversation: expected a ChatRef,"
-                    " '@<contactId>' or '#<groupId>'"
-                )
+            target = check_chat_ref(target, "target: via='chat' calls in a conversation")
             if member is not None and (not isinstance(member, str) or not member):
                 raise SimplexRpcError("member: expected a member's display name")
             if member is not None and target.startswith("@"):
                 raise SimplexRpcError("member: a direct chat has no members to mention")
         elif member is not None:
             raise SimplexRpcError("member: only for via='chat' in a group")
-        elif isinstance(target, str) and _CHAT_REF.fullmatch(target):
-            raise SimplexRpcError(
-                f"target: {target} is a ChatRef: use via='chat', or the address link for"
-                f" via={via!r}"
-            )
+        else:
+            try:
+                check_chat_ref(target, "target")
+            except SimplexRpcError:
+                pass  # not a ChatRef: a link or a name, as check_destination took it
+            else:
+                raise SimplexRpcError(
+                    f"target: {target} is a ChatRef: use via='chat', or the address link for"
+                    f" via={via!r}"
+                )
         check_seconds(timeout, "timeout")
 
     def __repr__(self) -> str:

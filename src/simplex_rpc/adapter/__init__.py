@@ -10,6 +10,10 @@ the only part of the library that does I/O. Its parts:
   ``{"corrId", "resp"}``, an event ``{"resp"}`` without a ``corrId``:
   simplex-chat ``bots/README.md``) and the native library of the
   ``simplex-chat`` Python package (:meth:`ChatCore.native`).
+* :mod:`._frames`: the core's frames read strictly, with the library's JSON
+  rules (the envelope a frame carries cut out and read on its own).
+* :mod:`._errors`: the adapter's errors (:class:`ChatCoreClosed`,
+  :class:`ChatCoreTimeout`) and the strict JSON reading of a core message.
 * :mod:`._core`: ``ChatCore``'s commands and events.
 * :mod:`._service`: Service RPC, the requester and the responder.
 * :mod:`._chat`: the chat transport, ``/_call`` sent and answered as messages.

@@ -43,8 +43,8 @@ from ..chat import (
     parse_reply,
 )
 from ..declarations import parse_protocols
-from ..errors import CallSyntaxError, DeclarationError, SimplexRpcError
-from ._core import _check_user_id, _dump_command_json, log
+from ..errors import CallSyntaxError, ChatCoreError, DeclarationError, SimplexRpcError
+from ._core import _check_seconds, _check_user_id, _dump_command_json, log
 from ._declare import _Declarations
 from ._errors import ChatCoreClosed
 
@@ -61,7 +61,8 @@ DEFAULT_CALL_WAIT: Final = 30.0
 
 # Record ids (users, contacts, groups, chat items) are the core's Int64, positive.
 _ID_END: Final = 2**63
-_CHAT_REF: Final = re.compile(r"(?P<type>[@#])(?P<id>[1-9][0-9]{0,17})")
+# ChatRef (TYPES.md): "@<contactId>" or "#<groupId>", the id an Int64 record id.
+_CHAT_REF: Final = re.compile(r"[@#](?P<id>[1-9][0-9]{0,18})")
 # The longest text looked at as a command: a message the core delivers is at
 # most 15,602 bytes of JSON, so anything far longer is not one.
 _MAX_TEXT: Final = 4 * 15_602
@@ -125,12 +126,21 @@ class IncomingCall:
     user_id: int
 
 
-def _check_chat(chat: object) -> str:
-    if not isinstance(chat, str) or _CHAT_REF.fullmatch(chat) is None:
-        raise SimplexRpcError(
-            f"chat: expected a ChatRef such as '@5' or '#7', got {show(chat, 40)}"
-        )
-    return chat
+def check_chat_ref(value: object, where: str) -> str:
+    """``value`` if it is a ChatRef of a contact or group, else :class:`SimplexRpcError`.
+
+    A ChatRef (``bots/api/TYPES.md``) is ``@<contactId>`` or ``#<groupId>``;
+    the id is a record id of the core, ``Int64``: 1 <= id < 2**63, in plain
+    ASCII digits without a leading zero. The error names ``where``.
+    """
+    if isinstance(value, str):
+        match = _CHAT_REF.fullmatch(value)
+        if match is not None and int(match["id"]) < _ID_END:
+            return value
+    raise SimplexRpcError(
+        f"{where}: expected a ChatRef, '@<contactId>' or '#<groupId>' with an id from 1"
+        f" to 2**63-1, got {show(value, 40)}"
+    )
 
 
 def _path(value: Any, *keys: str) -> Any:
@@ -438,11 +448,9 @@ class _CallServer:
             self.handlers[protocol] = _as_handler(handler, protocol)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise SimplexRpcError("concurrency: expected a positive integer")
-        if not isinstance(handler_timeout, (int, float)) or not handler_timeout > 0:
-            raise SimplexRpcError("handler_timeout: expected a positive number of seconds")
         self.core = core
         self.user_id = user_id
-        self.handler_timeout = float(handler_timeout)
+        self.handler_timeout = _check_seconds(handler_timeout, "handler_timeout")
         self.concurrency = concurrency
         self.running = 0
         self.backlog: deque[_Received] = deque()
@@ -680,11 +688,28 @@ class _CallServer:
             {"msgContent": {"type": "text", "text": text}, "quotedItemId": received.item_id}
         ]
         try:
-            await self.core.command(f"/_send {received.chat} json {_dump_command_json(composed)}")
+            cmd = f"/_send {received.chat} json {_dump_command_json(composed, 'the reply')}"
+        except SimplexRpcError as exc:
+            log.warning("/_call %s: a reply not sent: %s", where, exc)
+            return
+        try:
+            resp = await self.core.command(cmd)
         except ChatCoreClosed:
             raise
         except SimplexRpcError as exc:
             log.warning("/_call %s: the core refused a reply: %s", where, exc)
+            return
+        # APISendMessages names no user: the core sends as its active user. Checked
+        # at the start; a switch of the active user since then shows here.
+        sender = _int(_path(resp, "user", "userId"))
+        if sender != self.user_id:
+            log.error(
+                "/_call %s: the core sent the reply as user %s, not user %d: the active user"
+                " changed while serving",
+                where,
+                sender,
+                self.user_id,
+            )
 
 
 class _ChatCalls(_Declarations):
@@ -752,6 +777,7 @@ class _ChatCalls(_Declarations):
         # coroutine has started is seen, however long declaring takes.
         stream = self.events()
         try:
+            await self._active_user(user_id, SimplexRpcError)
             if declared is not None:
                 await self._declare_transport(user_id, sorted(declared), "chat", declared)
         except BaseException:
@@ -760,11 +786,27 @@ class _ChatCalls(_Declarations):
         await server.run(stream)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _active_user(self) -> int:
+    async def _active_user(
+        self, wanted: int | None = None, refused: type[SimplexRpcError] = SimplexRpcError
+    ) -> int:
+        """The core's active user (ShowActiveUser, ``/user``: ``activeUser``, COMMANDS.md).
+
+        The chat transport acts as that user only: APISendMessages (``/_send
+        <chatRef> ...``) and APIListMembers (``/_members #<groupId>``) name no
+        user, so the core resolves the chat among its active user's chats and
+        sends as that user. A ``wanted`` user that is not the active one
+        raises ``refused``, before anything is sent.
+        """
         resp = await self.command("/user")
         user_id = _id(_path(resp, "user", "userId"))
         if resp.get("type") != "activeUser" or user_id is None:
             raise SimplexRpcError("the chat core did not name its active user (/user)")
+        if wanted is not None and wanted != user_id:
+            raise refused(
+                f"user_id: user {wanted} is not the chat core's active user ({user_id}); the"
+                " chat transport acts as the active user only (/_send names no user): make"
+                f" user {wanted} active first (/_user {wanted})"
+            )
         return user_id
 
     async def _group_members(self, group_id: int) -> tuple[dict[str, Any], list[Any]]:
@@ -804,9 +846,8 @@ class _ChatCalls(_Declarations):
         parameter in a group ("A request with a credential MUST NOT be sent
         in a group"), a mention in a direct chat or of an unknown member.
         """
-        chat = _check_chat(chat)
-        if not isinstance(wait, (int, float)) or not wait > 0:
-            raise SimplexRpcError("wait: expected a positive number of seconds")
+        chat = check_chat_ref(chat, "chat")
+        wait = _check_seconds(wait, "wait")
         group = chat.startswith("#")
         chat_id = int(chat[1:])
         try:
@@ -825,7 +866,8 @@ class _ChatCalls(_Declarations):
                     "a2a: a request with a credential MUST NOT be sent in a group"
                     f" (service parameters {', '.join(sorted(credentials))})"
                 )
-        user = _check_user_id(user_id) if user_id is not None else await self._active_user()
+        wanted = _check_user_id(user_id) if user_id is not None else None
+        user = await self._active_user(wanted, CallRefused)
         mentions: dict[str, int] = {}
         served: set[str] = set()
         if group:
@@ -846,11 +888,18 @@ class _ChatCalls(_Declarations):
         collector = ReplyCollector()
         stream = self.events()
         try:
-            resp = await self.command(f"/_send {chat} json {_dump_command_json([composed])}")
+            cmd = f"/_send {chat} json {_dump_command_json([composed], 'the /_call')}"
+            resp = await self.command(cmd)
             item_id = _id(_path(_first(resp.get("chatItems")), "chatItem", "meta", "itemId"))
             if resp.get("type") != "newChatItems" or item_id is None:
                 raise SimplexRpcError(
                     f"unexpected answer {show(resp.get('type'), 60)} to /_send: no chat item id"
+                )
+            sender = _int(_path(resp, "user", "userId"))
+            if sender != user:
+                raise ChatCoreError(
+                    f"the core sent the /_call as user {sender}, not user {user}: the active"
+                    " user changed meanwhile; its replies are not collected"
                 )
             peer: str | None = None
             if not group:

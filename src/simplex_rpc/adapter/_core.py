@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any, Final, Protocol, Self
 
+from .. import _json
 from .._redact import RedactingLogger, redact, redact_tree, show
 from ..errors import ChatCoreError, SimplexRpcError
 from ._errors import ChatCoreClosed, ChatCoreTimeout, _AnswerLost
@@ -49,9 +49,28 @@ def _command_name(cmd: str) -> str:
     return cmd.split(" ", 1)[0][:40]
 
 
-def _dump_command_json(value: Any) -> str:
-    """Compact JSON for a command argument; one line, so it cannot inject another command."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+def _dump_command_json(value: Any, where: str) -> str:
+    """Compact JSON for a command argument; one line, so it cannot inject another command.
+
+    Raises :class:`SimplexRpcError` naming ``where`` for a value JSON cannot
+    carry to the core (NaN, a lone surrogate, nesting too deep, a type JSON
+    does not have): the library's :func:`simplex_rpc._json.dumps` rules.
+    """
+    try:
+        return _json.dumps(value).decode("utf-8")
+    except (_json.JsonError, TypeError) as exc:
+        raise SimplexRpcError(f"{where}: cannot be sent as JSON: {exc}") from None
+
+
+def _check_seconds(value: object, name: str) -> float:
+    """``value`` as seconds, positive and finite: the library's one check.
+
+    That is :func:`simplex_rpc._client_args.check_seconds`, imported when
+    first used because ``_client_args`` imports this package.
+    """
+    from .._client_args import check_seconds
+
+    return check_seconds(value, name)
 
 
 def _core_error(what: str, chat_error: object) -> ChatCoreError:
@@ -416,10 +435,14 @@ class _CoreBase:
         Raises :class:`ChatCoreError` (with the core's error object) for a
         ``chatCmdError``, :class:`ChatCoreClosed` when the connection is or
         gets closed, and :class:`ChatCoreTimeout` when no answer comes in
-        ``timeout`` seconds.
+        ``timeout`` seconds (None: no limit). A ``timeout`` that is not a
+        positive, finite number of seconds raises :class:`SimplexRpcError`
+        before anything is sent.
         """
         if not isinstance(cmd, str) or "\n" in cmd or "\r" in cmd:
             raise SimplexRpcError("command: expected one line of text")
+        if timeout is not None:
+            timeout = _check_seconds(timeout, "timeout")
         if self._failure is not None:
             raise ChatCoreClosed(str(self._failure))
         name = _command_name(cmd)

@@ -187,7 +187,8 @@ class _Declarations(_CoreBase):
         preferences = dict(preferences) if isinstance(preferences, dict) else {}
         preferences["protocols"] = build_protocols(declarations)
         profile["preferences"] = preferences
-        resp = await self.command(f"/_profile {user_id} {_dump_command_json(profile)}")
+        profile_json = _dump_command_json(profile, "profile")
+        resp = await self.command(f"/_profile {user_id} {profile_json}")
         if resp.get("type") not in ("userProfileUpdated", "userProfileNoChange"):
             raise ChatCoreError(f"unexpected answer {show(resp.get('type'), 60)} to /_profile")
         log.info("user %d declares %s", user_id, ", ".join(sorted(declarations)) or "nothing")
@@ -227,7 +228,8 @@ class _Declarations(_CoreBase):
         preferences = dict(preferences) if isinstance(preferences, dict) else {}
         preferences["protocols"] = build_protocols(declarations, group=True)
         profile["groupPreferences"] = preferences
-        resp = await self.command(f"/_group_profile #{group_id} {_dump_command_json(profile)}")
+        profile_json = _dump_command_json(profile, "group profile")
+        resp = await self.command(f"/_group_profile #{group_id} {profile_json}")
         if resp.get("type") != "groupUpdated":
             raise ChatCoreError(
                 f"unexpected answer {show(resp.get('type'), 60)} to /_group_profile"

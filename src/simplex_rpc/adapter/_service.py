@@ -33,7 +33,7 @@ from .._keys import PublicKey, SigningKey
 from .._redact import show
 from .._seal import MAX_RESPONSE
 from ..errors import ChatCoreError, EnvelopeError, KeyFormatError, SimplexRpcError
-from ._core import _check_user_id, _CoreBase, _dump_command_json, log
+from ._core import _check_seconds, _check_user_id, _CoreBase, _dump_command_json, log
 from ._declare import _Declarations
 from ._errors import ChatCoreClosed, ChatCoreTimeout, _AnswerLost
 
@@ -265,9 +265,8 @@ class _ServiceRpc(_Declarations):
         settings = contact_link.get("addressSettings") if isinstance(contact_link, dict) else None
         if not isinstance(settings, dict):
             settings = {"businessAddress": False}
-        updated = await self.command(
-            f"/_address_settings {user_id} {option} {_dump_command_json(settings)}"
-        )
+        settings_json = _dump_command_json(settings, "address settings")
+        updated = await self.command(f"/_address_settings {user_id} {option} {settings_json}")
         link = updated.get("contactLink")
         address = ServiceAddress.from_created_link(
             link.get("connLinkContact") if isinstance(link, dict) else None
@@ -298,6 +297,8 @@ class _ServiceRpc(_Declarations):
         """
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise SimplexRpcError("retries: expected a non-negative integer")
+        if max_retry_after is not None:
+            max_retry_after = _check_seconds(max_retry_after, "max_retry_after")
         cmd = service_request_command(user_id, target, request, timeout=timeout, sign_key=sign_key)
         wait_for = (
             float(timeout if timeout is not None else DEFAULT_REQUEST_TIMEOUT) + _REQUEST_GRACE
@@ -554,17 +555,15 @@ class _Responder:
             check_protocol_name(name, "versions")
             if name not in self.protocols:
                 raise SimplexRpcError(f"versions: {name!r} is not among the served protocols")
-            if isinstance(served, (str, bytes)):
-                raise TypeError(f"versions[{name!r}]: expected a collection of versions")
+            if isinstance(served, (str, bytes)) or not isinstance(served, Collection):
+                raise SimplexRpcError(
+                    f"versions[{name!r}]: expected a collection of versions, got"
+                    f" {type(served).__name__}"
+                )
             self.versions[name] = frozenset(_version_key(v) for v in served)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise SimplexRpcError("concurrency: expected a positive integer")
-        if (
-            isinstance(handler_timeout, bool)
-            or not isinstance(handler_timeout, (int, float))
-            or not 0 < handler_timeout < math.inf
-        ):
-            raise SimplexRpcError("handler_timeout: expected a positive number of seconds")
+        handler_timeout = _check_seconds(handler_timeout, "handler_timeout")
         if handler_timeout >= RESPONSE_WINDOW:
             log.warning(
                 "handler_timeout %g s is not below the core's %g s window:"
@@ -591,6 +590,10 @@ class _Responder:
         # The core's event buffer bounds what waits here too: past it, shed.
         self.max_queue = min(max_queue, core._event_buffer)
         self.grace = float(grace)
+        if rate_limit is not None and not isinstance(rate_limit, RateLimit):
+            raise SimplexRpcError(
+                f"rate_limit: expected a RateLimit or None, got {type(rate_limit).__name__}"
+            )
         self.limiter = _Limiter(rate_limit) if rate_limit is not None else None
         self.queue: deque[_Incoming] = deque()
         self.running: dict[asyncio.Task[None], _Incoming] = {}

@@ -49,7 +49,7 @@ from .. import _backend, _json
 from .._keys import SigningKey
 from .._redact import RedactingLogger, show
 from ..errors import KeyFormatError, PaddingError
-from ._chat import ChatWorld, Party
+from ._chat import ChatWorld, Party, _chat_error, _cmd_error, _store_error, active_user
 
 PartyRef = str | tuple[str, int]
 """A user of a simulated core: ``("alice", 2)``, or ``"alice"`` for its user 1."""
@@ -92,6 +92,12 @@ _START_OPTIONS: Final = {
 }
 
 
+def _link_token(link: str) -> str | None:
+    """The address token of a contact address link of this simulator (short or full), or None."""
+    match = _SHORT_LINK.fullmatch(link) or _FULL_LINK.fullmatch(link)
+    return match["token"] if match is not None else None
+
+
 # -- the core's answers ------------------------------------------------------
 
 
@@ -104,18 +110,6 @@ def _frame(message: dict[str, Any]) -> str:
     except UnicodeEncodeError:
         return json.dumps(message)
     return text
-
-
-def _cmd_error(chat_error: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "chatCmdError", "chatError": chat_error}
-
-
-def _chat_error(tag: str, **fields: Any) -> dict[str, Any]:
-    return _cmd_error({"type": "error", "errorType": {"type": tag, **fields}})
-
-
-def _store_error(tag: str, **fields: Any) -> dict[str, Any]:
-    return _cmd_error({"type": "errorStore", "storeError": {"type": tag, **fields}})
 
 
 def _agent_error(agent_error: dict[str, Any]) -> dict[str, Any]:
@@ -422,11 +416,9 @@ class CoreSimulator:
 
     def set_link_data(self, link: str, **fields: Any) -> None:
         """Add fields (``serves``, ...) to the link data of a contact address."""
-        short = _SHORT_LINK.fullmatch(link)
-        full = _FULL_LINK.fullmatch(link)
-        if short is None and full is None:
+        token = _link_token(link)
+        if token is None:
             raise ValueError("set_link_data: not a contact address of this simulator")
-        token = (short or full)["token"]  # type: ignore[index]
         self._chat.link_data.setdefault(token, {}).update(fields)
 
     async def send_event(self, core: str, event: dict[str, Any]) -> None:
@@ -459,11 +451,9 @@ class CoreSimulator:
                 "connLink": {"connFullLink": link, "connShortLink": link},
                 "connectionPlan": {"type": "groupLink", "groupLinkPlan": group_plan},
             }
-        short = _SHORT_LINK.fullmatch(link)
-        full = _FULL_LINK.fullmatch(link)
-        if short is None and full is None:
+        token = _link_token(link)
+        if token is None:
             return _chat_error("invalidConnReq")
-        token = (short or full)["token"]  # type: ignore[index]
         address = self._addresses.get(token)
         if address is None:
             return _chat_error("invalidConnReq")
@@ -476,7 +466,7 @@ class CoreSimulator:
             # ContactAddressPlan "known" (TYPES.md) carries the Contact; the
             # simulator takes any contact of the owner as made through the address.
             plan = {"type": "known", "contact": self._chat.contact_record(party, known)}
-        elif short is None:
+        elif _SHORT_LINK.fullmatch(link) is None:
             # The link data goes with the short link: a full link's plan is "ok"
             # with contactSLinkData_ null (ContactShortLinkData?, TYPES.md).
             plan = {"type": "ok", "contactSLinkData_": None}
@@ -582,7 +572,8 @@ class CoreSimulator:
             core.service_requests = False
             return {"type": "chatStopped"}
         if cmd == "/user":
-            return {"type": "activeUser", "user": self._chat.user((core.name, min(core.users)))}
+            user = (core.name, active_user(core.users))
+            return {"type": "activeUser", "user": self._chat.user(user)}
         if m := _CONNECT_PLAN.fullmatch(cmd):
             return self._connect_plan(core, int(m["user"]), m["link"])
         if cmd.startswith("/_service_request "):
@@ -678,11 +669,10 @@ class CoreSimulator:
         }
 
     def _resolve(self, target: str) -> _Address | dict[str, Any]:
-        short = _SHORT_LINK.fullmatch(target)
-        full = _FULL_LINK.fullmatch(target)
-        if short is None and full is None:
+        token = _link_token(target)
+        if token is None:
             return _chat_error("invalidConnReq")
-        token = (short or full)["token"]  # type: ignore[index]
+        full = _FULL_LINK.fullmatch(target)
         address = self._addresses.get(token)
         if address is None:
             # The address's queue is gone: the router refuses the request.

@@ -45,6 +45,15 @@ _GROUPS: Final = re.compile(r"/_groups (?P<user>\d{1,18})")
 _MEMBERS: Final = re.compile(r"/_members #(?P<id>\d{1,18})")
 
 
+def active_user(users: frozenset[int]) -> int:
+    """The active user of a core with ``users`` (``/user``): the lowest id.
+
+    The simulator has no APISetActiveUser (``/_user``): the active user stays
+    the first one.
+    """
+    return min(users)
+
+
 def _cmd_error(chat_error: dict[str, Any]) -> dict[str, Any]:
     return {"type": "chatCmdError", "chatError": chat_error}
 
@@ -284,14 +293,17 @@ class ChatWorld:
                 "users": [{"user": self.user((core, u)), "unreadCount": 0} for u in sorted(users)],
             }
         if m := _SEND.fullmatch(cmd):
-            return await self._send(core, users, m)
+            # APISendMessages names no user: the core sends as its active user, in a
+            # chat of that user only (COMMANDS.md).
+            return await self._send(core, frozenset({active_user(users)}), m)
         if m := _PROFILE.fullmatch(cmd):
             return self._update_profile(core, users, int(m["user"]), m["json"])
         if m := _GROUP_PROFILE.fullmatch(cmd):
             return await self._update_group_profile(core, users, int(m["id"]), m["json"])
         if m := _MEMBERS.fullmatch(cmd):
-            # APIListMembers: groupMembers with group: Group {groupInfo, members}.
-            found = self._sender(core, users, "#", int(m["id"]))
+            # APIListMembers: groupMembers with group: Group {groupInfo, members}. It
+            # names no user either: a group of the active user only.
+            found = self._sender(core, frozenset({active_user(users)}), "#", int(m["id"]))
             if isinstance(found, dict):
                 return found
             party, group = found
