@@ -226,29 +226,6 @@ def _sender_refusal(core: _Core, user_id: int) -> dict[str, Any] | None:
     return None
 
 
-def _user(user_id: int) -> dict[str, Any]:
-    """A ``User`` record (simplex-chat ``bots/api/TYPES.md``), reduced to what tests need."""
-    return {
-        "userId": user_id,
-        "agentUserId": user_id,
-        "userContactId": user_id,
-        "localDisplayName": f"user{user_id}",
-        "profile": {
-            "profileId": user_id,
-            "displayName": f"user{user_id}",
-            "fullName": "",
-            "localAlias": "",
-        },
-        "activeUser": True,
-        "activeOrder": user_id,
-        "showNtfs": True,
-        "sendRcptsContacts": False,
-        "sendRcptsSmallGroups": False,
-        "autoAcceptMemberContacts": False,
-        "clientService": False,
-    }
-
-
 class CoreSimulator:
     """A loopback WebSocket server that behaves like the chat core for Service RPC.
 
@@ -594,11 +571,11 @@ class CoreSimulator:
             if m["name"] == "show_address":
                 return {
                     "type": "userContactLink",
-                    "user": _user(user_id),
+                    "user": self._chat.user((core.name, user_id)),
                     "contactLink": address.contact_link(),
                 }
             del self._addresses[address.token]
-            return {"type": "userContactLinkDeleted", "user": _user(user_id)}
+            return {"type": "userContactLinkDeleted", "user": self._chat.user((core.name, user_id))}
         chat = await self._chat.run(core.name, core.users, cmd)
         if chat is not None:
             return chat
@@ -641,7 +618,7 @@ class CoreSimulator:
         self._addresses[token] = address
         return {
             "type": "userContactLinkCreated",
-            "user": _user(user_id),
+            "user": self._chat.user((core.name, user_id)),
             "connLinkContact": address.created_link(),
         }
 
@@ -664,7 +641,7 @@ class CoreSimulator:
             address.ratchet_key = secrets.token_urlsafe(16)
         return {
             "type": "userContactLinkUpdated",
-            "user": _user(user_id),
+            "user": self._chat.user((core.name, user_id)),
             "contactLink": address.contact_link(),
         }
 
@@ -737,7 +714,7 @@ class CoreSimulator:
             self._pending[request_id] = pending
             event: dict[str, Any] = {
                 "type": "serviceRequest",
-                "user": _user(address.user_id),
+                "user": self._chat.user((responder.name, address.user_id)),
                 "requestId": request_id,
             }
             if opened.signer is not None:
@@ -752,7 +729,11 @@ class CoreSimulator:
         except TimeoutError:
             self.stats.requester_timeouts += 1
             return _service_error("ASETimeout")
-        return {"type": "serviceResponse", "user": _user(user_id), "responseData": response}
+        return {
+            "type": "serviceResponse",
+            "user": self._chat.user((core.name, user_id)),
+            "responseData": response,
+        }
 
     def _expire(self, request_id: str) -> None:
         if self._pending.pop(request_id, None) is not None:
@@ -801,7 +782,7 @@ class CoreSimulator:
         self.stats.responses += 1
         return {
             "type": "serviceReplyAccepted",
-            "user": _user(user_id),
+            "user": self._chat.user((core.name, user_id)),
             "connectionId": secrets.token_urlsafe(9),
         }
 
