@@ -128,9 +128,7 @@ def test_no_log_line_at_any_level_and_no_repr_holds_a_credential_or_key(
                 # unsigned and signed MCP requests
                 for n in range(3):
                     await alice.service_request(1, link, Request(protocol="mcp", request={"n": n}))
-                    signed = Request(
-                        protocol="mcp", request={"n": n}, request_key=key.public_key
-                    )
+                    signed = Request(protocol="mcp", request={"n": n}, request_key=key.public_key)
                     await alice.service_request(1, link, signed, sign_key=key)
                 # A2A with credentials over Service RPC, unsigned and signed
                 for n in range(3):
@@ -197,7 +195,7 @@ def test_redact_removes_credentials_in_every_form_the_library_logs() -> None:
     """``redact`` (the one redaction function every log line passes through) knows the
     credentials of A2A service parameters as the command text, the event, and the
     escaped JSON of a ``/_send`` carry them."""
-    from simplex_rpc._redact import redact
+    from simplex_rpc._wire.redact import redact
 
     params = {"Authorization": f"Bearer {TOKEN}", "X-Tenant": TENANT}
     request = json.dumps({"jsonrpc": "2.0", "id": 1, "a2a-service-parameters": params})

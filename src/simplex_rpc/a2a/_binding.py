@@ -163,7 +163,6 @@ def agent_card_interface(contact_link: str, a2a_version: str = "1.0") -> dict[st
     return {"url": contact_link, "protocolBinding": BINDING_URI, "protocolVersion": a2a_version}
 
 
-
 def make_request(
     method: str,
     params: Mapping[str, Any] | None,

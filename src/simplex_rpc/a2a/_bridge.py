@@ -366,9 +366,7 @@ class A2aBridge:
         caller for an unsigned request.
         """
         envelope = envelope_of(service_request)
-        refused = refuse_envelope(
-            envelope, a2a.PROTOCOL, "A2A-Version is a service parameter"
-        )
+        refused = refuse_envelope(envelope, a2a.PROTOCOL, "A2A-Version is a service parameter")
         if refused is not None:
             return refused
         message = envelope.request

@@ -123,7 +123,7 @@ CallHandlers: TypeAlias = "Mapping[str, CallHandler | ChatBridge]"
 """What :meth:`~_ChatCalls.serve_calls` serves: a handler or a bridge for each protocol name."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class IncomingCall:
     """One received ``/_call``, as a :meth:`~_ChatCalls.serve_calls` handler sees it.
 
@@ -142,6 +142,17 @@ class IncomingCall:
     item_id: int
     caller: Caller
     user_id: int
+
+    def __repr__(self) -> str:
+        # The request is the peer's data and may carry credentials (A2A service
+        # parameters): named by its size, never shown.
+        members = len(self.request) if isinstance(self.request, dict) else 0
+        return (
+            f"IncomingCall(protocol={self.protocol!r}, request=<an object of {members}"
+            f" members>, chat={self.chat!r}, sender={show(self.sender, 64)},"
+            f" member={show(self.member, 64)}, item_id={self.item_id!r},"
+            f" caller={self.caller!r}, user_id={self.user_id!r})"
+        )
 
 
 def check_chat_ref(value: object, where: str) -> str:
@@ -792,8 +803,11 @@ class _ChatCalls(_Declarations):
         _check_versions(versions, server.handlers)
         declared = _declared_versions(handlers, versions) if declare else None
         # Subscribed before anything is awaited: a command sent once this
-        # coroutine has started is seen, however long declaring takes.
+        # coroutine has started is seen, however long declaring takes; and the
+        # commands that came before it (held by the core for event_hold seconds)
+        # come first.
         stream = self.events()
+        self._take_held_calls(stream, user_id)
         try:
             await self._active_user(user_id, SimplexRpcError)
             if declared is not None:

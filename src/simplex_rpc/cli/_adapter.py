@@ -223,6 +223,7 @@ async def run_serve(
             "max_queue": args.max_queue,
             "grace": args.grace,
         }
+
         def ready() -> None:
             # Printed once serving: a caller that waits for this line can call at once.
             if link:
