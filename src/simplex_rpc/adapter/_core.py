@@ -715,19 +715,26 @@ class _CoreBase:
             self._subscribers.add(stream)
         return stream
 
-    async def start(self, service_requests: bool = True, *, main: bool = True) -> bool:
+    async def start(
+        self,
+        service_requests: bool = True,
+        *,
+        main: bool = True,
+        timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
+    ) -> bool:
         """Start the chat, with service requests enabled or not; True if it was started now.
 
         Sends ``/_start main=on service_requests=on``: the syntax of simplex-chat
         ``bots/api/COMMANDS.md`` (StartChat, ``/_start main=on|off[ snd_files=off]
         [ service_requests=on]``), where the bare ``/_start`` takes no options.
         A chat already running answers ``chatRunning`` and keeps its settings:
-        then False is returned and a warning logged.
+        then False is returned and a warning logged. ``timeout`` bounds the wait
+        for the answer, as for :meth:`command`.
         """
         cmd = "/_start main=" + ("on" if main else "off")
         if service_requests:
             cmd += " service_requests=on"
-        resp = await self.command(cmd)
+        resp = await self.command(cmd, timeout=timeout)
         kind = resp.get("type")
         if kind == "chatStarted":
             log.info("chat started (service requests %s)", "on" if service_requests else "off")

@@ -383,10 +383,12 @@ def connector(
 
     @contextlib.asynccontextmanager
     async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
-        async with ChatCore.connect(core_url) as core:
+        # --timeout bounds the connection step too: a core that does not answer fails the
+        # attempt (and the request waiting for it) in that time, not the 60 s of /_start.
+        async with ChatCore.connect(core_url, open_timeout=timeout) as core:
             if start:
                 # A core that is running already answers chatRunning and is unchanged.
-                await core.start(service_requests=False)
+                await core.start(service_requests=False, timeout=timeout)
             transport = SimplexTransport(
                 core,
                 user_id,
