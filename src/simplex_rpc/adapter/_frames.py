@@ -33,6 +33,11 @@ ENVELOPE_MEMBERS: Final = frozenset({"requestData", "responseData"})
 # string of escaped quotes (issue 21: 1.3 s for 16 KB). Unrolled, so matching is linear.
 _STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _WS: Final = re.compile(r"[ \t\n\r]*")
+# A member's name and its colon; the brace that opens an object (and whether it closes at
+# once); the comma or brace after a value. Each matched where it starts.
+_MEMBER: Final = re.compile(r'[ \t\n\r]*("[^"\\]*(?:\\.[^"\\]*)*")[ \t\n\r]*:[ \t\n\r]*', re.DOTALL)
+_OPEN: Final = re.compile(r"\{[ \t\n\r]*(\})?")
+_AFTER: Final = re.compile(r"[ \t\n\r]*([,}])")
 # The next character that matters when brackets are counted: a quote or a bracket.
 _SPECIAL: Final = re.compile(r'["\[\]{}]')
 # The corrId of a frame that cannot be read, where the core puts it: first.
@@ -165,23 +170,29 @@ class _Scan:
         """Walk the object whose ``{`` is at ``pos``: at the frame's level (``outer`` None)
         descend into each member that is an object; one level in, note the envelope
         members (the first of each name only); skip every other value whole. Returns where
-        the object ends, or None when the text is not JSON there."""
-        text, n = self.text, self.n
-        pos = self.ws(pos + 1)
-        if pos < n and text[pos] == "}":
-            return pos + 1
+        the object ends, or None when the text is not JSON there.
+
+        Each member is three steps: its name and colon (one match), its value (the json
+        module's scanner), the comma or brace after it (one match).
+        """
+        text = self.text
+        match = _OPEN.match(text, pos)
+        if match is None:  # pragma: no cover - the caller found the brace
+            return None
+        self.work += match.end() - pos
+        pos = match.end()
+        if match.group(1):
+            return pos  # {}
         while True:
-            token = self.string(pos) if pos < n and text[pos] == '"' else None
-            if token is None:
+            head = _MEMBER.match(text, pos)
+            if head is None:
+                self.work += self.n - pos
                 return None
-            name = _name(token[0])
-            pos = self.ws(token[1])
-            if pos >= n or text[pos] != ":":
-                return None
-            pos = self.ws(pos + 1)
-            if pos >= n:
-                return None
-            first = text[pos]
+            self.work += head.end() - pos
+            token = head.group(1)
+            name = token[1:-1] if "\\" not in token else _name(token)
+            pos = head.end()
+            first = text[pos : pos + 1]
             end: int | None
             if outer is None and first == "{" and name is not None:
                 end = self.members(pos, cuts, name)
@@ -190,21 +201,21 @@ class _Scan:
                 if (
                     end is not None
                     and outer is not None
-                    and first in "{["
+                    and first in ("{", "[")
                     and name in ENVELOPE_MEMBERS
                     and not any(c[2:] == (outer, name) for c in cuts)
                 ):
                     cuts.append((pos, end, outer, name))
             if end is None:
                 return None
-            pos = self.ws(end)
-            if pos >= n:
+            after = _AFTER.match(text, end)
+            if after is None:
+                self.work += self.n - end
                 return None
-            if text[pos] == "}":
-                return pos + 1
-            if text[pos] != ",":
-                return None
-            pos = self.ws(pos + 1)
+            self.work += after.end() - end
+            pos = after.end()
+            if after.group(1) == "}":
+                return pos
 
 
 def _name(token: str) -> str | None:
@@ -264,6 +275,10 @@ def read_frame(text: str | bytes, *, decode_envelopes: bool = True) -> Frame:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             return Frame(None, error=f"invalid UTF-8 at byte offset {exc.start}")
+    if "\\u" not in text:
+        fast = _strict_whole(text)
+        if fast is not None:
+            return fast
     try:
         shell, cut = _cut_envelopes(text)
         value = _json.loads(shell)
@@ -280,6 +295,42 @@ def read_frame(text: str | bytes, *, decode_envelopes: bool = True) -> Frame:
     except _json.JsonError as exc:
         lenient = _lenient(text)
         return Frame(lenient, error=str(exc)[:200], corr_id=_corr_id(lenient, text))
+
+
+def _strict_whole(text: str) -> Frame | None:
+    """The common case in one strict reading of the whole frame: a frame that is strict
+    JSON as it is, each envelope member name written once (and unescaped). The envelope's
+    text is then found as the slice of its value; None sends the frame to the cut
+    (:func:`_cut_envelopes`): a frame the strict reader refuses whole (an envelope may
+    still be read on its own, with its own depth), or one whose names are ambiguous."""
+    try:
+        value = _json.loads(text)
+    except _json.JsonError:
+        return None
+    envelopes: dict[tuple[str, str], str] = {}
+    if not isinstance(value, dict):
+        return Frame(value)
+    for member in ENVELOPE_MEMBERS:
+        needle = f'"{member}"'
+        at = text.find(needle)
+        if at < 0:
+            continue
+        holders = [k for k, v in value.items() if isinstance(v, dict) and member in v]
+        if not holders:
+            continue  # deeper in the event, or a string: data, not an envelope
+        if len(holders) > 1 or text.find(needle, at + 1) >= 0:
+            return None  # more than one: the cut walks the frame
+        # The member one level in exists, and its name (no escape can spell it: the text
+        # has no \u) is written once: this is it.
+        match = _WS.match(text, at + len(needle))
+        colon = match.end() if match is not None else at + len(needle)
+        match = _WS.match(text, colon + 1)
+        start = match.end() if match is not None else colon + 1
+        if text[start : start + 1] not in ("{", "["):
+            continue  # a JSON string (the core's JSON-text form) or another value
+        end = _SKIPPER.raw_decode(text, start)[1]
+        envelopes[(holders[0], member)] = text[start:end]
+    return Frame(value, envelopes)
 
 
 def _lenient(text: str) -> Any:

@@ -585,6 +585,8 @@ class _IntervalLog:
 #: reading the core's frames (back-pressure: the socket and the core hold the rest of a
 #: burst); reading goes on once half of them are written. Nothing is dropped.
 _MAX_OUTBOX: Final = 10_000
+#: Signer keys remembered decoded (a requester signs its requests with one key).
+_SIGNER_CACHE: Final = 1024
 #: The retryAfter of a request held for a serve() that did not come in time.
 _UNSERVED_RETRY_AFTER: Final = 5
 #: The retryAfter of the requests answered while serve stops: short, so that they retry.
@@ -693,6 +695,10 @@ class _Responder:
         self.drained.set()
         self.paused = False  # the core's reading is paused by this responder
         self.info = log.isEnabledFor(logging.INFO)
+        self.signers: dict[str, PublicKey] = {}
+        # The answers' acknowledgement futures by due time, in the order sent.
+        self.awaiting: dict[asyncio.Future[dict[str, Any]], float] = {}
+        self.ack_timer: asyncio.TimerHandle | None = None
         self.wakeup = asyncio.Event()
         self.failure: ChatCoreClosed | None = None
         self.stopping = False
@@ -795,6 +801,9 @@ class _Responder:
         finally:
             self.core._request_sinks.discard(self)
             self._resume()
+            if self.ack_timer is not None:
+                self.ack_timer.cancel()
+                self.ack_timer = None
             self.overload.flush()
             self.repeated.flush()
             if not self.stopped and self.failure is None:
@@ -1102,7 +1111,7 @@ class _Responder:
             if not isinstance(incoming.signer_key, str):
                 return _failure(ErrorCode.BAD_REQUEST, "the signer key is not a key"), None
             try:
-                signer = PublicKey.decode(incoming.signer_key)
+                signer = self._signer(incoming.signer_key)
             except KeyFormatError:
                 return _failure(ErrorCode.BAD_REQUEST, "the signer key is not an Ed25519 key"), None
         try:
@@ -1182,6 +1191,17 @@ class _Responder:
                 return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
         return response, protocol
 
+    def _signer(self, text: str) -> PublicKey:
+        """The verified signer's key from its text; the few keys a requester signs with
+        are decoded once (at most ``_SIGNER_CACHE`` remembered)."""
+        key = self.signers.get(text)
+        if key is None:
+            key = PublicKey.decode(text)
+            if len(self.signers) >= _SIGNER_CACHE:
+                self.signers.clear()
+            self.signers[text] = key
+        return key
+
     def _payload(self, rid: object, response: Response) -> tuple[Response, bytes]:
         """The answer's JSON under the library's strict rules and the size limit:
         a result they refuse is answered internal, one too long too_large."""
@@ -1220,18 +1240,41 @@ class _Responder:
             answer.response, answer.payload = self._payload(rid, answer.response)
         cmd = f"/_service_response {self.user_id} {answer.request_id} {answer.payload.decode()}"
         try:
-            await self.core._post_command(
-                cmd, DEFAULT_COMMAND_TIMEOUT, functools.partial(self._acked, answer)
+            # No timer per answer: the acknowledgements are awaited in the order sent, and
+            # one sweep (_sweep_acks) fails those older than DEFAULT_COMMAND_TIMEOUT.
+            future = await self.core._post_command(
+                cmd, None, functools.partial(self._acked, answer)
             )
         except ChatCoreClosed as exc:
             self.outcome.failed += 1
             log.warning("request %s: no answer could be sent: %s", rid, exc)
             return
         self.unacked += 1
+        if not future.done():
+            loop = asyncio.get_running_loop()
+            self.awaiting[future] = loop.time() + DEFAULT_COMMAND_TIMEOUT
+            if self.ack_timer is None:
+                self.ack_timer = loop.call_at(self.awaiting[future], self._sweep_acks)
+
+    def _sweep_acks(self) -> None:
+        """Fail the answers whose acknowledgement is past due (oldest first), then wait for
+        the next one's due time."""
+        self.ack_timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        while self.awaiting:
+            future, due = next(iter(self.awaiting.items()))
+            if due > now:
+                self.ack_timer = loop.call_at(due, self._sweep_acks)
+                return
+            del self.awaiting[future]
+            if not future.done():
+                future.set_exception(ChatCoreTimeout("no acknowledgement in time"))
 
     def _acked(self, answer: _Answer, future: asyncio.Future[dict[str, Any]]) -> None:
         """The core's reply to one answer: counted, logged, or tried once more."""
         self.unacked -= 1
+        self.awaiting.pop(future, None)
         try:
             self._outcome_of(answer, future)
         finally:
