@@ -78,7 +78,7 @@ def test_the_front_page_bot_and_caller_run_against_the_simulator() -> None:
             text=True,
         )
         try:
-            assert bot.stdout is not None
+            assert bot.stdout is not None and bot.stderr is not None
             link = bot.stdout.readline().strip()
             assert link.startswith("simplex:/"), bot.stderr.read() if not link else link
             caller = subprocess.run(
