@@ -2,7 +2,7 @@
 
 ``simplex-rpc mcp-proxy --core ws://127.0.0.1:5225 TARGET`` serves MCP on
 stdin and stdout and forwards every request to the bot at ``TARGET``
-(``simplex_rpc._mcp_proxy``). It needs the ``mcp`` extra, imported only when
+(``simplex_rpc.mcp._proxy``). It needs the ``mcp`` extra, imported only when
 the command runs.
 """
 
@@ -18,7 +18,7 @@ from ..errors import KeyFormatError
 from ._common import EXIT_OK, CliError, positive_seconds, read_input, whole_number
 
 VIAS = ("rpc", "chat", "auto")
-"""The ``--via`` choices (``simplex_rpc._mcp_client.VIAS``, without importing the SDK)."""
+"""The ``--via`` choices (``simplex_rpc.mcp._client.VIAS``, without importing the SDK)."""
 
 _positive_int = whole_number(1, "must be at least 1")
 
