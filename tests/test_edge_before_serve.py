@@ -35,6 +35,17 @@ async def echo(request: ServiceRequest) -> Any:
     return {"echo": request.request.request}
 
 
+def chat_started(corr_id: str, cmd: str) -> str:
+    """The core's answer to /_start: chatStarted (COMMANDS.md, StartChat)."""
+    return json.dumps({"corrId": corr_id, "resp": {"type": "chatStarted"}})
+
+
+async def start_requests(fake: ScriptedCore, core: ChatCore) -> None:
+    """The README's first step: start(service_requests=True)."""
+    fake.raw["/_start"] = chat_started
+    assert await core.start(service_requests=True)
+
+
 def test_a_request_between_start_and_serve_is_answered_by_serve() -> None:
     """The README's order: start, service_address, a request arrives, then serve(): the
     handler answers it (it waited for serve, its deadline counting from its arrival)."""
@@ -72,6 +83,7 @@ def test_requests_held_for_serve_keep_their_order_and_are_answered_once() -> Non
 
     async def main() -> None:
         async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+            await start_requests(fake, core)
             for n in range(10):
                 await fake.event(request_event(f"early{n}", {"n": n}))
             await asyncio.sleep(0.3)  # read by the core before serve starts
@@ -96,7 +108,8 @@ def test_a_request_nobody_serves_is_answered_and_logged_past_the_bound(
     and answered (rate_limited with retryAfter: the requester may repeat it)."""
 
     async def main() -> None:
-        async with ScriptedCore() as fake, ChatCore.connect(fake.url, event_hold=0.5) as _core:
+        async with ScriptedCore() as fake, ChatCore.connect(fake.url, event_hold=0.5) as core:
+            await start_requests(fake, core)
             with caplog.at_level(logging.DEBUG, logger=ADAPTER_LOG):
                 await fake.event(request_event("orphan-7"))
                 await fake.wait_answers(1, within=15)
@@ -111,6 +124,21 @@ def test_a_request_nobody_serves_is_answered_and_logged_past_the_bound(
         if r.name.startswith(ADAPTER_LOG) and r.levelno == logging.WARNING
     ]
     assert any("orphan-7" in line for line in warnings), warnings
+
+
+def test_a_connection_that_never_started_service_requests_holds_none() -> None:
+    """Another connection of the core (a requester, a monitor) that never started service
+    requests nor served does not hold them, so it never answers one in the responder's
+    place: the request stays the serving connection's."""
+
+    async def main() -> None:
+        async with ScriptedCore() as fake, ChatCore.connect(fake.url, event_hold=0.2) as core:
+            await fake.event(request_event("not-mine"))
+            await asyncio.sleep(0.8)  # well past the bound
+            await core.command("/ping")  # the frame above has been read
+            assert fake.answers == {}
+
+    run(main)
 
 
 def test_a_call_before_serve_calls_is_answered_by_serve_calls() -> None:

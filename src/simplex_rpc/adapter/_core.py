@@ -240,6 +240,9 @@ class _CoreBase:
         # Who asked the transport to stop reading (the responders at their outbox bound).
         self._pausers: set[object] = set()
         self._stray_answers = 0
+        # Whether serviceRequests are this connection's to answer: it started them
+        # (start(service_requests=True)) or has served; only then are they held.
+        self._expects_requests = False
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._subscribers: set[EventStream] = set()
         self._request_sinks: set[_RequestSink] = set()
@@ -466,10 +469,18 @@ class _CoreBase:
                     taken = sink.offer(event, envelope, error, arrival) or taken
                 except Exception:  # pragma: no cover - defensive: the reader must go on
                     log.error("taking a serviceRequest failed", exc_info=True)
-            if not taken:
+            if not taken and self._expects_requests:
                 # Not lost: held for a later serve (the README's order: start, address,
                 # serve), for event_hold seconds.
                 self._hold(self._held_requests, _Held(event, envelope, error, arrival))
+            elif not taken:
+                # This connection never asked for service requests (another connection
+                # of the core may serve them): not held, so never answered from here.
+                log.info(
+                    "serviceRequest %s: no serve() on this connection, which did not start"
+                    " service requests: left to the core's other connections",
+                    show(event.get("requestId"), 80),
+                )
         if error is not None:
             return  # a lenient reading is for the responder's bad_request only
         if frame is not None:
@@ -558,7 +569,14 @@ class _CoreBase:
             for entry in (items if isinstance(items, list) else ())
             if _is_call(entry)
         ]
-        log.warning(
+        # A direct chat's /_call was sent to this user: WARNING. A group's may be meant for
+        # another member (a client that is no bot sees them all): INFO.
+        direct = any(
+            isinstance(entry, dict) and _path_type(entry) == "direct"
+            for entry in (items if isinstance(items, list) else ())
+        )
+        log.log(
+            logging.WARNING if direct else logging.INFO,
             "/_call (chat item %s of user %s) waited %.1f s and no serve_calls() took it:"
             " not answered",
             ", ".join(refs[:5]) or "?",
@@ -734,6 +752,7 @@ class _CoreBase:
         cmd = "/_start main=" + ("on" if main else "off")
         if service_requests:
             cmd += " service_requests=on"
+            self._expects_requests = True
         resp = await self.command(cmd, timeout=timeout)
         kind = resp.get("type")
         if kind == "chatStarted":
@@ -783,6 +802,11 @@ def _is_call(entry: object) -> bool:
     message = content.get("msgContent")
     text = message.get("text") if isinstance(message, dict) else None
     return isinstance(text, str) and text.startswith("/_call ")
+
+
+def _path_type(entry: dict[str, Any]) -> object:
+    info = entry.get("chatInfo")
+    return info.get("type") if isinstance(info, dict) else None
 
 
 def _has_call(event: dict[str, Any]) -> bool:

@@ -744,6 +744,9 @@ class _Responder:
         )
         if self.stopping:
             self._shed(incoming, _STOP_RETRY_AFTER, None)
+        elif incoming.deadline <= asyncio.get_running_loop().time():
+            # Held for this serve past its deadline: answered while the window is open.
+            self._shed(incoming, self._retry_after(), "answered rate_limited (no slot in time)")
         elif len(self.running) < self.concurrency and not self.queue:
             self._start(incoming)
         elif len(self.queue) >= self.max_queue:
@@ -788,6 +791,7 @@ class _Responder:
         if self.core._failure is not None:
             raise ChatCoreClosed(str(self.core._failure))
         self.core._request_sinks.add(self)
+        self.core._expects_requests = True
         log.info("serving %s for user %d", ", ".join(sorted(self.protocols)), self.user_id)
         # The requests that came before serve (held by the core): taken now, oldest first,
         # their deadlines counting from their arrival.
