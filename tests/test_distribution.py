@@ -32,8 +32,9 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from simplex_rpc import _backend, _demo, _vectors
-from simplex_rpc.cli import main
+from simplex_rpc._wire import backend as _backend
+from simplex_rpc.cli import _demo, main
+from simplex_rpc.vectors import _keys as _vector_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
@@ -100,12 +101,13 @@ def test_rule_from_pem_needs_no_cryptography() -> None:
     ("call", "error"),
     [
         ("_demo.demo_ad((b'a', b'b'))", "SimplexRpcError"),
-        ("_vectors._foreign_der_from_numbers()", "VectorError"),
+        ("_vector_keys._foreign_der_from_numbers()", "VectorError"),
     ],
 )
 def test_rule_a_feature_without_its_extra_names_the_extra(call: str, error: str) -> None:
     code = (
-        "import simplex_rpc as sx\nfrom simplex_rpc import _demo, _vectors\n"
+        "import simplex_rpc as sx\nfrom simplex_rpc.cli import _demo\n"
+        "from simplex_rpc.vectors import _keys as _vector_keys\n"
         f"try:\n    {call}\nexcept sx.SimplexRpcError as exc:\n"
         "    print(type(exc).__name__, exc)\nelse:\n    print('no error')\n"
     )
@@ -123,7 +125,7 @@ def test_rule_stored_x448_keys_are_what_cryptography_computes() -> None:
 
 
 def test_rule_stored_foreign_keys_are_what_cryptography_builds() -> None:
-    assert _vectors._foreign_der_from_numbers() == _vectors._FOREIGN_DER
+    assert _vector_keys._foreign_der_from_numbers() == _vector_keys._FOREIGN_DER
 
 
 # -- backend_info and --version --------------------------------------------------------
@@ -216,12 +218,16 @@ def _manifest(paths: list[str]) -> set[str]:
 def test_rule_sdist_leaves_out_the_makefile_and_the_helpers_notes(tmp_path: Path) -> None:
     """Issue 13: no file in the sdist that needs what it prunes, nor internal notes.
 
-    The Makefile's targets need tests/, fuzz/ and .ci/; docs/HELPERS.md holds the
-    working rules of helper sessions. MANIFEST.in leaves both out (the rest of docs/
-    stays), and check_wheel.py, run by ``make dist``, refuses an sdist with either.
+    The Makefile's targets need tests/, fuzz/ and .ci/; docs/HELPERS.md held the
+    working rules of helper sessions (issue 17 deleted it). MANIFEST.in leaves both
+    out (the rest of docs/ stays), and check_wheel.py, run by ``make dist``, refuses
+    an sdist with either, so the notes cannot ship should the file come back.
     """
     docs = sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
-    assert "docs/HELPERS.md" in docs
+    assert "docs/HELPERS.md" not in docs  # issue 17: "Delete docs/HELPERS.md"
+    # Every page of docs/ ships, the notes' file name would not: the same template
+    # applied to the real pages plus that name.
+    docs.append("docs/HELPERS.md")
     shipped = _manifest(["Makefile", "LICENSE", "README.md", "CHANGELOG.md", *docs])
     assert shipped == {"LICENSE", "README.md", "CHANGELOG.md", *docs} - {"docs/HELPERS.md"}
 
