@@ -285,16 +285,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 async def run_simulator(
     args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
 ) -> int:
-    """Run a CoreSimulator until cancelled; print its URL."""
-    from ..testing import CoreSimulator
+    """Run a CoreSimulator until cancelled; print its URL, or with ``--world`` build the
+    world and print one JSON line (:meth:`CoreSimulator.load_world`'s result)."""
+    from .._wire import strict_json as _json
+    from ..testing import CoreSimulator, read_world
 
+    world = read_world(args.world) if getattr(args, "world", None) is not None else None
+    users = tuple(sorted(world.user_ids)) if world is not None else (1,)
     async with CoreSimulator(
-        host=args.host, port=args.port, response_window=args.response_window
+        host=args.host, port=args.port, response_window=args.response_window, users=users
     ) as sim:
-        print(
-            f"core simulator at {sim.url} (one simulated core per path: {sim.url}/NAME)",
-            flush=True,
-        )
+        if world is not None:
+            print(_json.dumps(sim.load_world(world)).decode("utf-8"), flush=True)
+        else:
+            print(
+                f"core simulator at {sim.url} (one simulated core per path: {sim.url}/NAME)",
+                flush=True,
+            )
         if on_ready is not None:
             on_ready(sim.url)
         await asyncio.Event().wait()
@@ -521,6 +528,12 @@ def register(subparsers: Any) -> None:
         default=180.0,
         metavar="S",
         help="seconds a responder has to answer (default 180, as the core)",
+    )
+    p.add_argument(
+        "--world",
+        metavar="FILE",
+        help="build the users, addresses, contacts and groups FILE (TOML or JSON) declares,"
+        " then print one JSON line: each user's URL and the ids made (docs/adapter.md)",
     )
     p.set_defaults(handler=_cmd_simulator)
 
