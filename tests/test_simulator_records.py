@@ -244,6 +244,7 @@ async def scenario(sim: CoreSimulator, frames: list[tuple[str, Any]]) -> set[str
         carol_at_alice = (await alice.event("acceptingContactRequest"))["contact"]["contactId"]
         await carol.event("contactConnected")
         await carol.event("newChatItems")  # the auto-reply
+        await alice.event("newChatItems")  # alice's own copy of it
         await go(alice, "/_contacts 1", "contactsList")
 
         # A direct chat, with the forms of /_send.

@@ -767,6 +767,10 @@ class ChatWorld:
         group = self._group_of(party, group_id)
         if group is None:
             return _store_error("groupNotFound", groupId=group_id)
+        # The core loads the group and the contact first, then checks the roles.
+        contact = self._contact_of(party, contact_id)
+        if contact is None:
+            return _store_error("contactNotFound", contactId=contact_id)
         me = group.member(party)
         assert me is not None
         if _ROLES.index(me.role) < _ROLES.index("admin") or _ROLES.index(role) > _ROLES.index(
@@ -776,9 +780,6 @@ class ChatWorld:
             return _chat_error(
                 "groupUserRole", groupInfo=self.group_record(party, group), requiredRole=required
             )
-        contact = self._contact_of(party, contact_id)
-        if contact is None:
-            return _store_error("contactNotFound", contactId=contact_id)
         invitee = contact.peer(party)
         if group.member(invitee) is not None:
             return _chat_error(
