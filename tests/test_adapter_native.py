@@ -228,5 +228,6 @@ def test_libsimplex_handle_without_the_package_says_how_to_install(
     # The test extra installs simplex-chat (for its types, tests/test_simulator_records.py);
     # opening it would download its library, so the package is hidden here.
     monkeypatch.setitem(sys.modules, "simplex_chat", None)
+    monkeypatch.setitem(sys.modules, "simplex_chat._native", None)
     with pytest.raises(ChatCoreError, match=r"simplex-rpc\[native\]"):
         LibsimplexHandle.open("/tmp/nowhere")
