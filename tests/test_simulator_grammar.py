@@ -39,9 +39,23 @@ def text_of(resp: dict[str, Any]) -> list[str]:
     return [i["chatItem"]["meta"]["itemText"] for i in resp["chatItems"]]
 
 
+def check_frames(frames: list[tuple[str, Any]]) -> None:
+    """Every answer is core-shaped: each frame checks against simplex-chat 7.0.2's types
+    (the checker of tests/test_simulator_records.py), when the package is installed."""
+    try:
+        from test_simulator_records import check_frame, checker
+    except pytest.skip.Exception:  # pragma: no cover - simplex-chat not installed
+        return
+    check = checker()
+    for i, (who, frame) in enumerate(frames):
+        check_frame(check, frame, f"frame {i} to {who}")
+    assert check.errors == [], "\n".join(check.errors[:20])
+
+
 def with_world(body: Any) -> None:
     """Run ``body(sim, alice, bob, ids)`` with alice and bob contacts and a group of
-    alice (owner) and bob, both cores started."""
+    alice (owner) and bob, both cores started; then check every frame they received."""
+    frames: list[tuple[str, Any]] = []
 
     async def main() -> None:
         async with CoreSimulator() as sim:
@@ -54,14 +68,15 @@ def with_world(body: Any) -> None:
                 "g@bob": groups[("bob", 1)],
             }
             async with (
-                raw_core(sim.url_for("alice"), "alice") as alice,
-                raw_core(sim.url_for("bob"), "bob") as bob,
+                raw_core(sim.url_for("alice"), "alice", frames) as alice,
+                raw_core(sim.url_for("bob"), "bob", frames) as bob,
             ):
                 await alice.ok("/_start", "chatStarted")
                 await bob.ok("/_start", "chatStarted")
                 await body(sim, alice, bob, ids)
 
     run(main)
+    check_frames(frames)
 
 
 def test_u_is_user() -> None:

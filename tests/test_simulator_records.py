@@ -214,6 +214,12 @@ async def scenario(sim: CoreSimulator, frames: list[tuple[str, Any]]) -> set[str
         await go(alice, "/_show_address 1", "userContactLink")
         await go(alice, '/_address_settings 1 {"businessAddress":false}', "userContactLinkUpdated")
 
+        # Plans: one's own address, a full link (no link data), a short link.
+        await go(alice, f"/_connect plan 1 {link}", "connectionPlan")  # ownLink
+        full = created["connLinkContact"]["connFullLink"]
+        await go(bob, f"/_connect plan 1 {full}", "connectionPlan")  # ok, no contactSLinkData_
+        sim.set_link_data(link, serves=["agent"])
+
         # Bob connects through the address; alice accepts.
         await go(bob, f"/_connect plan 1 {link}", "connectionPlan")
         await go(bob, f"/_connect 1 {link}", "sentInvitation")
@@ -266,6 +272,7 @@ async def scenario(sim: CoreSimulator, frames: list[tuple[str, Any]]) -> set[str
         )
         await bob.event("newChatItems")
         await go(alice, f"/_send @{bob_at_alice} ttl=60 text plain text", "newChatItems")
+        await go(alice, f"/_send @{bob_at_alice} live=on text typing", "newChatItems")
         assert sent["chatItems"]
 
         # A group over the wire: create, invite, join, members.
@@ -327,9 +334,14 @@ async def scenario(sim: CoreSimulator, frames: list[tuple[str, Any]]) -> set[str
         )
         await bob.event("groupUpdated")
         glink = sim.group_link("alice", gid)
-        await go(
-            bob, f"/_connect plan 1 {glink}", "connectionPlan"
-        )  # known: groupUpdated, linkOwners
+        await go(bob, f"/_connect plan 1 {glink}", "connectionPlan")  # known: linkOwners
+        async with raw_core(sim.url_for("dave"), "dave", frames) as dave:
+            await go(dave, f"/_connect plan 1 {glink}", "connectionPlan")  # ok: groupSLinkData_
+
+        # A business chat (made in process): businessChat in GroupInfo.
+        business = sim.create_group("shop", "alice", ["carol"], business=True)
+        await go(alice, f"/_send #{business[('alice', 1)]} text your order", "newChatItems")
+        await carol.event("newChatItems")
 
         # Service RPC.
         async def answer() -> None:
@@ -389,6 +401,19 @@ def test_every_frame_of_every_implemented_command_conforms_to_the_core_types() -
         "Group",
         "ContactAddressPlan_ok",
         "ContactAddressPlan_known",
+        "ContactAddressPlan_ownLink",
+        "GroupLinkPlan_ok",
+        "ContactShortLinkData",
+        "GroupShortLinkData",
+        "BusinessChatInfo",
+        "Connection",
+        "ContactUserPreferences",
+        "FullPreferences",
+        "FullGroupPreferences",
+        "GroupChatScopeInfo_memberSupport",
+        "InvitedBy_user",
+        "InvitedBy_contact",
+        "CITimed",
     ):
         assert check.seen.get(record, 0) > 0, f"no {record} was checked"
     assert len(frames) > 80

@@ -334,3 +334,48 @@ def test_group_permissions() -> None:
                 assert (await bob.cmd(f"/_add #{g} {b_carol} king"))["type"] == "chatCmdError"
 
     run(main)
+
+
+def test_a_repeated_request_is_the_same_request_and_any_user_of_the_core_accepts_its_own() -> None:
+    """The core matches a repeated request by the requester (its ``xContactId``): the owner is
+    told again with the same ``contactRequestId``. APIAcceptContact names no user: the core
+    finds the request, and the user it was sent to, by its id, so user 2 accepts its own."""
+
+    async def main() -> None:
+        async with CoreSimulator(users=(1, 2)) as sim:
+            link = sim.create_address(("alice", 2))["connShortLink"]
+            async with raw_core(sim.url_for("alice"), "alice") as alice, raw_core(
+                sim.url_for("bob"), "bob"
+            ) as bob:
+                await started(alice, bob)
+                await bob.ok(f"/_connect 1 {link}", "sentInvitation")
+                first = (await alice.event("receivedContactRequest"))["contactRequest"]
+                await bob.ok(f"/_connect 1 {link}", "sentInvitation")
+                again = await alice.event("receivedContactRequest")
+                assert again["contactRequest"]["contactRequestId"] == first["contactRequestId"]
+                assert again["user"]["userId"] == 2
+                accepted = await alice.ok(
+                    f"/_accept {first['contactRequestId']}", "acceptingContactRequest"
+                )
+                assert accepted["user"]["userId"] == 2
+                assert (await bob.event("contactConnected"))["contact"]["profile"][
+                    "displayName"
+                ] == "alice2"
+
+    run(main)
+
+
+def test_a_business_address_is_not_connected_over_the_wire() -> None:
+    """A business address makes a business chat per customer (AddressSettings.businessAddress);
+    the simulator makes those only in process (``create_group(business=True)``) and says so."""
+
+    async def main() -> None:
+        async with CoreSimulator() as sim:
+            link = sim.create_address("shop", settings={"businessAddress": True})["connShortLink"]
+            async with raw_core(sim.url_for("bob"), "bob") as bob:
+                await started(bob)
+                refused = await bob.cmd(f"/_connect 1 {link}")
+                assert refused["chatError"]["errorType"]["type"] == "commandError"
+                assert "business" in refused["chatError"]["errorType"]["message"]
+
+    run(main)

@@ -117,9 +117,9 @@ def test_two_plain_websocket_bots_meet_and_talk_through_a_world_file(tmp_path: P
     world = tmp_path / "world.toml"
     world.write_text(WORLD_TOML)
 
-    async def bot(*argv: str) -> list[dict[str, Any]]:
+    async def bot(*argv: str) -> Any:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        proc = await asyncio.create_subprocess_exec(
+        return await asyncio.create_subprocess_exec(
             sys.executable,
             str(HERE / "plain_ws_bot.py"),
             *argv,
@@ -127,17 +127,28 @@ def test_two_plain_websocket_bots_meet_and_talk_through_a_world_file(tmp_path: P
             stderr=asyncio.subprocess.PIPE,
             env=env,
         )
+
+    async def log_of(proc: Any, seen: list[bytes]) -> list[dict[str, Any]]:
         out, err = await asyncio.wait_for(proc.communicate(), 90)
         assert proc.returncode == 0, err.decode()
-        return [json.loads(line) for line in out.decode().splitlines()]
+        return [json.loads(line) for line in b"".join([*seen, out]).decode().splitlines()]
 
     async def main() -> None:
         async with simulator_process(world) as (_, ready):
             host = ready["users"]["host"]
             guest = ready["users"]["guest"]
             link = host["address"]["connShortLink"]
+            # The guest starts once the host is connected to its core and started (its
+            # "user" step): an event to a core nobody is connected to reaches no one.
+            host_proc = await bot("host", host["url"])
+            seen: list[bytes] = []
+            while not seen or b'"step": "user"' not in seen[-1]:
+                line = await asyncio.wait_for(host_proc.stdout.readline(), 30)
+                assert line, (await host_proc.stderr.read()).decode()
+                seen.append(line)
+            guest_proc = await bot("guest", guest["url"], link)
             host_log, guest_log = await asyncio.gather(
-                bot("host", host["url"]), bot("guest", guest["url"], link)
+                log_of(host_proc, seen), log_of(guest_proc, [])
             )
         steps = {(e["step"], e["type"]) for e in host_log}
         for step in [

@@ -49,7 +49,7 @@ import queue
 import re
 import secrets
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -98,6 +98,7 @@ _SERVICE_REQUEST: Final = re.compile(
 _SERVICE_RESPONSE: Final = re.compile(
     r"/_service_response (?P<user>\d+) (?P<rid>\S+) (?P<json>.+)", re.DOTALL
 )
+_BACKLOG: Final = 1024  # the core's outputQ holds tbqSize (1024) events
 _N: Final = r"[0-9]{1,18}"  # A.decimal of an Int64 id (ASCII digits only)
 # The parser's lines (chatCommandP, src/Simplex/Chat/Library/Commands.hs) and
 # COMMANDS.md's syntax of the Service RPC core, which adds pq_ratchet:
@@ -264,6 +265,9 @@ class _Core:
     started: bool = False
     service_requests: bool = False
     sessions: list[_Session] = field(default_factory=list)
+    backlog: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=_BACKLOG))
+    """Events sent while no client was connected, for the next one (Server.hs: each client's
+    ``output`` reads the core's one ``outputQ``, so events wait there for a client)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -595,11 +599,18 @@ class CoreSimulator:
         await self._emit_to_core(core, event)
 
     async def _emit_to_core(self, core_name: str, event: dict[str, Any]) -> None:
-        core = self._cores.get(core_name)
-        if core is None:
+        core = self._core(core_name)
+        if not core.sessions:
+            core.backlog.append(event)  # the oldest goes when it is full
             return
         for session in list(core.sessions):
             await session.emit(event)
+
+    def _take_backlog(self, core: _Core) -> list[dict[str, Any]]:
+        """The events that waited for a client of ``core`` (handed to the first one)."""
+        events = list(core.backlog)
+        core.backlog.clear()
+        return events
 
     def _connect_plan(self, core: _Core, user_id: int, link: str) -> dict[str, Any]:
         # APIConnectPlan (COMMANDS.md): connectionPlan with ConnectionPlan (TYPES.md).
@@ -687,6 +698,8 @@ class CoreSimulator:
 
         session = self._open_session(name, emit)
         self._connections[ws] = session
+        for event in self._take_backlog(session.core):
+            await emit(event)
         tasks: set[asyncio.Task[None]] = set()
         try:
             async for message in ws:
@@ -877,16 +890,24 @@ class CoreSimulator:
                 "user": self._chat.user(party),
                 "contact": self._chat.contact_record(party, known),
             }
-        self._chat.requests = [
-            r for r in self._chat.requests if (r.owner, r.requester) != (owner, party)
-        ]
-        request = ContactRequest(
-            owner=owner,
-            requester=party,
-            request_id=self._chat.next_id(owner, "request"),
-            link_id=address.link_id,
+        if address.settings.get("businessAddress"):
+            # A business address makes a business chat (a group) per customer;
+            # over the wire the simulator does not make those (create_group(business=True)).
+            return _command_error("business addresses: not simulated by /_connect")
+        # A repeated request of the same requester is the same request (the core
+        # matches it by its xContactId): the owner is told again, with the same id.
+        request = next(
+            (r for r in self._chat.requests if (r.owner, r.requester) == (owner, party)), None
         )
-        self._chat.requests.append(request)
+        if request is None:
+            request = ContactRequest(
+                owner=owner,
+                requester=party,
+                # contactRequestId: numbered per core, as the core's database does.
+                request_id=self._chat.next_id((owner[0], 0), "request"),
+                link_id=address.link_id,
+            )
+            self._chat.requests.append(request)
         if "autoAccept" in address.settings:
             contact = self._make_contact(request)
             self._chat.emit_later(
@@ -922,10 +943,14 @@ class CoreSimulator:
         }
 
     def _request_of(self, core: _Core, request_id: int) -> ContactRequest | None:
-        # APIAcceptContact and APIRejectContact name no user: the active user's requests.
-        owner = (core.name, active_user(core.users))
+        # APIAcceptContact and APIRejectContact name no user: the core finds the
+        # request, and its user, by the request's id (getContactRequest').
         return next(
-            (r for r in self._chat.requests if r.owner == owner and r.request_id == request_id),
+            (
+                r
+                for r in self._chat.requests
+                if r.owner[0] == core.name and r.request_id == request_id
+            ),
             None,
         )
 
@@ -1164,6 +1189,8 @@ class _NativeHandle:
         self._events: queue.Queue[str] = queue.Queue()
         self._closed = threading.Event()
         self._session = sim._open_session(core, self._emit)
+        for event in sim._take_backlog(self._session.core):
+            self._events.put(_frame({"result": event}))
 
     def __repr__(self) -> str:
         return f"<simulator native handle on core {self._session.core.name}>"
