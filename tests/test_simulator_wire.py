@@ -344,9 +344,10 @@ def test_a_repeated_request_is_the_same_request_and_any_user_of_the_core_accepts
     async def main() -> None:
         async with CoreSimulator(users=(1, 2)) as sim:
             link = sim.create_address(("alice", 2))["connShortLink"]
-            async with raw_core(sim.url_for("alice"), "alice") as alice, raw_core(
-                sim.url_for("bob"), "bob"
-            ) as bob:
+            async with (
+                raw_core(sim.url_for("alice"), "alice") as alice,
+                raw_core(sim.url_for("bob"), "bob") as bob,
+            ):
                 await started(alice, bob)
                 await bob.ok(f"/_connect 1 {link}", "sentInvitation")
                 first = (await alice.event("receivedContactRequest"))["contactRequest"]
@@ -377,5 +378,25 @@ def test_a_business_address_is_not_connected_over_the_wire() -> None:
                 refused = await bob.cmd(f"/_connect 1 {link}")
                 assert refused["chatError"]["errorType"]["type"] == "commandError"
                 assert "business" in refused["chatError"]["errorType"]["message"]
+
+    run(main)
+
+
+def test_events_wait_for_a_client() -> None:
+    """Server.hs: each client's ``output`` reads the core's one ``outputQ``, so an event made
+    while no client is connected waits there for the next one (up to the queue's 1024)."""
+
+    async def main() -> None:
+        async with CoreSimulator() as sim:
+            to_alice, _ = sim.connect("bob", "alice")
+            async with raw_core(sim.url_for("bob"), "bob") as bob:
+                await started(bob)
+                await bob.ok(f"/_send @{to_alice} text while you were away", "newChatItems")
+            async with raw_core(sim.url_for("alice"), "alice") as alice:
+                got = await alice.event("newChatItems")
+                assert got["chatItems"][0]["chatItem"]["meta"]["itemText"] == "while you were away"
+            async with raw_core(sim.url_for("alice"), "alice") as again:
+                await started(again)
+                assert await drain(again) == []  # handed out once
 
     run(main)

@@ -138,15 +138,11 @@ def test_two_plain_websocket_bots_meet_and_talk_through_a_world_file(tmp_path: P
             host = ready["users"]["host"]
             guest = ready["users"]["guest"]
             link = host["address"]["connShortLink"]
-            # The guest starts once the host is connected to its core and started (its
-            # "user" step): an event to a core nobody is connected to reaches no one.
+            # Both start at once: an event sent before the host's bot connects (the
+            # contact request) waits for it, as in the core's output queue.
             host_proc = await bot("host", host["url"])
-            seen: list[bytes] = []
-            while not seen or b'"step": "user"' not in seen[-1]:
-                line = await asyncio.wait_for(host_proc.stdout.readline(), 30)
-                assert line, (await host_proc.stderr.read()).decode()
-                seen.append(line)
             guest_proc = await bot("guest", guest["url"], link)
+            seen: list[bytes] = []
             host_log, guest_log = await asyncio.gather(
                 log_of(host_proc, seen), log_of(guest_proc, [])
             )
