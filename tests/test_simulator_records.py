@@ -417,3 +417,43 @@ def test_every_frame_of_every_implemented_command_conforms_to_the_core_types() -
     ):
         assert check.seen.get(record, 0) > 0, f"no {record} was checked"
     assert len(frames) > 80
+
+
+def test_the_native_handles_results_and_errors_conform_too() -> None:
+    """The native API (``chat_send_cmd``, ``chat_recv_msg_wait``) carries the same records:
+    ``{"result": ChatResponse | ChatEvent}`` or ``{"error": ChatError}``."""
+    results: list[Any] = []
+
+    async def main() -> None:
+        async with CoreSimulator() as sim:
+            handle = sim.native_handle("eve")
+            sim.connect("eve", "frank")
+            try:
+                for command in ("/_start", "/u", "/users", "/_contacts 1", "/_nonsense"):
+                    results.append(
+                        json.loads(await asyncio.to_thread(handle.chat_send_cmd, command))
+                    )
+                async with raw_core(sim.url_for("frank"), "frank") as frank:
+                    await frank.ok("/_start", "chatStarted")
+                    await frank.ok("/_send @1 text hi eve", "newChatItems")
+                event = await asyncio.to_thread(handle.chat_recv_msg_wait, 5_000_000)
+                results.append(json.loads(event))
+            finally:
+                handle.close()
+
+    run(main)
+    check = checker()
+    for i, message in enumerate(results):
+        if "error" in message:
+            check.check(message["error"], T.ChatError, f"result {i}.error")
+        else:
+            check.check(message["result"], RESPONSES | EVENTS, f"result {i}.result")
+    assert check.errors == [], "\n".join(check.errors)
+    assert [m.get("result", {}).get("type") for m in results[:4]] == [
+        "chatStarted",
+        "activeUser",
+        "usersList",
+        "contactsList",
+    ]
+    assert results[4]["error"]["errorType"]["message"] == "Failed reading: empty"
+    assert results[5]["result"]["type"] == "newChatItems"
