@@ -471,8 +471,9 @@ class Upstream:
             await stack.aclose()
         self._note("stopped", "")
 
-    def _note(self, state: str, reason: str) -> None:
-        """Change the state; log each change once (a failure repeated is not logged again)."""
+    def _note(self, state: str, reason: str, detail: str = "") -> None:
+        """Change the state; log each change once: the same failure again is not logged,
+        however many attempts it takes (``detail``, the next wait, is not part of it)."""
         self._state, self._reason = state, reason
         key = (state, reason)
         if key == self._logged:
@@ -481,7 +482,7 @@ class Upstream:
         if state == "running":
             log.info("%s: running (revision %s)", self._label, reason)
         elif state == "restarting":
-            log.warning("%s: %s", self._label, reason)
+            log.warning("%s: %s%s", self._label, reason, detail)
         elif state == "stopped" and self._conn is None:
             log.info("%s: stopped", self._label)
 
@@ -521,6 +522,9 @@ class Upstream:
                 client_info=types.Implementation(name=GATEWAY_NAME, version=__version__),
             )
             await stack.enter_async_context(client)
+            # Runs first on the way out: requests failed by the closing client are
+            # known as the upstream's loss (stopped, or gone), not as its answers.
+            stack.callback(ended.set)
             yield _Connection(client=client, ended=ended, revision=client.protocol_version)
 
     async def _keep(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
@@ -557,7 +561,7 @@ class Upstream:
                 self._conn = None
             if time.monotonic() - began >= STABLE_AFTER:
                 delay = BACKOFF_MIN
-            self._note("restarting", f"stopped ({reason}); starting again within {delay:g} s")
+            self._note("restarting", f"stopped ({reason})", f"; starting again in {delay:g} s")
             self._settled.set()
             if not started:
                 started = True

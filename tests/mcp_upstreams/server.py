@@ -10,7 +10,8 @@ never import it. Its tools:
 * ``hang()``: waits until cancelled, then writes ``cancelled`` to ``$UPSTREAM_MARKS``;
 * ``crash()``: the process exits in the middle of the request (exit status 3);
 * ``ask()``: asks the client for input (elicitation), says how it was answered;
-* ``noise(lines)``: writes that many lines to standard error.
+* ``noise(lines)``: writes that many lines to standard error;
+* ``seen_header(name)``: the SHA-256 of an HTTP header of this request (over HTTP).
 
 ``--legacy`` pins the server to a revision before 2026-07-28: it serves only
 the ``initialize`` handshake loop (no ``server/discover``). The server's pid
@@ -20,6 +21,7 @@ is appended to ``$UPSTREAM_MARKS`` (a file) as ``pid <n>`` at start.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 
@@ -79,6 +81,15 @@ def build_server() -> MCPServer:
         except Exception as exc:  # the client has no elicitation capability
             return f"no input: {exc}"
         return f"input: {result.action}"
+
+    @server.tool(description="The SHA-256 of an HTTP header of this request", structured_output=False)
+    def seen_header(ctx: Context, name: str) -> str:
+        # A digest, not the value: the value may be a credential, and answers are logged.
+        request = ctx.request_context.request
+        headers = getattr(request, "headers", None)
+        if headers is None or name not in headers:
+            return "(none)"
+        return hashlib.sha256(headers[name].encode()).hexdigest()
 
     @server.tool(description="Lines on standard error", structured_output=False)
     def noise(lines: int = 10) -> str:
