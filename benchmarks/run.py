@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from simplex_rpc import _cli_bench
+from simplex_rpc.cli import _bench as _cli_bench
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

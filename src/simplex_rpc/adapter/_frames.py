@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .. import _json
+from .._wire import strict_json as _json
 
 #: The members whose value is a peer's envelope, in an object one level into the frame.
 ENVELOPE_MEMBERS: Final = frozenset({"requestData", "responseData"})
