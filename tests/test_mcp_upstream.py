@@ -136,7 +136,9 @@ def text_of(result: Any) -> str:
 def pids(marks: Path) -> list[int]:
     if not marks.exists():
         return []
-    return [int(line.split()[1]) for line in marks.read_text().splitlines() if line.startswith("pid ")]
+    return [
+        int(line.split()[1]) for line in marks.read_text().splitlines() if line.startswith("pid ")
+    ]
 
 
 def alive(pid: int) -> bool:
@@ -219,7 +221,7 @@ def test_headers_go_to_the_http_server_and_never_to_the_log(
 
 
 def test_an_upstream_of_an_older_revision_is_reached_with_the_initialize_handshake() -> None:
-    """"Toward the upstream it speaks whatever revision the upstream speaks, including the
+    """ "Toward the upstream it speaks whatever revision the upstream speaks, including the
     initialize handshake of revisions before 2026-07-28": the caller speaks 2026-07-28, the
     upstream (pinned to the handshake loop) sees a 2025-11-25 connection."""
 
@@ -235,7 +237,7 @@ def test_an_upstream_of_an_older_revision_is_reached_with_the_initialize_handsha
 
 
 def test_server_discover_is_answered_from_the_upstreams_capabilities() -> None:
-    """"server/discover is answered from the upstream's capabilities": the fixture serves
+    """ "server/discover is answered from the upstream's capabilities": the fixture serves
     tools, prompts and resources (MCPServer registers all three), and no completions."""
 
     async def main() -> None:
@@ -271,7 +273,7 @@ def test_declared_versions_are_the_served_ones() -> None:
 
 
 def test_two_callers_with_the_same_id_never_collide() -> None:
-    """"Each SimpleX request becomes one upstream request in the gateway's own id space,
+    """ "Each SimpleX request becomes one upstream request in the gateway's own id space,
     so two callers' ids never collide": both ask with id 1 at once, each gets its answer."""
 
     async def main() -> None:
@@ -289,7 +291,7 @@ def test_two_callers_with_the_same_id_never_collide() -> None:
 
 
 def test_progress_is_a_reply_in_a_conversation_and_dropped_over_rpc() -> None:
-    """"In a conversation, the upstream's notifications for that request (progress, ...)
+    """ "In a conversation, the upstream's notifications for that request (progress, ...)
     go back as replies. Over Service RPC they are dropped.\""""
     progress: list[tuple[float, float | None, str | None]] = []
 
@@ -312,7 +314,7 @@ def test_progress_is_a_reply_in_a_conversation_and_dropped_over_rpc() -> None:
 
 
 def test_the_deadline_cancels_the_upstream_request(tmp_path: Path) -> None:
-    """"When a caller's deadline passes, the upstream request is cancelled
+    """ "When a caller's deadline passes, the upstream request is cancelled
     (notifications/cancelled)" and "a hung upstream request is cut at the handler
     deadline": the call is answered, and the upstream's tool sees its cancellation."""
     marks = tmp_path / "marks"
@@ -339,7 +341,7 @@ def test_the_deadline_cancels_the_upstream_request(tmp_path: Path) -> None:
 
 
 def test_an_older_upstreams_elicitation_is_answered_as_without_the_capability() -> None:
-    """"An older upstream's request to the client (elicitation, sampling, roots) is answered
+    """ "An older upstream's request to the client (elicitation, sampling, roots) is answered
     as a client without that capability answers": the gateway declares none, so the SDK's
     client refuses it; the caller sees the tool's own answer to that refusal."""
 
@@ -358,7 +360,7 @@ def test_an_older_upstreams_elicitation_is_answered_as_without_the_capability() 
 def test_an_upstream_killed_mid_request_is_answered_restarted_and_serving_again(
     tmp_path: Path,
 ) -> None:
-    """"If the child exits ..., every request in flight is answered: -32603 in a
+    """ "If the child exits ..., every request in flight is answered: -32603 in a
     conversation, internal over Service RPC. The child is restarted with backoff.\""""
     marks = tmp_path / "marks"
 
@@ -415,7 +417,7 @@ def test_a_request_while_the_upstream_is_down_is_answered_at_once() -> None:
 def test_each_change_of_state_is_logged_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """"The child is restarted with backoff, and each change of state is logged once": a
+    """ "The child is restarted with backoff, and each change of state is logged once": a
     command that fails the same way three times is one warning, not three."""
     caplog.set_level(logging.INFO, logger="simplex_rpc")
     marks = tmp_path / "marks"
@@ -434,7 +436,7 @@ def test_each_change_of_state_is_logged_once(
 
 
 def test_no_child_runs_after_the_upstream_stops(tmp_path: Path) -> None:
-    """"A child still runs after serve stops: never\": leaving ``async with`` stops it,
+    """ "A child still runs after serve stops: never\": leaving ``async with`` stops it,
     even with a request in flight."""
     marks = tmp_path / "marks"
 
@@ -454,7 +456,7 @@ def test_no_child_runs_after_the_upstream_stops(tmp_path: Path) -> None:
 
 
 def test_the_childs_stderr_goes_to_the_log_bounded(caplog: pytest.LogCaptureFixture) -> None:
-    """"The child's stderr goes to the log, bounded": at most 50 lines a minute, the rest
+    """ "The child's stderr goes to the log, bounded": at most 50 lines a minute, the rest
     counted in one line."""
     caplog.set_level(logging.INFO, logger="simplex_rpc")
 
@@ -463,9 +465,7 @@ def test_the_childs_stderr_goes_to_the_log_bounded(caplog: pytest.LogCaptureFixt
             params = {"name": "noise", "arguments": {"lines": 120}}
             answer = await up.handle(mcp_binding.make_request("tools/call", params, id=1))
             assert answer["result"]["content"][0]["text"] == "noisy"
-            await until(
-                lambda: "noise line 49" in caplog.text, "the child's stderr in the log"
-            )
+            await until(lambda: "noise line 49" in caplog.text, "the child's stderr in the log")
         await until(lambda: "lines of standard error dropped" in caplog.text, "the count")
 
     run(main)
@@ -475,7 +475,7 @@ def test_the_childs_stderr_goes_to_the_log_bounded(caplog: pytest.LogCaptureFixt
 
 
 def test_an_http_upstream_that_refuses_is_answered_and_reached_again() -> None:
-    """"If ... the URL refuses, every request in flight is answered": the server goes away
+    """ "If ... the URL refuses, every request in flight is answered": the server goes away
     in the middle of a request; when it is back on its port, the gateway serves again."""
     port = free_port()
 
@@ -508,7 +508,7 @@ def test_an_http_upstream_that_refuses_is_answered_and_reached_again() -> None:
 
 
 def test_the_bridge_rules_hold() -> None:
-    """"The bridge rules hold as for McpBridge: sizes, -32603 and too_large, -32022,
+    """ "The bridge rules hold as for McpBridge: sizes, -32603 and too_large, -32022,
     --conversation-tool\"."""
 
     async def main() -> None:
@@ -537,7 +537,7 @@ def test_wrong_arguments_are_the_librarys_errors() -> None:
         Upstream.http("ftp://example.org/mcp")
     with pytest.raises(SimplexRpcError, match="header name"):
         Upstream.http("http://127.0.0.1:9/mcp", headers=[("Bad Name", "v")])
-    with pytest.raises(SimplexRpcError, match="control character") as caught:
+    with pytest.raises(SimplexRpcError, match="not a valid header field value") as caught:
         Upstream.http("http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer a\nb"})
     assert "Bearer" not in str(caught.value)
 

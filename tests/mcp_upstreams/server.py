@@ -82,7 +82,9 @@ def build_server() -> MCPServer:
             return f"no input: {exc}"
         return f"input: {result.action}"
 
-    @server.tool(description="The SHA-256 of an HTTP header of this request", structured_output=False)
+    @server.tool(
+        description="The SHA-256 of an HTTP header of this request", structured_output=False
+    )
     def seen_header(ctx: Context, name: str) -> str:
         # A digest, not the value: the value may be a credential, and answers are logged.
         request = ctx.request_context.request

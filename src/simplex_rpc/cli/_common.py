@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from .._bindings import BindingError, header_field
 from .._wire import strict_json as _json
 
 EXIT_OK = 0
@@ -110,3 +111,16 @@ def positive_seconds(text: str) -> float:
     if not value > 0 or math.isinf(value):
         raise argparse.ArgumentTypeError("must be a positive number of seconds")
     return value
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """An argparse ``type=`` for ``--header 'Name: value'``: the pair ``(name, value)``.
+
+    A name that is not an HTTP token, a missing colon or a value with control
+    characters is a usage error (exit status 2), one line that never repeats
+    the value (it may be a credential).
+    """
+    try:
+        return header_field(text, "--header")
+    except BindingError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--header: ")) from None

@@ -24,7 +24,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import anyio
 import mcp_types as types
@@ -58,6 +58,12 @@ def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+class ClientSource(Protocol):
+    """Where the forwards get their SDK client: the proxy's bot, or the gateway's upstream."""
+
+    async def client(self) -> Client: ...
 
 
 class Upstream:
@@ -240,7 +246,7 @@ def _modern(ctx: ServerRequestContext[Any]) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
-def build_server(upstream: Upstream) -> Server[Any]:
+def build_server(upstream: ClientSource) -> Server[Any]:
     """The SDK server the host talks to: each request forwarded through ``upstream``.
 
     A tool, resource or prompt that needs the user's input: a 2026-07-28 host

@@ -48,14 +48,14 @@ from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TI
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from . import __version__
-from ._bridge import RPC_JSON_LIMIT, BindingError
-from ._bridge_mcp import McpBridge, NotificationSink, ReplySink
-from ._envelope import ErrorCode, Response
-from ._mcp_proxy import build_server
-from ._redact import RedactingLogger, redact
+from .. import __version__
+from .._bindings import RPC_JSON_LIMIT, BindingError, header_field
+from .._wire.envelope import ErrorCode, Response
+from .._wire.redact import RedactingLogger, redact
+from ._bridge import McpBridge, NotificationSink, ReplySink
+from ._proxy import build_server
 
-__all__ = ["Upstream", "parse_header"]
+__all__ = ["Upstream"]
 
 log = RedactingLogger(logging.getLogger("simplex_rpc.mcp.upstream"))
 
@@ -76,25 +76,6 @@ STDERR_LINES_PER_WINDOW: Final = 50
 STDERR_WINDOW: Final = 60.0
 """At most STDERR_LINES_PER_WINDOW lines of standard error per STDERR_WINDOW seconds reach the
 log; the rest are counted, and the count is logged when the window ends."""
-
-
-def parse_header(text: str) -> tuple[str, str]:
-    """``'Name: value'`` as ``(name, value)``, or BindingError naming what is wrong.
-
-    The name is an HTTP token (RFC 9110: letters, digits and ``!#$%&'*+-.^_`|~``);
-    the value, trimmed of surrounding blanks, holds no control character. The
-    message never repeats the value: it may be a credential.
-    """
-    name, sep, value = text.partition(":")
-    name = name.strip()
-    if not sep:
-        raise BindingError("header: expected 'Name: value', with a colon after the name")
-    if not name or not all(c.isascii() and (c.isalnum() or c in "!#$%&'*+-.^_`|~") for c in name):
-        raise BindingError(f"header: {name[:64]!r} is not a header name (an HTTP token)")
-    value = value.strip(" \t")
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
-        raise BindingError(f"header {name}: the value holds a control character")
-    return name, value
 
 
 class _Unavailable(MCPError):
@@ -221,7 +202,9 @@ class _StderrPump:
                     now = time.monotonic()
                     if now - window_start >= STDERR_WINDOW:
                         if dropped:
-                            log.warning("%s: %d lines of standard error dropped", self._label, dropped)
+                            log.warning(
+                                "%s: %d lines of standard error dropped", self._label, dropped
+                            )
                         window_start, logged, dropped = now, 0, 0
                     if logged >= STDERR_LINES_PER_WINDOW:
                         dropped += 1
@@ -258,7 +241,9 @@ def _served_capabilities(upstream: types.ServerCapabilities) -> types.ServerCapa
     """
     return types.ServerCapabilities(
         tools=types.ToolsCapability(list_changed=False) if upstream.tools is not None else None,
-        prompts=types.PromptsCapability(list_changed=False) if upstream.prompts is not None else None,
+        prompts=types.PromptsCapability(list_changed=False)
+        if upstream.prompts is not None
+        else None,
         resources=types.ResourcesCapability(subscribe=False, list_changed=False)
         if upstream.resources is not None
         else None,
@@ -333,7 +318,11 @@ class Upstream:
             self._url = url
             pairs = headers.items() if isinstance(headers, Mapping) else headers
             for name, value in pairs:
-                checked = parse_header(f"{name}: {value}")
+                if not isinstance(name, str) or not isinstance(value, str) or ":" in name:
+                    raise BindingError(
+                        "Upstream.http: headers must be pairs of strings (name, value)"
+                    )
+                checked = header_field(f"{name}: {value}", "Upstream.http: header")
                 self._headers[checked[0]] = checked[1]
             # The URL's query may hold a credential: the log names the host only.
             self._label = f"MCP server at {httpx2.URL(url).host!r}"
@@ -495,7 +484,7 @@ class Upstream:
                 pump = _StderrPump(self._label)
                 stack.callback(pump.close_writer)
                 streams = await stack.enter_async_context(
-                    stdio_client(self._params, errlog=pump.writer)  # type: ignore[arg-type]
+                    stdio_client(self._params, errlog=pump.writer)
                 )
                 pump.close_writer()  # the child has its own copy: EOF when it exits
             else:
@@ -599,11 +588,15 @@ class Upstream:
             return await call_next(ctx)
         except MCPError as exc:
             lost = isinstance(exc, _Unavailable) or (
-                exc.error.code == types.CONNECTION_CLOSED and conn is not None and conn.ended.is_set()
+                exc.error.code == types.CONNECTION_CLOSED
+                and conn is not None
+                and conn.ended.is_set()
             )
             if not lost:
                 raise
-            reason = exc.error.message if isinstance(exc, _Unavailable) else "the MCP server went away"
+            reason = (
+                exc.error.message if isinstance(exc, _Unavailable) else "the MCP server went away"
+            )
             outcome = _OUTCOME.get()
             if outcome is not None:
                 outcome.failure = reason
