@@ -269,6 +269,48 @@ def test_declared_versions_are_the_served_ones() -> None:
     run(main)
 
 
+def test_serve_and_serve_calls_declare_the_upstreams_served_versions() -> None:
+    """"declared versions == served": with declare=True, both loops declare the revisions
+    the gateway serves toward SimpleX (``upstream.supported``), over both transports."""
+
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bot")) as bot,
+            stdio() as up,
+        ):
+            await bot.start(service_requests=True)
+            tasks = [
+                asyncio.create_task(bot.serve_calls(1, {"mcp": up}, declare=True)),
+                asyncio.create_task(
+                    bot.serve(
+                        1,
+                        up.rpc_handler,
+                        protocols=["mcp"],
+                        declare=True,
+                        versions={"mcp": list(up.supported)},
+                    )
+                ),
+            ]
+
+            def both(declared: dict[str, Any]) -> bool:
+                d = declared.get("mcp")
+                return d is not None and d.chat and d.rpc
+
+            try:
+                async with asyncio.timeout(10):
+                    while not both(declared := await bot.declared(1)):
+                        await asyncio.sleep(0.02)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            assert declared["mcp"].versions == up.supported == tuple(MODERN_PROTOCOL_VERSIONS)
+
+    run(main)
+
+
 # -- requests -----------------------------------------------------------------------------
 
 

@@ -135,9 +135,18 @@ def test_serve_mcp_stdio_serves_a_command_and_stops_its_child(tmp_path: Path) ->
     stops: never"."""
     marks = tmp_path / "marks"
     with SimulatorThread() as sim:
-        with serving(sim, *stdio_upstream(marks)) as (prog, link):
+        with serving(sim, "--chat", "--declare", *stdio_upstream(marks)) as (prog, link):
             names, echoed = asyncio.run(call_echo(sim, link, "over the wire"))
             assert "echo" in names.split(",") and echoed == "over the wire"
+
+            async def declared() -> Any:
+                async with ChatCore.connect(f"{sim.url}/alice") as alice:
+                    return (await alice.link_declarations(1, link)).protocols["mcp"]
+
+            # --declare: the revisions served toward SimpleX, over both transports.
+            mcp_declared = asyncio.run(declared())
+            assert mcp_declared.versions == ("2026-07-28",)
+            assert mcp_declared.rpc and mcp_declared.chat
             (pid,) = pids(marks)
             assert alive(pid)
             prog.stop(signal.SIGINT)
