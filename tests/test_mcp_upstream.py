@@ -270,7 +270,7 @@ def test_declared_versions_are_the_served_ones() -> None:
 
 
 def test_serve_and_serve_calls_declare_the_upstreams_served_versions() -> None:
-    """"declared versions == served": with declare=True, both loops declare the revisions
+    """The brief: "declared versions == served". With declare=True, both loops declare the revisions
     the gateway serves toward SimpleX (``upstream.supported``), over both transports."""
 
     async def main() -> None:
