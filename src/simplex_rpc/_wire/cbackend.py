@@ -740,7 +740,7 @@ def json_loads(data: bytes | bytearray | memoryview | str) -> Any:
 
     C validates the UTF-8 bytes in one pass, with every rule of the pure
     backend; the json module's scanner then builds the value, with no hooks.
-    A failure raises the pure backend's :class:`~simplex_rpc._json.JsonError`,
+    A failure raises the pure backend's :class:`~simplex_rpc._wire.json_pure.JsonError`,
     with its message. A str holding a lone surrogate code point (which has no
     UTF-8 form) goes to the pure backend, which words its error.
     """

@@ -55,7 +55,7 @@ def _dump_command_json(value: Any, where: str) -> str:
 
     Raises :class:`SimplexRpcError` naming ``where`` for a value JSON cannot
     carry to the core (NaN, a lone surrogate, nesting too deep, a type JSON
-    does not have): the library's :func:`simplex_rpc._json.dumps` rules.
+    does not have): the library's :func:`simplex_rpc._wire.strict_json.dumps` rules.
     """
     try:
         return _json.dumps(value).decode("utf-8")

@@ -26,7 +26,7 @@ from ._common import (
 )
 
 VIAS = ("rpc", "chat", "auto")
-"""The ``--via`` choices (``simplex_rpc._mcp_client.VIAS``, without importing the SDK)."""
+"""The ``--via`` choices (``simplex_rpc.mcp._client.VIAS``, without importing the SDK)."""
 
 _positive_int = whole_number(1, "must be at least 1")
 
