@@ -355,6 +355,54 @@ def test_progress_is_a_reply_in_a_conversation_and_dropped_over_rpc() -> None:
     run(main)
 
 
+def test_a_log_message_of_an_http_upstream_is_a_reply_to_the_caller_who_opted_in() -> None:
+    """ "In a conversation, the upstream's notifications for that request (..., logging) go
+    back as replies. Over Service RPC they are dropped." The SDK's HTTP client delivers the
+    upstream's notifications/message with the request it rode with; the caller's own
+    opt-in (its log level in _meta) decides."""
+    logged: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logged.append(params.data)
+
+    with http_server() as (url, _):
+
+        async def main() -> None:
+            async with scene(Upstream.http(url)) as s:
+                t = transport(s, "chat")
+                async with Client(t, logging_callback=on_log, log_level="info") as client:
+                    assert text_of(await client.call_tool("chatty", {})) == "said"
+                assert logged == ["thinking about it"]
+                logged.clear()
+                async with Client(t, logging_callback=on_log) as client:  # not opted in
+                    assert text_of(await client.call_tool("chatty", {})) == "said"
+                async with Client(
+                    transport(s, "rpc"), logging_callback=on_log, log_level="info"
+                ) as client:
+                    assert text_of(await client.call_tool("chatty", {})) == "said"
+                assert logged == []
+
+        run(main)
+
+
+def test_a_log_message_of_a_stdio_upstream_goes_to_nobody() -> None:
+    """Over stdio nothing on the wire says which request a log message belongs to: it is
+    dropped, never sent to another caller; the call is answered as usual."""
+    logged: list[Any] = []
+
+    async def on_log(params: Any) -> None:
+        logged.append(params.data)
+
+    async def main() -> None:
+        async with scene(stdio(None, "--legacy")) as s:
+            t = transport(s, "chat")
+            async with Client(t, logging_callback=on_log, log_level="debug") as client:
+                assert text_of(await client.call_tool("chatty", {})) == "said"
+        assert logged == []
+
+    run(main)
+
+
 def test_the_deadline_cancels_the_upstream_request(tmp_path: Path) -> None:
     """ "When a caller's deadline passes, the upstream request is cancelled
     (notifications/cancelled)" and "a hung upstream request is cut at the handler

@@ -7,6 +7,7 @@ never import it. Its tools:
 * ``echo(text)``: the text back;
 * ``revision()``: the revision of the gateway's connection to this server;
 * ``slow(steps)``: one progress notification per step, then ``done``;
+* ``chatty()``: logs one message at info (``notifications/message``), then ``said``;
 * ``hang()``: waits until cancelled, then writes ``cancelled`` to ``$UPSTREAM_MARKS``;
 * ``crash()``: the process exits in the middle of the request (exit status 3);
 * ``ask()``: asks the client for input (elicitation), says how it was answered;
@@ -58,6 +59,11 @@ def build_server() -> MCPServer:
         for i in range(steps):
             await ctx.report_progress(i + 1, steps, f"step {i + 1}")
         return "done"
+
+    @server.tool(description="Logs a message, then answers", structured_output=False)
+    async def chatty(ctx: Context) -> str:
+        await ctx.info("thinking about it")
+        return "said"
 
     @server.tool(description="Waits until cancelled", structured_output=False)
     async def hang() -> str:

@@ -30,7 +30,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -45,7 +46,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
@@ -88,6 +89,13 @@ class _Outcome:
 
     failure: str | None = None
 
+
+LogSink = Callable[[types.LoggingMessageNotificationParams], Awaitable[None]]
+
+_REQUEST_LOG: contextvars.ContextVar[LogSink | None] = contextvars.ContextVar(
+    "simplex_rpc_mcp_upstream_request_log", default=None
+)
+"""Where a log message of the upstream goes: the caller of the request being forwarded."""
 
 _OUTCOME: contextvars.ContextVar[_Outcome | None] = contextvars.ContextVar(
     "simplex_rpc_mcp_upstream_outcome", default=None
@@ -508,6 +516,11 @@ class Upstream:
             client = Client(
                 transport(),
                 cache=None,  # every SimpleX request reaches the server
+                logging_callback=self._on_log,
+                # A 2026-07-28 server logs only for requests that opt in: over HTTP, where a
+                # log message can be told to its request, every forward opts in and the
+                # caller's own level is applied on the way back; over stdio none does.
+                log_level="debug" if self._url is not None else None,
                 client_info=types.Implementation(name=GATEWAY_NAME, version=__version__),
             )
             await stack.enter_async_context(client)
@@ -582,8 +595,26 @@ class Upstream:
     async def _answer_loss(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        """The gateway's middleware: a request the upstream's loss failed is an internal error."""
+        """The gateway's middleware, around each SimpleX request.
+
+        A request the upstream's loss failed is an internal error. The request's
+        log sink is set for the forward: the SDK's HTTP client delivers a log
+        message of the upstream in the context of the request it rode with.
+        """
         conn = self._conn
+
+        async def log_to_caller(params: types.LoggingMessageNotificationParams) -> None:
+            # The caller's own opt-in (its _meta log level) is the SDK session's gate. The
+            # API is deprecated as of 2026-07-28: that is the upstream's to hear, not the
+            # operator's. The warning comes with the call, so no await is inside the block.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                sending = ctx.session.send_log_message(
+                    params.level, params.data, params.logger, related_request_id=ctx.request_id
+                )
+            await sending
+
+        token = _REQUEST_LOG.set(log_to_caller)
         try:
             return await call_next(ctx)
         except MCPError as exc:
@@ -601,6 +632,21 @@ class Upstream:
             if outcome is not None:
                 outcome.failure = reason
             raise MCPError(code=types.INTERNAL_ERROR, message=reason) from None
+        finally:
+            _REQUEST_LOG.reset(token)
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A log message of the upstream: to the caller whose request it came with, if known.
+
+        Over HTTP the SDK's client delivers it in the context of that request; over
+        stdio nothing on the wire says which request it belongs to, so it goes to
+        nobody rather than to the wrong caller.
+        """
+        sink = _REQUEST_LOG.get()
+        if sink is None:
+            log.debug("%s: a log message for no known request was dropped", self._label)
+            return
+        await sink(params)
 
     async def _discover(
         self, ctx: ServerRequestContext[Any], params: types.RequestParams | None
