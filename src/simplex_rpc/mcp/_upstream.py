@@ -45,6 +45,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+# The timeouts the SDK gives its own HTTP client (30 s; 300 s to read a stream).
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -144,13 +145,37 @@ class _WatchedReadStream:
         await self.aclose()
 
 
+_LOSS: Final = (httpx2.NetworkError, httpx2.RemoteProtocolError)
+"""The failures that mean the server is gone: refused, reset, cut mid-stream (not a timeout)."""
+
+
+class _WatchedBody(httpx2.AsyncByteStream):
+    """A response body that sets ``lost`` when the connection breaks while it is read."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, lost: anyio.Event) -> None:
+        self._inner = inner
+        self._lost = lost
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._inner:
+                yield chunk
+        except _LOSS:
+            self._lost.set()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 class _LossTransport(httpx2.AsyncBaseTransport):
-    """httpx's transport, setting ``lost`` when the URL cannot be reached.
+    """httpx's transport, setting ``lost`` when the URL refuses or the connection breaks.
 
     The SDK's HTTP client has no read stream that ends: a refused connection
     fails only the request that met it. The gateway treats it as the loss of
     the upstream, so that every request in flight is answered and the
-    connection is made again.
+    connection is made again. A timeout is not a loss: a slow request is cut
+    by its own deadline.
     """
 
     def __init__(self, lost: anyio.Event) -> None:
@@ -159,10 +184,14 @@ class _LossTransport(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         try:
-            return await self._inner.handle_async_request(request)
-        except httpx2.TransportError:
+            response = await self._inner.handle_async_request(request)
+        except _LOSS:
             self._lost.set()
             raise
+        body = response.stream
+        assert isinstance(body, httpx2.AsyncByteStream)
+        response.stream = _WatchedBody(body, self._lost)
+        return response
 
     async def aclose(self) -> None:
         await self._inner.aclose()
