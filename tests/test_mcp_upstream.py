@@ -625,6 +625,10 @@ def test_wrong_arguments_are_the_librarys_errors() -> None:
         Upstream.stdio("server", "--stdio")  # type: ignore[arg-type]
     with pytest.raises(SimplexRpcError, match="url"):
         Upstream.http("ftp://example.org/mcp")
+    with pytest.raises(SimplexRpcError, match="no host"):
+        Upstream.http("http:///mcp")
+    with pytest.raises(SimplexRpcError, match="env"):
+        Upstream.stdio("server", env={"A": 1})  # type: ignore[dict-item]
     with pytest.raises(SimplexRpcError, match="header name"):
         Upstream.http("http://127.0.0.1:9/mcp", headers=[("Bad Name", "v")])
     with pytest.raises(SimplexRpcError, match="not a valid header field value") as caught:

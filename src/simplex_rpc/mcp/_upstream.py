@@ -45,7 +45,6 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-# The timeouts the SDK gives its own HTTP client (30 s; 300 s to read a stream).
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -345,6 +344,13 @@ class Upstream:
                 raise BindingError("Upstream.stdio: command must be a non-empty string")
             if isinstance(args, str) or not all(isinstance(a, str) for a in args):
                 raise BindingError("Upstream.stdio: args must be a list of strings")
+            if env is not None and (
+                not isinstance(env, Mapping)
+                or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+            ):
+                raise BindingError("Upstream.stdio: env must map names to string values")
+            if cwd is not None and not isinstance(cwd, (str, Path)):
+                raise BindingError("Upstream.stdio: cwd must be a path")
             self._params = StdioServerParameters(
                 command=command, args=list(args), env=dict(env) if env else None, cwd=cwd
             )
@@ -361,8 +367,14 @@ class Upstream:
                     )
                 checked = header_field(f"{name}: {value}", "Upstream.http: header")
                 self._headers[checked[0]] = checked[1]
-            # The URL's query may hold a credential: the log names the host only.
-            self._label = f"MCP server at {httpx2.URL(url).host!r}"
+            try:
+                host = httpx2.URL(url).host
+            except httpx2.InvalidURL:
+                host = ""
+            if not host:
+                raise BindingError("Upstream.http: url has no host")
+            # The URL's query or user part may hold a credential: the log names the host only.
+            self._label = f"MCP server at {host!r}"
         self._server = build_server(self)
         # Named before the first answer: the SDK stamps its identity lazily.
         self._server.name = GATEWAY_NAME
@@ -526,6 +538,8 @@ class Upstream:
                 pump.close_writer()  # the child has its own copy: EOF when it exits
             else:
                 assert self._url is not None
+                # The SDK's own client's timeouts (30 s; 300 s to read a stream), with a
+                # transport that notices the server's loss.
                 http = httpx2.AsyncClient(
                     headers=self._headers,
                     timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
