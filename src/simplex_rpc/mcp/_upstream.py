@@ -68,8 +68,9 @@ BACKOFF_MAX: Final = 30.0
 """The longest wait between two restarts."""
 STABLE_AFTER: Final = 10.0
 """A connection that lasted this long resets the backoff: the next failure restarts soon."""
-CONNECT_TIMEOUT: Final = 30.0
-"""Seconds a connection attempt (spawn, negotiation) may take before it counts as failed."""
+CONNECT_TIMEOUT: Final = 120.0
+"""Seconds a connection attempt (spawn, negotiation) may take before it counts as failed:
+room for a first ``npx -y`` or ``uvx`` that downloads the server."""
 
 STDERR_LINE_CHARS: Final = 500
 """A line of the child's standard error is cut to this many characters in the log."""
