@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -215,6 +216,27 @@ def test_headers_go_to_the_http_server_and_never_to_the_log(
 
         run(main)
     assert "sekrit-7781" not in caplog.text
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+def test_a_server_in_another_language_is_served() -> None:
+    """"Nothing about the upstream may be specific to Python. The gateway must work for a
+    server in any language": a hand-written JavaScript server (no SDK) that speaks the
+    2025-06-18 handshake, listed and called on both transports."""
+
+    async def main() -> None:
+        node = shutil.which("node")
+        assert node is not None
+        up = Upstream.stdio(node, [str(SERVER.with_name("server.js"))])
+        async with scene(up) as s:
+            for via in ("rpc", "chat"):
+                async with Client(transport(s, via)) as client:
+                    assert client.protocol_version == REVISION
+                    assert [t.name for t in (await client.list_tools()).tools] == ["shout"]
+                    result = await client.call_tool("shout", {"text": "quiet"})
+                    assert text_of(result) == "QUIET"
+
+    run(main)
 
 
 # -- revisions ----------------------------------------------------------------------------
