@@ -437,8 +437,10 @@ def register(subparsers: Any) -> None:
         "serve",
         help="answer Service RPC requests through a chat core",
         description="Answer serviceRequest events of the chat core until interrupted: an echo"
-        " responder, or an MCP server (MODULE:NAME, a server object or a function that"
-        " builds one) served through McpBridge.",
+        " responder, an MCP server (MODULE:NAME, a server object or a function that"
+        " builds one) served through McpBridge, or any MCP server as an upstream: the"
+        " command after -- (--mcp-stdio -- COMMAND [ARG...]) or a Streamable HTTP URL"
+        " (--mcp-url URL [--header 'Name: value']...).",
     )
     _core_options(p)
     what = p.add_mutually_exclusive_group(required=True)
@@ -474,8 +476,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "upstream_command",
         nargs="*",
-        metavar="-- COMMAND [ARG...]",
-        help="with --mcp-stdio: the MCP server's command line",
+        metavar="COMMAND",
+        help="with --mcp-stdio, after --: the MCP server's command and its arguments",
     )
     p.add_argument(
         "--protocol",
