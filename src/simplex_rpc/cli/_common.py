@@ -110,3 +110,22 @@ def positive_seconds(text: str) -> float:
     if not value > 0 or math.isinf(value):
         raise argparse.ArgumentTypeError("must be a positive number of seconds")
     return value
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """An argparse ``type=`` for ``--header 'Name: value'``: the pair ``(name, value)``.
+
+    The name is an HTTP token (RFC 9110: letters, digits and ``!#$%&'*+-.^_`|~``);
+    the value, trimmed of surrounding blanks, holds no control character. The
+    message never repeats the value: it may be a credential.
+    """
+    name, sep, value = text.partition(":")
+    name = name.strip()
+    if not sep:
+        raise argparse.ArgumentTypeError("expected 'Name: value', with a colon after the name")
+    if not name or not all(c.isascii() and (c.isalnum() or c in "!#$%&'*+-.^_`|~") for c in name):
+        raise argparse.ArgumentTypeError(f"{name[:64]!r} is not a header name (an HTTP token)")
+    value = value.strip(" \t")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise argparse.ArgumentTypeError(f"{name}: the value holds a control character")
+    return name, value
