@@ -66,7 +66,7 @@ def _start(args: list[str], pattern: str, what: str, *, stderr: bool = False) ->
 def _message() -> pb.SendMessageRequest:
     return pb.SendMessageRequest(
         message=pb.Message(
-            message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[pb.Part(text="quote")]
+            message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[pb.Part(text="instant")]
         )
     )
 

@@ -13,7 +13,8 @@ once it accepts connections, and serves until killed:
 The agent quotes anvils; the first word of a message picks what it does:
 ``hello`` answers with a Message, ``ask`` asks for input (the interrupted
 state ``TASK_STATE_INPUT_REQUIRED``), anything else makes a task that works,
-adds an artifact and completes.
+adds an artifact and completes: at once for ``instant`` (the benchmark),
+after 30 s for ``slow``, after 50 ms otherwise.
 
 :func:`build_handler` gives the same agent as a ``RequestHandler`` for
 ``simplex-rpc serve --a2a-module tests/_a2a_upstream.py:build_handler``.
@@ -71,7 +72,10 @@ class AnvilAgent(AgentExecutor):
                 updater.new_agent_message([new_text_part("Which street in Lisbon?")])
             )
             return
-        await asyncio.sleep(0.05)  # a stream has time to carry the working state first
+        if word == "slow":
+            await asyncio.sleep(30)  # longer than a test's Service RPC deadline
+        elif word != "instant":
+            await asyncio.sleep(0.05)  # a stream has time to carry the working state first
         await updater.add_artifact([new_text_part(ANSWER)])
         await updater.complete()
 
