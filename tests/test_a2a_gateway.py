@@ -300,6 +300,37 @@ def test_a_version_the_upstream_does_not_serve_is_refused(network: Network) -> N
     assert response.response["error"]["code"] == a2a.VERSION_NOT_SUPPORTED
 
 
+def test_a_task_not_finished_in_time_over_service_rpc_is_conversation_required(
+    network: Network,
+) -> None:
+    """The text: "A bot that cannot finish the task within 180 seconds answers with the
+    envelope error conversation_required": the gateway's deadline is below the handler's
+    (--deadline 3 here, so the test is short), and the answer arrives before it."""
+    upstream, upstream_url = start_upstream()
+    bot = subprocess.Popen(
+        [
+            *(PY, "-m", "simplex_rpc", "serve", "--core", f"{network.url}/frank"),
+            *("--a2a-url", upstream_url, "--address", "--deadline", "3"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        link = read_line(bot.stderr, r"^address: (\S+)", "the bot")
+        local = Network(**{**network.__dict__, "link": link})
+
+        async def main() -> Any:
+            return await rpc(local, request("SendMessage", user_message("slow")))
+
+        response = run(main)
+        assert response.error is not None, response.response
+        assert response.error.code == "conversation_required"
+        assert "did not finish" in (response.error.message or "")
+    finally:
+        stop(bot, upstream)
+
+
 def test_the_declared_versions_are_the_served_versions(network: Network) -> None:
     """The text: "versions: ... The protocol versions the bot serves": the upstream's 1.0, on both
     transports."""
@@ -374,13 +405,35 @@ def test_another_members_context_and_task_are_unknown_to_them(network: Network) 
         assert refused["error"] == unknown["error"]
 
 
+def test_subscribe_to_task_follows_the_callers_own_task_only(network: Network) -> None:
+    """The text: "A caller that missed replies resumes the stream with SubscribeToTask": the
+    task's events as replies, ending at its interrupted state; for another caller the
+    task is unknown."""
+    started = request("SendMessage", user_message("ask"))
+
+    async def main() -> Any:
+        (first,) = await chat(network, started, network.contact)
+        task = first["result"]["task"]
+        subscribe = request("SubscribeToTask", {"id": task["id"]})
+        own = await chat(network, subscribe, network.contact)
+        other = await chat(network, subscribe, network.carol_group, core="carol", member="bot")
+        return task, own, other
+
+    task, own, other = run(main)
+    assert own[-1]["result"]["task"]["id"] == task["id"]
+    assert state_of(own[-1]["result"]) == "TASK_STATE_INPUT_REQUIRED"
+    (refused,) = other
+    assert refused["error"]["code"] == a2a.TASK_NOT_FOUND
+
+
 def test_list_tasks_lists_only_the_callers_tasks(network: Network) -> None:
-    """The upstream sees one client, the gateway: ListTasks gives each caller its own."""
+    """The upstream sees one client, the gateway: ListTasks gives each caller its own
+    tasks, never another caller's (carol's in the group is not in alice's list)."""
 
     async def main() -> Any:
         mine_request = request("SendMessage", user_message("quote"))
         (mine,) = await chat(network, mine_request, network.contact)
-        await chat(
+        (carols,) = await chat(
             network,
             request("SendMessage", user_message("quote")),
             network.carol_group,
@@ -388,14 +441,18 @@ def test_list_tasks_lists_only_the_callers_tasks(network: Network) -> None:
             member="bot",
         )
         (listing,) = await chat(network, request("ListTasks", {}), network.contact)
-        return mine, listing
+        (carols_listing,) = await chat(
+            network, request("ListTasks", {}), network.carol_group, core="carol", member="bot"
+        )
+        return mine, carols, listing, carols_listing
 
-    mine, listing = run(main)
-    ids = [t["id"] for t in listing["result"].get("tasks", [])]
+    mine, carols, listing, carols_listing = run(main)
+    ids = {t["id"] for t in listing["result"].get("tasks", [])}
+    carol_ids = {t["id"] for t in carols_listing["result"].get("tasks", [])}
     assert mine["result"]["task"]["id"] in ids
-    assert all(t["contextId"] != "" for t in listing["result"].get("tasks", []))
-    # Alice's contact chat is another caller than alice in the group, and carol's task is not hers.
-    assert len(ids) == 1
+    assert carols["result"]["task"]["id"] in carol_ids
+    assert not ids & carol_ids
+    assert listing["result"]["totalSize"] == len(ids)
 
 
 def test_push_notification_methods_are_not_supported(network: Network) -> None:

@@ -228,6 +228,15 @@ def test_chat_needs_a_chat_ref(network: Network) -> None:
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_auto_needs_a_declaration_of_a2a_over_rpc(network: Network) -> None:
+    """--via auto reads the address's declarations: this bot declares nothing, so the
+    proxy says what to do instead, in one line, exit 2."""
+    result = proxy_cli("--core", f"{network.url}/alice", "--via", "auto", network.link)
+    assert result.returncode == 2
+    assert "does not declare a2a" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_the_sign_key_reaches_no_output(network: Network, tmp_path: Any) -> None:
     """--sign-key @FILE: requests are signed; the key is in neither stdout nor stderr."""
     key = SigningKey.generate()

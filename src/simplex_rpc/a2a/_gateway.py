@@ -81,10 +81,12 @@ from . import _binding as binding
 from ._bridge import DEFAULT_RPC_DEADLINE, A2aBridge, SimplexCaller
 
 __all__ = [
+    "DEFAULT_RPC_DEADLINE",
     "ForwardingHandler",
     "GatewayError",
     "card_url",
     "gateway",
+    "module_bridge",
     "served_versions",
     "with_simplex_interface",
 ]
@@ -542,13 +544,16 @@ def _reason(exc: BaseException) -> str:
     return redact(re.sub(r"\?\S*", "", text))[:300]
 
 
-def module_bridge(handler: object, link: str) -> A2aBridge:
+def module_bridge(
+    handler: object, link: str, *, rpc_deadline: float | None = DEFAULT_RPC_DEADLINE
+) -> A2aBridge:
     """An :class:`A2aBridge` for an a2a-sdk agent served in process (``--a2a-module``).
 
     ``handler`` is the SDK's ``RequestHandler`` (usually ``DefaultRequestHandler``),
     or a function that makes one. Its Agent Card, when it keeps one, is served
     with the SimpleX interface added (``link``, the bot's contact address link).
-    Raises :class:`GatewayError` for anything else.
+    ``rpc_deadline`` is the bridge's Service RPC deadline. Raises
+    :class:`GatewayError` for anything else.
     """
     if not isinstance(handler, RequestHandler) and callable(handler):
         # A factory (for example ``build_handler``) is called to make the handler.
@@ -563,4 +568,4 @@ def module_bridge(handler: object, link: str) -> A2aBridge:
     public = None
     if isinstance(card, AgentCard):
         public = with_simplex_interface(card, link, binding.SUPPORTED_VERSIONS)
-    return A2aBridge(handler, agent_card=public)
+    return A2aBridge(handler, agent_card=public, rpc_deadline=rpc_deadline)

@@ -214,11 +214,17 @@ async def _a2a_bridge(args: argparse.Namespace, link: str) -> AsyncIterator[Any]
         from ..a2a import _gateway
     except ImportError as exc:
         raise CliError(f"needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})") from None
+    # A one-shot task over Service RPC waits up to 160 s, or less under a shorter
+    # --deadline, so that conversation_required arrives before the handler is cut.
+    rpc_deadline = min(_gateway.DEFAULT_RPC_DEADLINE, 0.9 * args.deadline)
     if args.a2a_url is not None:
-        async with _gateway.gateway(args.a2a_url, link, headers=args.headers) as bridge:
+        async with _gateway.gateway(
+            args.a2a_url, link, headers=args.headers, rpc_deadline=rpc_deadline
+        ) as bridge:
             yield bridge
         return
-    yield _gateway.module_bridge(load_object(args.a2a_module, "--a2a-module"), link)
+    handler = load_object(args.a2a_module, "--a2a-module")
+    yield _gateway.module_bridge(handler, link, rpc_deadline=rpc_deadline)
 
 
 async def run_serve(
