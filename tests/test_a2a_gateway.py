@@ -331,6 +331,43 @@ def test_a_task_not_finished_in_time_over_service_rpc_is_conversation_required(
         stop(bot, upstream)
 
 
+def test_an_upstream_that_went_away_is_answered_and_logged(network: Network) -> None:
+    """Every request ends in one answer: with the upstream gone, -32603 in a conversation
+    and in the Service RPC response, the reason once in the bot's log; the --header
+    credential in neither."""
+    upstream, upstream_url = start_upstream()
+    bot = subprocess.Popen(
+        [
+            *(PY, "-m", "simplex_rpc", "serve", "--core", f"{network.url}/grace"),
+            *("--a2a-url", upstream_url, "--address", "--chat"),
+            *("--header", f"Authorization: Bearer {SECRET}"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        link = read_line(bot.stderr, r"^address: (\S+)", "the bot")
+        local = Network(**{**network.__dict__, "link": link})
+        stop(upstream)
+
+        async def main() -> Any:
+            return await rpc(local, request("SendMessage", user_message("quote")))
+
+        response = run(main)
+        assert response.error is None
+        error = response.response["error"]
+        assert error["code"] == -32603
+        assert error["message"].startswith("the upstream could not be reached")
+        assert SECRET not in json.dumps(response.response)
+    finally:
+        stop(bot, upstream)
+    assert bot.stderr is not None
+    log = bot.stderr.read()
+    assert "the upstream could not be reached" in log
+    assert SECRET not in log
+
+
 def test_the_declared_versions_are_the_served_versions(network: Network) -> None:
     """The text: "versions: ... The protocol versions the bot serves": the upstream's 1.0, on both
     transports."""

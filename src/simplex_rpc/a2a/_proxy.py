@@ -300,8 +300,11 @@ def _bind(host: str, port: int) -> socket.socket:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise ProxyError(f"--listen: {host!r} is not an address of this machine ({exc})") from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
+    family, kind, _, _, address = infos[0]
+    # IPPROTO_TCP named: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose
+    # proto says TCP, and an accepted socket inherits it; without it each keep-alive
+    # response waits ~40 ms for the client's delayed ACK.
+    sock = socket.socket(family, kind, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
