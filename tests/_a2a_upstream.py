@@ -181,7 +181,9 @@ def main(argv: list[str] | None = None) -> None:
     sock.bind(("127.0.0.1", args.port))
     host, port = sock.getsockname()
     url = f"http://{host}:{port}"
-    config = uvicorn.Config(build_app(f"{url}/"), log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        build_app(f"{url}/"), log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+    )
     server = uvicorn.Server(config)
 
     async def serve() -> None:

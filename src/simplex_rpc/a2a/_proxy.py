@@ -332,7 +332,10 @@ async def run_proxy(
     url = _url(sock)
     served = proxy_card(card, f"{url}/", _versions(card), streaming=settings.via == "chat")
     app = build_app(served, transport)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+    # In-flight streams get 5 s to end when the proxy stops (Ctrl-C), then are cut.
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=5
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
