@@ -33,8 +33,16 @@ import logging
 import re
 import urllib.parse
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from typing import Final, TypeVar
 
 import httpx
 from a2a.client.card_resolver import A2ACardResolver
@@ -116,6 +124,8 @@ _FRAMING: Final = frozenset(
         "upgrade",
     }
 )
+
+_T = TypeVar("_T")
 
 ParameterPicker = Callable[[ServerCallContext], dict[str, str]]
 """Which of a request's headers go on as service parameters."""
@@ -233,10 +243,12 @@ class ForwardingHandler(RequestHandler):
         """The A2A error that answers a failure of the way to the other side."""
         if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
             return exc  # an A2A error of the other side: answered with its own code
-        code = getattr(exc, "code", None)
-        if code == "conversation_required":  # ServiceRpcError of the SimpleX transport
+        code = getattr(exc, "code", None)  # a Service RPC envelope error (ServiceRpcError)
+        if code == "conversation_required":
             return UnsupportedOperationError(message=redact(str(exc))[:500])
-        if isinstance(exc, A2AClientTimeoutError):
+        if code is not None:
+            reason = f"{self._what} did not serve the request: {redact(str(exc))[:300]}"
+        elif isinstance(exc, A2AClientTimeoutError):
             reason = f"{self._what} did not answer in time"
         elif isinstance(exc, A2AClientError):
             reason = f"{self._what} could not be reached: {redact(str(exc))[:300]}"
@@ -245,7 +257,8 @@ class ForwardingHandler(RequestHandler):
         log.warning("%s", reason)
         return InternalError(message=reason)
 
-    async def _unary(self, call: Any, context: ServerCallContext) -> Any:
+    async def _unary(self, call: Callable[..., Awaitable[_T]], context: ServerCallContext) -> _T:
+        """``call(context=...)`` with the caller's service parameters; failures mapped."""
         try:
             return await call(context=self._call_context(context))
         except Exception as exc:
@@ -259,8 +272,6 @@ class ForwardingHandler(RequestHandler):
                 event = _event(response)
                 self._record_event(context, event)
                 yield event
-        except A2AError as exc:
-            raise self._failure(exc) from None
         except Exception as exc:
             raise self._failure(exc) from None
         finally:
