@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parent
 UPSTREAM = ROOT / "_a2a_upstream.py"
 PY = sys.executable
 SECRET = "sekret-5f3a9c"
+CALLER_SECRET = "caller-7d1e0b"
 TERMINAL = "TASK_STATE_COMPLETED"
 
 
@@ -253,11 +254,15 @@ def test_a_one_shot_task_over_service_rpc_is_the_task_at_the_end_of_the_work(
     upstream got the request from the gateway's a2a-sdk client, the service parameters as
     headers and the operator's --header, the a2a-service-parameters member removed."""
     marker = f"https://example.com/ext/{uuid.uuid4()}"
+    parameters = {
+        "A2A-Extensions": marker,
+        "Authorization": f"Bearer {CALLER_SECRET}",  # the caller's own credential
+        "X-Api-Key": "the-callers-guess",  # named like the operator's --header: dropped
+        "Content-Length": "0",  # HTTP framing: never the caller's to set
+    }
 
     async def main() -> Any:
-        return await rpc(
-            network, request("SendMessage", user_message("quote"), **{"A2A-Extensions": marker})
-        )
+        return await rpc(network, request("SendMessage", user_message("quote"), **parameters))
 
     response = run(main)
     assert response.error is None, response.error
@@ -269,7 +274,9 @@ def test_a_one_shot_task_over_service_rpc_is_the_task_at_the_end_of_the_work(
     (record,) = [r for r in records if r["headers"].get("a2a-extensions") == marker]
     headers = record["headers"]
     assert headers["a2a-version"] == "1.0"
-    assert headers["x-api-key"] == SECRET
+    assert headers["authorization"] == f"Bearer {CALLER_SECRET}"
+    assert headers["x-api-key"] == SECRET  # the operator's header wins
+    assert headers["content-length"] != "0"
     assert a2a.SERVICE_PARAMETERS_MEMBER not in record["body"]
     assert record["body"]["method"] == "SendMessage"
     # The gateway's own id space: the caller's id is not what the upstream saw.
@@ -528,7 +535,9 @@ def test_the_credential_reaches_no_log(network: Network) -> None:
     """The issue: "A credential travels only as a header to the upstream, and never
     reaches a log"."""
     assert any(r["headers"].get("x-api-key") == SECRET for r in seen_by(network.upstream))
-    assert SECRET not in network.bot_log.read_text()
+    log = network.bot_log.read_text()
+    assert SECRET not in log
+    assert CALLER_SECRET not in log
 
 
 # -- the command line --------------------------------------------------------------------------
@@ -574,6 +583,32 @@ def test_a2a_options_need_an_a2a_server(network: Network) -> None:
     result = serve_cli("--core", f"{network.url}/dave", "--echo", "--header", "X-A: b")
     assert result.returncode == 2
     assert "--header" in result.stderr
+
+
+def test_the_card_url_may_be_given_whole(network: Network) -> None:
+    """--a2a-url may name the card itself (a URL ending in .json) instead of the agent's
+    base URL under which the well-known URI is read."""
+    bot = subprocess.Popen(
+        [
+            *(PY, "-m", "simplex_rpc", "serve", "--core", f"{network.url}/henry"),
+            *("--a2a-url", f"{network.upstream}/.well-known/agent-card.json", "--address"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        link = read_line(bot.stderr, r"^address: (\S+)", "the bot")
+        local = Network(**{**network.__dict__, "link": link})
+
+        async def main() -> Any:
+            return await rpc(local, request("SendMessage", user_message("hello")))
+
+        response = run(main)
+        assert response.error is None, response.error
+        assert response.response["result"]["message"]["parts"][0]["text"] == "Hello from Acme"
+    finally:
+        stop(bot)
 
 
 # -- in process: --a2a-module ------------------------------------------------------------------

@@ -266,3 +266,37 @@ def test_the_sign_key_reaches_no_output(network: Network, tmp_path: Any) -> None
         stop(process)
     out, err = process.communicate(timeout=20)
     assert key.encode() not in out + err
+
+
+def test_the_service_parameters_are_the_a2a_headers_and_the_cards_api_keys() -> None:
+    """The issue: "The A2A service parameters among the HTTP headers (A2A-Version,
+    A2A-Extensions, Authorization and the others the card's security schemes name) become
+    a2a-service-parameters"; no other header reaches the bot."""
+    from a2a.server.context import ServerCallContext
+
+    from simplex_rpc.a2a import _proxy
+
+    card = pb.AgentCard(name="Acme")
+    card.security_schemes["key"].api_key_security_scheme.CopyFrom(
+        pb.APIKeySecurityScheme(location="header", name="X-Acme-Pass")
+    )
+    card.security_schemes["query"].api_key_security_scheme.CopyFrom(
+        pb.APIKeySecurityScheme(location="query", name="token")
+    )
+    headers = {
+        "host": "127.0.0.1:8765",
+        "a2a-version": "1.0",
+        "a2a-extensions": "https://example.com/ext",
+        "authorization": "Bearer x",
+        "x-acme-pass": "p",
+        "token": "t",
+        "user-agent": "python-httpx",
+        "cookie": "c=1",
+    }
+    pick = _proxy._http_parameters(card)
+    assert pick(ServerCallContext(state={"headers": headers})) == {
+        "A2A-Version": "1.0",
+        "A2A-Extensions": "https://example.com/ext",
+        "Authorization": "Bearer x",
+        "X-Acme-Pass": "p",
+    }
