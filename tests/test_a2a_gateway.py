@@ -192,7 +192,7 @@ def run(main: Callable[[], Any]) -> Any:
     return asyncio.run(bounded())
 
 
-def user_message(text: str, **extra: str) -> dict[str, Any]:
+def user_message(text: str, **extra: Any) -> dict[str, Any]:
     message: dict[str, Any] = {
         "messageId": str(uuid.uuid4()),
         "role": "ROLE_USER",
@@ -418,7 +418,8 @@ def test_another_members_context_and_task_are_unknown_to_them(network: Network) 
     """The text: "A context and its tasks are available only to their caller ... in a group to the
     member who created them. A request that names the context or the task of another
     caller is answered as a request for an unknown task": carol gets exactly the answer a
-    task nobody made gets, so she cannot tell that alice's exists."""
+    task nobody made gets, so she cannot tell that alice's exists; naming alice's task
+    among referenceTaskIds, or a context nobody was given, is answered the same."""
     started = request("SendMessage", user_message("ask"))
 
     async def main() -> Any:
@@ -440,11 +441,17 @@ def test_another_members_context_and_task_are_unknown_to_them(network: Network) 
         (joined,) = await chat(network, in_context, network.carol_group, core="carol", member="bot")
         listed = request("ListTasks", {"contextId": task["contextId"]})
         (listing,) = await chat(network, listed, network.carol_group, core="carol", member="bot")
-        return task, own, carols, unknown, continued, joined, listing
+        referring = request("SendMessage", user_message("quote", referenceTaskIds=[task["id"]]))
+        (referred,) = await chat(
+            network, referring, network.carol_group, core="carol", member="bot"
+        )
+        invented = request("SendMessage", user_message("quote", contextId=str(uuid.uuid4())))
+        (nobodys,) = await chat(network, invented, network.carol_group, core="carol", member="bot")
+        return task, own, carols, unknown, [continued, joined, listing, referred, nobodys]
 
-    task, own, carols, unknown, continued, joined, listing = run(main)
+    task, own, carols, unknown, others = run(main)
     assert own["result"]["id"] == task["id"]
-    for refused in (carols, continued, joined, listing):
+    for refused in (carols, *others):
         assert refused["error"]["code"] == a2a.TASK_NOT_FOUND, refused
         assert refused["error"] == unknown["error"]
 

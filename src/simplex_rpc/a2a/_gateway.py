@@ -154,9 +154,10 @@ class ForwardingHandler(RequestHandler):
     (its headers); they go to the transport in ``ClientCallContext``.
     With ``scoped``, each task and context belongs to the caller that made it
     through this handler (the bridge's :class:`SimplexCaller` in
-    ``context.user``): a request that names one it does not own, or a task
-    the handler has not seen, is answered ``TaskNotFoundError``, the answer
-    for a task nobody made; ``ListTasks`` lists the caller's own tasks.
+    ``context.user``): a request that names one the caller was not given
+    (another caller's, or one the handler never saw) is answered
+    ``TaskNotFoundError``, the same answer either way, without reaching the
+    transport; ``ListTasks`` lists the caller's own tasks.
     ``push`` passes the push notification methods on; otherwise they are
     answered ``PushNotificationNotSupportedError``.
 
@@ -202,20 +203,20 @@ class ForwardingHandler(RequestHandler):
         if self._scoped and self.callers.owner_of_task(task_id) != self._caller(context):
             raise _unknown_task()
 
-    def _own_context(self, context: ServerCallContext, context_id: str, *, new_ok: bool) -> None:
-        if not self._scoped or not context_id:
-            return
-        owner = self.callers.owner_of_context(context_id)
-        if owner is None and new_ok:
-            return
-        if owner != self._caller(context):
-            raise _unknown_task()
+    def _own_context(self, context: ServerCallContext, context_id: str) -> None:
+        if self._scoped and context_id:
+            if self.callers.owner_of_context(context_id) != self._caller(context):
+                raise _unknown_task()
 
     def _check_message(self, params: SendMessageRequest, context: ServerCallContext) -> None:
-        if params.message.task_id:
-            self._own_task(context, params.message.task_id)
-        # A message may start a context the caller names itself; another's is unknown.
-        self._own_context(context, params.message.context_id, new_ok=True)
+        """Every task and context the message names must be the caller's: its task,
+        its context and the tasks it refers to (``referenceTaskIds``)."""
+        message = params.message
+        if message.task_id:
+            self._own_task(context, message.task_id)
+        self._own_context(context, message.context_id)
+        for reference in message.reference_task_ids:
+            self._own_task(context, reference)
 
     def _record(self, context: ServerCallContext, task_id: str, context_id: str) -> None:
         if not self._scoped:
@@ -329,8 +330,7 @@ class ForwardingHandler(RequestHandler):
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
-        if params.context_id:
-            self._own_context(context, params.context_id, new_ok=False)
+        self._own_context(context, params.context_id)
         result: ListTasksResponse = await self._unary(
             lambda context: self._transport.list_tasks(params, context=context), context
         )
