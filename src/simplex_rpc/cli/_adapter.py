@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import inspect
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -115,17 +116,18 @@ def echo_handler(request: ServiceRequest) -> Any:
     return request.request.request
 
 
-def load_object(spec: str) -> Any:
-    """Import ``MODULE:NAME`` (a dotted module or a ``.py`` path) and return the attribute."""
+def load_object(spec: str, what: str = "--mcp-module") -> Any:
+    """Import ``MODULE:NAME`` (a dotted module or a ``.py`` path) and return the attribute;
+    errors name the option ``what``."""
     module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr:
-        raise CliError(f"--mcp-module: {spec!r} is not MODULE:NAME")
+        raise CliError(f"{what}: {spec!r} is not MODULE:NAME")
     try:
         if module_name.endswith(".py") or "/" in module_name:
             path = Path(module_name)
             loader_spec = importlib.util.spec_from_file_location(path.stem, path)
             if loader_spec is None or loader_spec.loader is None:
-                raise CliError(f"--mcp-module: cannot load {module_name!r}")
+                raise CliError(f"{what}: cannot load {module_name!r}")
             module = importlib.util.module_from_spec(loader_spec)
             loader_spec.loader.exec_module(module)
         else:
@@ -133,11 +135,11 @@ def load_object(spec: str) -> Any:
     except CliError:
         raise
     except (ImportError, OSError) as exc:
-        raise CliError(f"--mcp-module: cannot import {module_name!r}: {exc}") from None
+        raise CliError(f"{what}: cannot import {module_name!r}: {exc}") from None
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise CliError(f"--mcp-module: {module_name!r} has no {attr!r}") from None
+        raise CliError(f"{what}: {module_name!r} has no {attr!r}") from None
 
 
 def _mcp_server(spec: str) -> Any:
@@ -247,10 +249,32 @@ async def _serving(
         raise group.exceptions[0] from None
 
 
+@contextlib.asynccontextmanager
+async def _a2a_bridge(args: argparse.Namespace, link: str) -> AsyncIterator[Any]:
+    """The A2aBridge of ``--a2a-url`` (a gateway to an HTTP agent) or ``--a2a-module``."""
+    try:
+        from ..a2a import _gateway
+    except ImportError as exc:
+        raise CliError(f"needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})") from None
+    # A one-shot task over Service RPC waits up to 160 s, or less under a shorter
+    # --deadline, so that conversation_required arrives before the handler is cut.
+    rpc_deadline = min(_gateway.DEFAULT_RPC_DEADLINE, 0.9 * args.deadline)
+    if args.a2a_url is not None:
+        async with _gateway.gateway(
+            args.a2a_url, link, headers=args.headers, rpc_deadline=rpc_deadline
+        ) as bridge:
+            yield bridge
+        return
+    handler = load_object(args.a2a_module, "--a2a-module")
+    yield _gateway.module_bridge(handler, link, rpc_deadline=rpc_deadline)
+
+
 async def run_serve(
     args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
 ) -> int:
     """Run the responder of ``args`` until cancelled or the connection ends."""
+    if args.headers and args.a2a_url is None and getattr(args, "mcp_url", None) is None:
+        raise CliError("--header: only with an HTTP upstream (--a2a-url)")
     rate_limit = args.rate_limit
     async with ChatCore.connect(args.core) as core:
         if args.start:
@@ -285,6 +309,19 @@ async def run_serve(
                     upstream.rpc_handler,
                     upstream,
                     args.protocol or ["mcp"],
+                    options,
+                    ready,
+                )
+        if args.a2a_url is not None or args.a2a_module is not None:
+            # The Agent Card names the bot's contact address link (its SimpleX interface).
+            card_link = link or (await core.service_address(args.user)).link
+            async with _a2a_bridge(args, card_link) as a2a_bridge:
+                await _serving(
+                    core,
+                    args,
+                    a2a_bridge.rpc_handler,
+                    a2a_bridge,
+                    args.protocol or ["a2a"],
                     options,
                     ready,
                 )
@@ -477,14 +514,25 @@ def register(subparsers: Any) -> None:
         type=parse_header,
         default=[],
         metavar="'NAME: VALUE'",
-        help="an HTTP header sent with every request to an HTTP upstream (repeatable);"
-        " never logged",
+        help="an HTTP header sent with every request to an HTTP upstream (--mcp-url,"
+        " --a2a-url; repeatable), for example a credential; never logged",
     )
     p.add_argument(
         "upstream_command",
         nargs="*",
         metavar="COMMAND",
         help="with --mcp-stdio, after --: the MCP server's command and its arguments",
+    )
+    what.add_argument(
+        "--a2a-url",
+        metavar="URL",
+        help="front the A2A agent at URL over its JSON-RPC HTTP binding (its Agent Card at"
+        " the well-known URI under URL, or URL itself when it ends in .json)",
+    )
+    what.add_argument(
+        "--a2a-module",
+        metavar="MOD:NAME",
+        help="serve this a2a-sdk RequestHandler in process (or a function that makes one)",
     )
     p.add_argument(
         "--protocol",

@@ -453,7 +453,10 @@ async def run_proxy_http(
     server = build_server(upstream)
     app = server.streamable_http_app(host=host)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose
+    # proto says TCP, and an accepted socket inherits it; without it each keep-alive
+    # response waits ~40 ms for the client's delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
