@@ -248,6 +248,8 @@ SERVICE_PARAMETERS_MEMBER: Final = "a2a-service-parameters"
 _FIELD_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # A field value a proxy can send as an HTTP header: visible Latin-1, spaces and tabs.
 _FIELD_VALUE: Final = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+# HTTP's optional whitespace (OWS, RFC 9110 section 5.6.3) around a field value.
+_OWS: Final = " \t"
 
 
 class ServiceParameters(Mapping[str, str]):
@@ -256,6 +258,9 @@ class ServiceParameters(Mapping[str, str]):
     Lookup ignores the letter case of names; iteration gives the names as the
     request spelled them. Several values of one parameter are one string,
     joined by commas as in an HTTP header; :meth:`split` returns them apart.
+    A value is kept without its leading and trailing spaces and tabs, as an
+    HTTP field value is read (RFC 9110, section 5.5: that optional whitespace
+    is not part of the value), so ``" 1.0"`` is ``"1.0"``.
     """
 
     __slots__ = ("_items",)
@@ -270,7 +275,7 @@ class ServiceParameters(Mapping[str, str]):
                     f"{SERVICE_PARAMETERS_MEMBER}: {name!r} repeats"
                     f" {self._items[key][0]!r} (names are case-insensitive)"
                 )
-            self._items[key] = (name, value)
+            self._items[key] = (name, value.strip(_OWS))
 
     def __getitem__(self, name: str) -> str:
         if not isinstance(name, str):

@@ -213,8 +213,13 @@ class A2aBridge:
 
     @property
     def supported(self) -> tuple[str, ...]:
-        """The A2A versions (Major.Minor) the bridge serves, for the declaration."""
-        return tuple(a2a.SUPPORTED_VERSIONS)
+        """The A2A versions (Major.Minor) the bridge serves: ``supported_versions``.
+
+        ``serve_calls(declare=True)`` declares exactly these ("versions: ... The
+        protocol versions the bot serves"), and :meth:`stream` refuses every other
+        one with ``-32009``: what is declared is what is served.
+        """
+        return self.supported_versions
 
     async def stream(self, request: object, *, caller: a2a.Caller) -> AsyncIterator[dict[str, Any]]:
         """Every JSON-RPC response of the answer to ``request``, in order.

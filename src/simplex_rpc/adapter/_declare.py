@@ -27,6 +27,7 @@ from ..declarations import (
     ProtocolDeclaration,
     build_protocols,
     parse_audience,
+    parse_change_frequency,
     parse_protocols,
     parse_serves,
 )
@@ -47,7 +48,11 @@ class LinkDeclarations:
     group, or when the link data is not available), ``audience`` those of a
     group or channel (None for a contact address, or when nothing is
     available); ``business`` marks a business address (False when not
-    known). ``own`` is True for this user's own link.
+    known). ``change_frequency`` is a channel's ``changeFrequency`` from its
+    public group record, one of the Sitemaps changefreq values
+    (``declarations.CHANGE_FREQUENCIES``), or None when the record has none,
+    has a value outside them, or the link is a contact address. ``own`` is
+    True for this user's own link.
 
     ``source`` says where the declarations were read, so that "declares
     nothing" (empty ``protocols`` from a profile) is told apart from "nothing
@@ -71,6 +76,7 @@ class LinkDeclarations:
     business: bool
     own: bool = False
     source: Literal["link", "contact", "group"] | None = "link"
+    change_frequency: str | None = None
 
 
 def _declarations(
@@ -280,8 +286,8 @@ class _Declarations(_CoreBase):
 
         Sends ``/_connect plan <userId> <link>`` and parses the link data: a
         contact address's profile ``preferences.protocols``, ``serves`` and
-        ``business``; a group's or channel's ``groupPreferences.protocols``
-        and ``publicGroup.audience``. When the plan carries no link data but
+        ``business``; a group's or channel's ``groupPreferences.protocols``,
+        ``publicGroup.audience`` and ``publicGroup.changeFrequency``. When the plan carries no link data but
         a contact or group this user already knows, that profile is read
         instead; ``source`` says which was read, or None when nothing was.
         Declarations that break the schema are dropped, unknown values
@@ -389,6 +395,8 @@ def _group_plan(plan: Any) -> LinkDeclarations:
         business=False,
         own=_get(plan, "type") == "ownLink",
         source=source,
+        # "changeFrequency: in a channel only": read where the record has it.
+        change_frequency=parse_change_frequency(public if isinstance(public, dict) else {}),
     )
 
 
