@@ -48,7 +48,7 @@ from ..chat import (
     parse_call,
     parse_reply,
 )
-from ..declarations import parse_protocols
+from ..declarations import _check_declared_versions, parse_protocols
 from ..errors import CallSyntaxError, ChatCoreError, DeclarationError, SimplexRpcError
 from ._core import _check_user_id, _dump_command_json, check_seconds, log
 from ._declare import _Declarations
@@ -413,6 +413,7 @@ def _declared_versions(
                 f" versions={{{protocol!r}: [...]}} (a declaration names the versions the bot"
                 " serves; a bridge knows its own)"
             )
+        _check_declared_versions(protocol, served)
         out[protocol] = served
     return out
 

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from .._wire.redact import show
 from ..declarations import (
     ProtocolDeclaration,
+    _check_declared_versions,
     build_protocols,
     parse_audience,
     parse_change_frequency,
@@ -94,6 +95,8 @@ def _declarations(
             raise DeclarationError(f"protocols.{str(name)[:64]}: not a valid declaration")
         out[name] = parsed[name]
     build_protocols(out)  # checks the names
+    for name, declaration in out.items():
+        _check_declared_versions(name, declaration.versions)
     return out
 
 
@@ -166,7 +169,11 @@ class _Declarations(_CoreBase):
         profile and its other preferences stay as they were. With
         ``group_id``, the group's ``groupPreferences.protocols`` is written
         instead (``/_group_profile``; the user must own the group), without
-        ``rpc``, which is valid in preferences only. A profile's declarations
+        ``rpc``, which is valid in preferences only. The versions of ``mcp`` and
+        ``a2a`` must be in their bindings' form (MCP revisions from 2026-07-28
+        on, YYYY-MM-DD; A2A versions Major.Minor): anything else raises
+        :class:`DeclarationError` naming the entry, before anything is
+        written. A profile's declarations
         are also copied into each business chat where this user is the
         business (the protocol text: "protocols of the business profile MUST
         be copied into the chat's groupPreferences"), unless
@@ -268,6 +275,7 @@ class _Declarations(_CoreBase):
                     f"declare: no versions to declare for {show(name, 64)}; a declaration"
                     f" names the versions the bot serves (pass versions={{{name!r}: [...]}})"
                 )
+            _check_declared_versions(name, served[name])
         async with self._declaration_lock():
             current = await self.declared(user_id)
             for name, names in served.items():

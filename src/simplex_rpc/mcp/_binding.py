@@ -6,6 +6,7 @@ bridge and the client transport of the package use them.
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -75,6 +76,14 @@ def revision_of(message: object) -> str | None:
     return revision if isinstance(revision, str) else None
 
 
+def _is_date(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 def check_revisions(supported: Iterable[str]) -> tuple[str, ...]:
     """``supported`` as a tuple, checked: MCP revisions (YYYY-MM-DD) from 2026-07-28 on.
 
@@ -85,7 +94,11 @@ def check_revisions(supported: Iterable[str]) -> tuple[str, ...]:
         raise BindingError("supported: expected a list of revisions, got a string")
     out: list[str] = []
     for i, revision in enumerate(supported):
-        if not isinstance(revision, str) or not _REVISION.fullmatch(revision):
+        if (
+            not isinstance(revision, str)
+            or not _REVISION.fullmatch(revision)
+            or not _is_date(revision)
+        ):
             raise BindingError(f"supported[{i}]: {revision!r} is not an MCP revision (YYYY-MM-DD)")
         if revision < MIN_REVISION:
             raise BindingError(
