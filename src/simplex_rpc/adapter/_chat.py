@@ -911,10 +911,13 @@ class _ChatCalls(_Declarations):
         if not group and member is not None:
             raise CallRefused("member: a direct chat has no members to mention")
         if until is not None and not callable(until):
-            raise SimplexRpcError(f"until: expected a function of the replies, got {show(until, 40)}")
+            raise SimplexRpcError(
+                f"until: expected a function of the replies, got {type(until).__name__}"
+            )
         if agent_card is not None and not isinstance(agent_card, Mapping):
             raise CallRefused(
-                f"agent_card: expected the Agent Card as a JSON object, got {type(agent_card).__name__}"
+                "agent_card: expected the Agent Card as a JSON object,"
+                f" got {type(agent_card).__name__}"
             )
         if group and protocol == "a2a":
             credentials = _credential_parameters(call.request, agent_card)

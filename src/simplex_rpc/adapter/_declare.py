@@ -295,9 +295,10 @@ class _Declarations(_CoreBase):
         Sends ``/_connect plan <userId> <link>`` and parses the link data: a
         contact address's profile ``preferences.protocols``, ``serves`` and
         ``business``; a group's or channel's ``groupPreferences.protocols``,
-        ``publicGroup.audience`` and ``publicGroup.changeFrequency``. When the plan carries no link data but
-        a contact or group this user already knows, that profile is read
-        instead; ``source`` says which was read, or None when nothing was.
+        ``publicGroup.audience`` and ``publicGroup.changeFrequency``. When the
+        plan carries no link data but a contact or group this user already
+        knows, that profile is read instead; ``source`` says which was read,
+        or None when nothing was.
         Declarations that break the schema are dropped, unknown values
         ignored (the protocol text's MUSTs).
         """
