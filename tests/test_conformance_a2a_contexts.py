@@ -325,3 +325,49 @@ def test_caller_store_scoped_checks_then_records_each_answer() -> None:
         assert calls == [first]
 
     run(main)
+
+
+def test_caller_store_scoped_closes_the_upstream_when_left_early() -> None:
+    """A stream left early (a reply that could not be sent) ends the upstream's stream
+    too: scoped closes the iterator it was given."""
+    store = CallerStore()
+    closed: list[bool] = []
+
+    async def events() -> AsyncIterator[dict[str, Any]]:
+        try:
+            for n in range(3):
+                update = {"statusUpdate": {"taskId": f"t-{n}", "contextId": "c", "status": {}}}
+                yield {"jsonrpc": "2.0", "id": 1, "result": update}
+        finally:
+            closed.append(True)
+
+    async def main() -> None:
+        answers = store.scoped(ALICE, send("go"), events)
+        async for _ in answers:
+            break
+        await answers.aclose()  # type: ignore[attr-defined]
+        assert closed == [True]
+        assert store.owner_of_task("t-0") == ALICE and store.owner_of_task("t-1") is None
+
+    run(main)
+
+
+def test_an_unsigned_rpc_requester_leaves_nothing_behind() -> None:
+    """An unsigned Service RPC requester is a new caller each time: nothing it is given
+    could be named again, so the bridge keeps nothing for it (the store does not grow
+    with anonymous traffic), and its task is nobody's to name."""
+
+    async def main() -> None:
+        bridge, _ = make_bridge()
+        response = await rpc(bridge, send("one-shot"), None)
+        assert response.ok
+        task_id, context_id = ids_of(response.response)
+        assert bridge.callers.owner_of_task(task_id) is None
+        assert bridge.callers.owner_of_context(context_id) is None
+        signed = SigningKey.generate().public_key
+        mine = await rpc(bridge, send("one-shot"), signed)
+        signed_task, _ = ids_of(mine.response)
+        owner = bridge.callers.owner_of_task(signed_task)
+        assert owner is not None and owner.chat == f"rpc:{signed.encode()}"
+
+    run(main)

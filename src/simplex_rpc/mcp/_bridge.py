@@ -281,6 +281,10 @@ class McpBridge:
             # Over HTTP the SDK routes initialize to its handshake transport, which
             # the binding does not carry: its modern connection's -32022 instead.
             return problem
+        if problem is not None:
+            # A malformed envelope (-32602) or an unserved revision (-32022): the SDK's
+            # ladder answers it itself, with the same error check_request gives.
+            return None
         if message["method"] in NOT_SERVED:
             return error_response(
                 message["id"],
@@ -288,7 +292,6 @@ class McpBridge:
                 f"Method not found: {message['method']} is an open-ended stream,"
                 " not served over SimpleX",
             )
-        # An unserved revision is left to the SDK, which answers -32022 itself.
         return None
 
     async def chat_handler(
