@@ -42,6 +42,7 @@ __all__ = [
     "dumps_text",
     "envelope_of",
     "error_response",
+    "header_field",
     "invalid_request",
     "json_type",
     "refuse_envelope",
@@ -316,6 +317,28 @@ def _check_parameter(name: object, value: object, where: str) -> None:
         raise BindingError(f"{where}: {name}: expected a string value, got {json_type(value)}")
     if not _FIELD_VALUE.fullmatch(value):
         raise BindingError(f"{where}: {name}: the value is not a valid header field value")
+
+
+def header_field(text: str, where: str = "header") -> tuple[str, str]:
+    """``'Name: value'`` as ``(name, value)``: one HTTP header a gateway sends upstream.
+
+    The name is an RFC 9110 token; the value, trimmed of the blanks around it,
+    is one a proxy can send (visible Latin-1, spaces and tabs). Anything else
+    raises :class:`BindingError` naming ``where``; the message never repeats
+    the value, which may be a credential.
+    """
+    if not isinstance(text, str):
+        raise BindingError(f"{where}: expected 'Name: value', got {json_type(text)}")
+    name, sep, value = text.partition(":")
+    name = name.strip(" \t")
+    if not sep:
+        raise BindingError(f"{where}: expected 'Name: value', with a colon after the name")
+    if not _FIELD_NAME.fullmatch(name):
+        raise BindingError(f"{where}: {name[:64]!r} is not a header name (an HTTP token)")
+    value = value.strip(" \t")
+    if not _FIELD_VALUE.fullmatch(value):
+        raise BindingError(f"{where} {name}: the value is not a valid header field value")
+    return name, value
 
 
 def service_parameters(request: Mapping[str, Any]) -> ServiceParameters:

@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,7 @@ from ._common import (
     CliError,
     emit_json,
     load_json,
+    parse_header,
     positive_seconds,
     read_input,
     whole_number,
@@ -146,6 +148,47 @@ def _mcp_server(spec: str) -> Any:
     return obj
 
 
+def check_upstream_arguments(args: argparse.Namespace) -> None:
+    """The one-line errors of ``--mcp-stdio -- COMMAND``, ``--mcp-url`` and ``--header``."""
+    command = list(getattr(args, "upstream_command", None) or [])
+    if args.mcp_stdio and not command:
+        raise CliError(
+            "--mcp-stdio: give the server's command after --, for example"
+            " --mcp-stdio -- npx -y @modelcontextprotocol/server-everything"
+        )
+    if command and not args.mcp_stdio:
+        raise CliError(
+            f"unexpected arguments {' '.join(command)[:80]!r}: a command after --"
+            " is the server of --mcp-stdio"
+        )
+    url = args.mcp_url
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise CliError("--mcp-url: expected an http:// or https:// URL")
+    http_upstream = url is not None or getattr(args, "a2a_url", None) is not None
+    if getattr(args, "headers", None) and not http_upstream:
+        raise CliError("--header: goes with an HTTP upstream (--mcp-url)")
+
+
+def _upstream(args: argparse.Namespace) -> Any:
+    """The :class:`simplex_rpc.mcp.Upstream` of ``--mcp-stdio`` or ``--mcp-url``."""
+    try:
+        from ..mcp import Upstream
+    except ImportError as exc:
+        raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
+    logger = logging.getLogger("simplex_rpc.mcp.upstream")
+    if not logger.handlers and not logging.getLogger().handlers:
+        # The upstream's changes of state and its stderr are the operator's log.
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("simplex-rpc serve: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    tools = args.conversation_tool
+    if args.mcp_stdio:
+        command, *rest = args.upstream_command
+        return Upstream.stdio(command, rest, conversation_tools=tools)
+    return Upstream.http(args.mcp_url, headers=args.headers, conversation_tools=tools)
+
+
 async def echo_call(call: IncomingCall, send: ReplySink) -> str:
     """The ``--echo`` bot in a conversation: the reply is the request itself.
 
@@ -233,6 +276,18 @@ async def run_serve(
         if args.echo:
             protocols = args.protocol or ["echo"]
             await _serving(core, args, echo_handler, echo_call, protocols, options, ready)
+        if args.mcp_stdio or args.mcp_url is not None:
+            upstream = _upstream(args)
+            async with upstream:
+                await _serving(
+                    core,
+                    args,
+                    upstream.rpc_handler,
+                    upstream,
+                    args.protocol or ["mcp"],
+                    options,
+                    ready,
+                )
         from ..mcp import McpBridge
 
         server = _mcp_server(args.mcp_module)
@@ -276,6 +331,7 @@ def _cmd_call_chat(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    check_upstream_arguments(args)
     return asyncio.run(run_serve(args))
 
 
@@ -285,16 +341,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 async def run_simulator(
     args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
 ) -> int:
-    """Run a CoreSimulator until cancelled; print its URL."""
-    from ..testing import CoreSimulator
+    """Run a CoreSimulator until cancelled; print its URL, or with ``--world`` build the
+    world and print one JSON line (:meth:`CoreSimulator.load_world`'s result)."""
+    from .._wire import strict_json as _json
+    from ..testing import CoreSimulator, read_world
 
+    world = read_world(args.world) if getattr(args, "world", None) is not None else None
+    users = tuple(sorted(world.user_ids)) if world is not None else (1,)
     async with CoreSimulator(
-        host=args.host, port=args.port, response_window=args.response_window
+        host=args.host, port=args.port, response_window=args.response_window, users=users
     ) as sim:
-        print(
-            f"core simulator at {sim.url} (one simulated core per path: {sim.url}/NAME)",
-            flush=True,
-        )
+        if world is not None:
+            print(_json.dumps(sim.load_world(world)).decode("utf-8"), flush=True)
+        else:
+            print(
+                f"core simulator at {sim.url} (one simulated core per path: {sim.url}/NAME)",
+                flush=True,
+            )
         if on_ready is not None:
             on_ready(sim.url)
         await asyncio.Event().wait()
@@ -381,8 +444,10 @@ def register(subparsers: Any) -> None:
         "serve",
         help="answer Service RPC requests through a chat core",
         description="Answer serviceRequest events of the chat core until interrupted: an echo"
-        " responder, or an MCP server (MODULE:NAME, a server object or a function that"
-        " builds one) served through McpBridge.",
+        " responder, an MCP server (MODULE:NAME, a server object or a function that"
+        " builds one) served through McpBridge, or any MCP server as an upstream: the"
+        " command after -- (--mcp-stdio -- COMMAND [ARG...]) or a Streamable HTTP URL"
+        " (--mcp-url URL [--header 'Name: value']...).",
     )
     _core_options(p)
     what = p.add_mutually_exclusive_group(required=True)
@@ -393,6 +458,33 @@ def register(subparsers: Any) -> None:
         "--mcp-module",
         metavar="MOD:NAME",
         help="serve this MCP SDK server (dotted module or .py path, and attribute)",
+    )
+    what.add_argument(
+        "--mcp-stdio",
+        action="store_true",
+        help="serve the MCP server that the command after -- runs (any language), over its"
+        " stdin and stdout; restarted with backoff if it exits",
+    )
+    what.add_argument(
+        "--mcp-url",
+        metavar="URL",
+        help="serve the MCP server at this Streamable HTTP endpoint (any language)",
+    )
+    p.add_argument(
+        "--header",
+        dest="headers",
+        action="append",
+        type=parse_header,
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an HTTP header sent with every request to an HTTP upstream (repeatable);"
+        " never logged",
+    )
+    p.add_argument(
+        "upstream_command",
+        nargs="*",
+        metavar="COMMAND",
+        help="with --mcp-stdio, after --: the MCP server's command and its arguments",
     )
     p.add_argument(
         "--protocol",
@@ -521,6 +613,12 @@ def register(subparsers: Any) -> None:
         default=180.0,
         metavar="S",
         help="seconds a responder has to answer (default 180, as the core)",
+    )
+    p.add_argument(
+        "--world",
+        metavar="FILE",
+        help="build the users, addresses, contacts and groups FILE (TOML or JSON) declares,"
+        " then print one JSON line: each user's URL and the ids made (docs/adapter.md)",
     )
     p.set_defaults(handler=_cmd_simulator)
 
