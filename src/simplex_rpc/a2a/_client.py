@@ -227,6 +227,9 @@ class SimplexA2aTransport(ClientTransport):
         self.user_id = user_id
         self.target = target
         self.agent_card = card
+        # The card as JSON: in a group the chat transport refuses a request that
+        # carries a parameter the card's security schemes name (a credential).
+        self._card_json: dict[str, Any] = json_format.MessageToDict(card)
         self.version = version
         self.timeout = check_seconds(timeout, "timeout")
         self.max_retry_after = check_seconds(max_retry_after, "max_retry_after")
@@ -319,6 +322,7 @@ class SimplexA2aTransport(ClientTransport):
                 member=self.member,
                 wait=seconds,
                 user_id=self.user_id,
+                agent_card=self._card_json,
             ):
                 body = reply.message
                 if body is None or body.get("id") != message["id"]:
