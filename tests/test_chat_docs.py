@@ -67,7 +67,7 @@ def test_the_bot_and_the_caller_run_against_the_simulator(page: str) -> None:
             assert sim.sim is not None
             protocols = sim.sim.profile("bot")["preferences"]["protocols"]
             # versions: required, the versions the bot serves (declared as given).
-            assert protocols == {"mcp": {"versions": ["2025-06-18"], "transports": {"chat": True}}}
+            assert protocols == {"mcp": {"versions": ["2026-07-28"], "transports": {"chat": True}}}
         finally:
             bot.kill()
             bot.wait(10)

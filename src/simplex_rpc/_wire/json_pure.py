@@ -260,12 +260,13 @@ def _skip_ws(text: str, pos: int) -> int:
 def dumps(value: Any) -> bytes:
     """Serialize compactly to UTF-8 bytes; refuse NaN and Infinity."""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
-            "utf-8"
-        )
+        return json.dumps(
+            value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise JsonError("lone surrogate in a string") from exc
     except ValueError as exc:
         raise JsonError(str(exc)) from exc
     except RecursionError as exc:
         raise JsonError("value nested too deeply to serialize") from exc
+

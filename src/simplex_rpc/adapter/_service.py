@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
+from .._bindings import RPC_JSON_LIMIT
 from .._wire import strict_json as _json
 from .._wire.envelope import (
     MAX_UINT32,
@@ -415,7 +416,7 @@ class _ServiceRpc(_Declarations):
         concurrency: int = 32,
         handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
         rate_limit: RateLimit | None = None,
-        max_response_bytes: int = MAX_RESPONSE,
+        max_response_bytes: int = RPC_JSON_LIMIT,
         max_queue: int = DEFAULT_MAX_QUEUE,
         grace: float = DEFAULT_GRACE,
         declare: bool = False,
@@ -437,7 +438,10 @@ class _ServiceRpc(_Declarations):
         ``CancelledError`` the handler raises itself is a failure like any
         other). A result that is not JSON under the library's strict rules is
         answered ``internal``; a response longer than ``max_response_bytes``
-        (at most the block's ``MAX_RESPONSE``) ``too_large``. An answer the core
+        ``too_large``. By default that is 10,000 bytes of JSON (the protocol
+        text: "A request and a response SHOULD NOT exceed 10,000 bytes of
+        JSON"); passing up to the block's ``MAX_RESPONSE`` (11,101) allows
+        longer responses, explicitly. An answer the core
         refuses as too large is replaced by ``too_large``, and one it refuses
         for another reason by ``internal``, each tried once.
 
@@ -655,7 +659,11 @@ class _Responder:
                 handler_timeout,
                 RESPONSE_WINDOW,
             )
-        if not isinstance(max_response_bytes, int) or not 1 <= max_response_bytes <= MAX_RESPONSE:
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or not 1 <= max_response_bytes <= MAX_RESPONSE
+        ):
             raise SimplexRpcError(f"max_response_bytes: expected 1 to {MAX_RESPONSE}")
         if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 0:
             raise SimplexRpcError("max_queue: expected a non-negative integer")

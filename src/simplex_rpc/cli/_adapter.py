@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import importlib.util
 import inspect
 import json
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from ._common import (
     CliError,
     emit_json,
     load_json,
+    parse_header,
     positive_seconds,
     read_input,
     whole_number,
@@ -113,17 +116,18 @@ def echo_handler(request: ServiceRequest) -> Any:
     return request.request.request
 
 
-def load_object(spec: str) -> Any:
-    """Import ``MODULE:NAME`` (a dotted module or a ``.py`` path) and return the attribute."""
+def load_object(spec: str, what: str = "--mcp-module") -> Any:
+    """Import ``MODULE:NAME`` (a dotted module or a ``.py`` path) and return the attribute;
+    errors name the option ``what``."""
     module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr:
-        raise CliError(f"--mcp-module: {spec!r} is not MODULE:NAME")
+        raise CliError(f"{what}: {spec!r} is not MODULE:NAME")
     try:
         if module_name.endswith(".py") or "/" in module_name:
             path = Path(module_name)
             loader_spec = importlib.util.spec_from_file_location(path.stem, path)
             if loader_spec is None or loader_spec.loader is None:
-                raise CliError(f"--mcp-module: cannot load {module_name!r}")
+                raise CliError(f"{what}: cannot load {module_name!r}")
             module = importlib.util.module_from_spec(loader_spec)
             loader_spec.loader.exec_module(module)
         else:
@@ -131,11 +135,11 @@ def load_object(spec: str) -> Any:
     except CliError:
         raise
     except (ImportError, OSError) as exc:
-        raise CliError(f"--mcp-module: cannot import {module_name!r}: {exc}") from None
+        raise CliError(f"{what}: cannot import {module_name!r}: {exc}") from None
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise CliError(f"--mcp-module: {module_name!r} has no {attr!r}") from None
+        raise CliError(f"{what}: {module_name!r} has no {attr!r}") from None
 
 
 def _mcp_server(spec: str) -> Any:
@@ -144,6 +148,47 @@ def _mcp_server(spec: str) -> Any:
     if inspect.isfunction(obj):
         obj = obj()
     return obj
+
+
+def check_upstream_arguments(args: argparse.Namespace) -> None:
+    """The one-line errors of ``--mcp-stdio -- COMMAND``, ``--mcp-url`` and ``--header``."""
+    command = list(getattr(args, "upstream_command", None) or [])
+    if args.mcp_stdio and not command:
+        raise CliError(
+            "--mcp-stdio: give the server's command after --, for example"
+            " --mcp-stdio -- npx -y @modelcontextprotocol/server-everything"
+        )
+    if command and not args.mcp_stdio:
+        raise CliError(
+            f"unexpected arguments {' '.join(command)[:80]!r}: a command after --"
+            " is the server of --mcp-stdio"
+        )
+    url = args.mcp_url
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise CliError("--mcp-url: expected an http:// or https:// URL")
+    http_upstream = url is not None or getattr(args, "a2a_url", None) is not None
+    if getattr(args, "headers", None) and not http_upstream:
+        raise CliError("--header: goes with an HTTP upstream (--mcp-url)")
+
+
+def _upstream(args: argparse.Namespace) -> Any:
+    """The :class:`simplex_rpc.mcp.Upstream` of ``--mcp-stdio`` or ``--mcp-url``."""
+    try:
+        from ..mcp import Upstream
+    except ImportError as exc:
+        raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
+    logger = logging.getLogger("simplex_rpc.mcp.upstream")
+    if not logger.handlers and not logging.getLogger().handlers:
+        # The upstream's changes of state and its stderr are the operator's log.
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("simplex-rpc serve: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    tools = args.conversation_tool
+    if args.mcp_stdio:
+        command, *rest = args.upstream_command
+        return Upstream.stdio(command, rest, conversation_tools=tools)
+    return Upstream.http(args.mcp_url, headers=args.headers, conversation_tools=tools)
 
 
 async def echo_call(call: IncomingCall, send: ReplySink) -> str:
@@ -204,10 +249,32 @@ async def _serving(
         raise group.exceptions[0] from None
 
 
+@contextlib.asynccontextmanager
+async def _a2a_bridge(args: argparse.Namespace, link: str) -> AsyncIterator[Any]:
+    """The A2aBridge of ``--a2a-url`` (a gateway to an HTTP agent) or ``--a2a-module``."""
+    try:
+        from ..a2a import _gateway
+    except ImportError as exc:
+        raise CliError(f"needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})") from None
+    # A one-shot task over Service RPC waits up to 160 s, or less under a shorter
+    # --deadline, so that conversation_required arrives before the handler is cut.
+    rpc_deadline = min(_gateway.DEFAULT_RPC_DEADLINE, 0.9 * args.deadline)
+    if args.a2a_url is not None:
+        async with _gateway.gateway(
+            args.a2a_url, link, headers=args.headers, rpc_deadline=rpc_deadline
+        ) as bridge:
+            yield bridge
+        return
+    handler = load_object(args.a2a_module, "--a2a-module")
+    yield _gateway.module_bridge(handler, link, rpc_deadline=rpc_deadline)
+
+
 async def run_serve(
     args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
 ) -> int:
     """Run the responder of ``args`` until cancelled or the connection ends."""
+    if args.headers and args.a2a_url is None and getattr(args, "mcp_url", None) is None:
+        raise CliError("--header: only with an HTTP upstream (--a2a-url)")
     rate_limit = args.rate_limit
     async with ChatCore.connect(args.core) as core:
         if args.start:
@@ -223,7 +290,6 @@ async def run_serve(
             "max_queue": args.max_queue,
             "grace": args.grace,
         }
-
         def ready() -> None:
             # Printed once serving: a caller that waits for this line can call at once.
             if link:
@@ -234,6 +300,31 @@ async def run_serve(
         if args.echo:
             protocols = args.protocol or ["echo"]
             await _serving(core, args, echo_handler, echo_call, protocols, options, ready)
+        if args.mcp_stdio or args.mcp_url is not None:
+            upstream = _upstream(args)
+            async with upstream:
+                await _serving(
+                    core,
+                    args,
+                    upstream.rpc_handler,
+                    upstream,
+                    args.protocol or ["mcp"],
+                    options,
+                    ready,
+                )
+        if args.a2a_url is not None or args.a2a_module is not None:
+            # The Agent Card names the bot's contact address link (its SimpleX interface).
+            card_link = link or (await core.service_address(args.user)).link
+            async with _a2a_bridge(args, card_link) as a2a_bridge:
+                await _serving(
+                    core,
+                    args,
+                    a2a_bridge.rpc_handler,
+                    a2a_bridge,
+                    args.protocol or ["a2a"],
+                    options,
+                    ready,
+                )
         from ..mcp import McpBridge
 
         server = _mcp_server(args.mcp_module)
@@ -277,6 +368,7 @@ def _cmd_call_chat(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    check_upstream_arguments(args)
     return asyncio.run(run_serve(args))
 
 
@@ -286,16 +378,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 async def run_simulator(
     args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
 ) -> int:
-    """Run a CoreSimulator until cancelled; print its URL."""
-    from ..testing import CoreSimulator
+    """Run a CoreSimulator until cancelled; print its URL, or with ``--world`` build the
+    world and print one JSON line (:meth:`CoreSimulator.load_world`'s result)."""
+    from .._wire import strict_json as _json
+    from ..testing import CoreSimulator, read_world
 
+    world = read_world(args.world) if getattr(args, "world", None) is not None else None
+    users = tuple(sorted(world.user_ids)) if world is not None else (1,)
     async with CoreSimulator(
-        host=args.host, port=args.port, response_window=args.response_window
+        host=args.host, port=args.port, response_window=args.response_window, users=users
     ) as sim:
-        print(
-            f"core simulator at {sim.url} (one simulated core per path: {sim.url}/NAME)",
-            flush=True,
-        )
+        if world is not None:
+            print(_json.dumps(sim.load_world(world)).decode("utf-8"), flush=True)
+        else:
+            print(
+                f"core simulator at {sim.url} (one simulated core per path: {sim.url}/NAME)",
+                flush=True,
+            )
         if on_ready is not None:
             on_ready(sim.url)
         await asyncio.Event().wait()
@@ -382,8 +481,10 @@ def register(subparsers: Any) -> None:
         "serve",
         help="answer Service RPC requests through a chat core",
         description="Answer serviceRequest events of the chat core until interrupted: an echo"
-        " responder, or an MCP server (MODULE:NAME, a server object or a function that"
-        " builds one) served through McpBridge.",
+        " responder, an MCP server (MODULE:NAME, a server object or a function that"
+        " builds one) served through McpBridge, or any MCP server as an upstream: the"
+        " command after -- (--mcp-stdio -- COMMAND [ARG...]) or a Streamable HTTP URL"
+        " (--mcp-url URL [--header 'Name: value']...).",
     )
     _core_options(p)
     what = p.add_mutually_exclusive_group(required=True)
@@ -394,6 +495,44 @@ def register(subparsers: Any) -> None:
         "--mcp-module",
         metavar="MOD:NAME",
         help="serve this MCP SDK server (dotted module or .py path, and attribute)",
+    )
+    what.add_argument(
+        "--mcp-stdio",
+        action="store_true",
+        help="serve the MCP server that the command after -- runs (any language), over its"
+        " stdin and stdout; restarted with backoff if it exits",
+    )
+    what.add_argument(
+        "--mcp-url",
+        metavar="URL",
+        help="serve the MCP server at this Streamable HTTP endpoint (any language)",
+    )
+    p.add_argument(
+        "--header",
+        dest="headers",
+        action="append",
+        type=parse_header,
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an HTTP header sent with every request to an HTTP upstream (--mcp-url,"
+        " --a2a-url; repeatable), for example a credential; never logged",
+    )
+    p.add_argument(
+        "upstream_command",
+        nargs="*",
+        metavar="COMMAND",
+        help="with --mcp-stdio, after --: the MCP server's command and its arguments",
+    )
+    what.add_argument(
+        "--a2a-url",
+        metavar="URL",
+        help="front the A2A agent at URL over its JSON-RPC HTTP binding (its Agent Card at"
+        " the well-known URI under URL, or URL itself when it ends in .json)",
+    )
+    what.add_argument(
+        "--a2a-module",
+        metavar="MOD:NAME",
+        help="serve this a2a-sdk RequestHandler in process (or a function that makes one)",
     )
     p.add_argument(
         "--protocol",
@@ -522,6 +661,12 @@ def register(subparsers: Any) -> None:
         default=180.0,
         metavar="S",
         help="seconds a responder has to answer (default 180, as the core)",
+    )
+    p.add_argument(
+        "--world",
+        metavar="FILE",
+        help="build the users, addresses, contacts and groups FILE (TOML or JSON) declares,"
+        " then print one JSON line: each user's URL and the ids made (docs/adapter.md)",
     )
     p.set_defaults(handler=_cmd_simulator)
 
