@@ -689,7 +689,8 @@ class _CoreBase:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._pending[corr_id] = future
-        if log.isEnabledFor(logging.DEBUG):
+        debug = log.isEnabledFor(logging.DEBUG)
+        if debug:
             log.debug("command %s: %s", corr_id, show(cmd, 300))
         try:
             await self._transport.send(self, corr_id, cmd)
@@ -709,7 +710,7 @@ class _CoreBase:
                 timer.cancel()
             self._pending.pop(corr_id, None)
             self._sent.discard(corr_id)
-            if log.isEnabledFor(logging.DEBUG) and not future.cancelled():
+            if debug and not future.cancelled():
                 error = future.exception()
                 what = type(error).__name__ if error else show(future.result().get("type"), 60)
                 log.debug("answer %s: %s", corr_id, what)

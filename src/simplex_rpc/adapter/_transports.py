@@ -23,6 +23,9 @@ from .._wire.redact import RedactingLogger, redact, redact_tree, show
 from ..errors import ChatCoreError
 from ._errors import ChatCoreClosed, _loads_core
 
+#: The json module's string encoder without ASCII escaping (what json.dumps uses for a str).
+_encode_string = json.JSONEncoder(ensure_ascii=False).encode
+
 _ws_log = RedactingLogger(logging.getLogger("websockets.client"))
 
 
@@ -131,7 +134,9 @@ class _WebSocketTransport:
     async def send(self, core: CoreSink, corr_id: str, cmd: str) -> None:
         from websockets.exceptions import ConnectionClosed
 
-        message = json.dumps({"corrId": corr_id, "cmd": cmd}, ensure_ascii=False)
+        # {"corrId", "cmd"} written directly: the command is the only text to escape
+        # (the json module's string encoder), the corrId one of ours (JSON-escaped too).
+        message = f'{{"corrId":{_encode_string(corr_id)},"cmd":{_encode_string(cmd)}}}'
         if not message.isascii():
             try:
                 message.encode("utf-8")
