@@ -374,8 +374,16 @@ class CoreSimulator:
         from websockets.asyncio.server import serve
 
         self._loop = asyncio.get_running_loop()
+        # No permessage-deflate: the core's server accepts with WS.defaultConnectionOptions
+        # (apps/simplex-chat/Server.hs), whose compression is off; offering it here would
+        # add zlib to every frame of a loopback benchmark that the core never pays.
         self._server = await serve(
-            self._handle_connection, self.host, self.port, logger=_ws_log, max_size=None
+            self._handle_connection,
+            self.host,
+            self.port,
+            logger=_ws_log,
+            max_size=None,
+            compression=None,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("core simulator listening at %s", self.url)
