@@ -1009,7 +1009,11 @@ class _ChatCalls(_Declarations):
             if remaining <= 0:
                 return
             try:
-                event = await asyncio.wait_for(anext(stream), remaining)
+                # A timeout around the await, not wait_for: wait_for runs anext in a
+                # task of its own per event (Python 3.11), an extra turn of the loop for
+                # every reply; an event already queued is taken without waiting at all.
+                async with asyncio.timeout(remaining):
+                    event = await anext(stream)
             except (TimeoutError, StopAsyncIteration):
                 return
             if (

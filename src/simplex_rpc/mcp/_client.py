@@ -111,6 +111,14 @@ def envelope_error(request_id: Any, error: ErrorInfo, *, hint: str = "") -> dict
     return error_response(request_id, SERVICE_RPC_ERROR, text, {"serviceRpcError": error.to_dict()})
 
 
+class _Validated(dict[str, Any]):
+    """A bot's answer that :meth:`SimplexTransport._checked` validated, with its parsed form."""
+
+    def __init__(self, answer: dict[str, Any], parsed: JSONRPCResponse | JSONRPCError) -> None:
+        super().__init__(answer)
+        self.parsed = parsed
+
+
 class SimplexTransport:
     """An ``mcp`` SDK client transport to a bot at ``target``, through ``core``.
 
@@ -312,7 +320,8 @@ class SimplexTransport:
         if problem is not None:
             return error_response(request_id, INTERNAL_ERROR, problem)
         assert isinstance(answer, dict)
-        return answer
+        assert isinstance(parsed, (JSONRPCResponse, JSONRPCError))
+        return _Validated(answer, parsed)
 
     # -- the streams -----------------------------------------------------------------
 
@@ -364,7 +373,12 @@ class SimplexTransport:
                 del in_flight[request.id]
         if answer is None:
             return  # cancelled by the client: it waits for nothing
-        reply = jsonrpc_message_adapter.validate_python(answer, by_name=False)
+        # An answer _checked validated is not validated again (one pydantic pass per answer).
+        reply = (
+            answer.parsed
+            if isinstance(answer, _Validated)
+            else jsonrpc_message_adapter.validate_python(answer, by_name=False)
+        )
         try:
             await to_client.send(SessionMessage(reply))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):

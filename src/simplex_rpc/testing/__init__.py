@@ -784,7 +784,12 @@ class CoreSimulator:
         if cmd.startswith("/_service_request "):
             return await self._service_request(session, cmd)
         if cmd.startswith("/_service_response "):
-            return self._service_response(session, cmd)
+            accepted = self._service_response(session, cmd)
+            # The requester's serviceResponse goes out before this acknowledgement: the
+            # core's two sides do not wait for each other, and the requester is the one
+            # waiting (its task was woken by the answer; one turn of the loop lets it send).
+            await asyncio.sleep(0)
+            return accepted
         if m := _ADDRESS.fullmatch(cmd):
             return self._create_address(core, int(m["user"]), m["pq"])
         if m := _ADDRESS_SETTINGS.fullmatch(cmd):

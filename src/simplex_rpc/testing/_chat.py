@@ -338,7 +338,7 @@ class ChatWorld:
 
     def full_preferences(self, party: Party) -> dict[str, Any]:
         """``FullPreferences`` (TYPES.md): the defaults under the profile's ``preferences``."""
-        prefs = copy_tree(_DEFAULT_PREFS)
+        prefs: dict[str, Any] = copy_tree(_DEFAULT_PREFS)
         own = self.profile(party).get("preferences")
         if isinstance(own, dict):
             for key in prefs:
@@ -621,7 +621,7 @@ class ChatWorld:
 
     def full_group_preferences(self, group: _Group) -> dict[str, Any]:
         """``FullGroupPreferences`` (TYPES.md): the defaults under the group's preferences."""
-        prefs = copy_tree(_DEFAULT_GROUP_PREFS)
+        prefs: dict[str, Any] = copy_tree(_DEFAULT_GROUP_PREFS)
         own = group.profile.get("groupPreferences")
         if isinstance(own, dict):
             for key in prefs:
