@@ -246,20 +246,33 @@ def _envelope_json(data: object, kind: str, member: str) -> str | bytes:
     raise EnvelopeError(f"{kind} envelope: {member} is neither a JSON object nor a string")
 
 
+class _ResponseTooLong(EnvelopeError):
+    """A ``responseData`` longer than ``MAX_RESPONSE``: refused before it is parsed."""
+
+
+def _response_too_long(text: str | bytes) -> str | None:
+    """Why a response's JSON is longer than a response can be, or None."""
+    # surrogatepass: a lone surrogate is counted here and refused by the strict parse.
+    size = len(text.encode("utf-8", "surrogatepass")) if isinstance(text, str) else len(text)
+    if size <= MAX_RESPONSE:
+        return None
+    return (
+        f"the chat core reported a response of {size} bytes, more than a response can"
+        f" carry (MAX_RESPONSE, {MAX_RESPONSE} bytes): not passed on"
+    )
+
+
 def _parse_response_data(data: object) -> Response:
-    """The response envelope from a ``serviceResponse``'s ``responseData``.
+    """The response envelope from a ``serviceResponse``'s ``responseData``; else EnvelopeError.
 
     A real core carries at most ``MAX_RESPONSE`` bytes of response JSON (the
-    padded block, wire.md section 4): a longer one is not passed on, it raises
-    :class:`ChatCoreError` naming its size and the limit.
+    padded block, wire.md section 4): a longer one is refused, naming its size
+    and the limit (``service_request`` raises it as :class:`ChatCoreError`).
     """
     text = _envelope_json(data, "response", "responseData")
-    size = len(text.encode("utf-8")) if isinstance(text, str) else len(text)
-    if size > MAX_RESPONSE:
-        raise ChatCoreError(
-            f"the chat core reported a response of {size} bytes, more than a response can"
-            f" carry (MAX_RESPONSE, {MAX_RESPONSE} bytes): not passed on"
-        )
+    too_long = _response_too_long(text)
+    if too_long is not None:
+        raise _ResponseTooLong(too_long)
     return Response.parse(text)
 
 
@@ -341,7 +354,10 @@ class _ServiceRpc(_Declarations):
                 raise ChatCoreError(
                     f"unexpected answer {show(resp.get('type'), 60)} to /_service_request"
                 )
-            response = _parse_response_data(resp.get("responseData"))
+            try:
+                response = _parse_response_data(resp.get("responseData"))
+            except _ResponseTooLong as exc:  # no envelope a core can carry: the core's fault
+                raise ChatCoreError(str(exc)) from None
             error = response.error
             if error is None or error.is_final() or attempt >= retries:
                 return response
