@@ -231,7 +231,9 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_cli(argv: list[str], stdin: bytes, block: tuple[str, ...], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+def run_cli(
+    argv: list[str], stdin: bytes, block: tuple[str, ...], cwd: Path
+) -> subprocess.CompletedProcess[bytes]:
     # A missing extra is made by blocking its import, as an installation without it fails.
     code = "import sys\n"
     code += "".join(f"sys.modules[{name!r}] = None\n" for name in block)
@@ -247,7 +249,7 @@ def run_cli(argv: list[str], stdin: bytes, block: tuple[str, ...], cwd: Path) ->
 
 @pytest.mark.parametrize("case", TABLE, ids=[r.id for r in TABLE])
 def test_a_failure_is_one_line_on_stderr_with_exit_status_2(case: Row, tmp_path: Path) -> None:
-    """"Errors are one line on stderr with exit status 2, never a traceback." """
+    """ "Errors are one line on stderr with exit status 2, never a traceback." """
     for name, data in FILES.items():
         (tmp_path / name).write_bytes(data)
     with listening_socket() as busy:
@@ -281,7 +283,7 @@ def subcommands() -> set[str]:
 
 
 def test_the_table_covers_every_subcommand() -> None:
-    """"The table-driven CLI test covers every subcommand's argument errors" (Done when)."""
+    """ "The table-driven CLI test covers every subcommand's argument errors" (Done when)."""
     covered = {r.argv[0] for r in TABLE}
     missing = subcommands() - covered
     assert not missing, f"subcommands without failure rows: {sorted(missing)}"
