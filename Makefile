@@ -30,6 +30,7 @@ test: $(STAMP) lint typecheck
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples fuzz
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
@@ -71,7 +72,7 @@ dist-check: dist
 
 clean:
 	rm -rf build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
-	rm -f src/simplex_rpc/_simplex_rpc_c*.so src/simplex_rpc/_simplex_rpc_c.c $(STAMP)
+	rm -f src/simplex_rpc/_wire/_simplex_rpc_c*.so src/simplex_rpc/_wire/_simplex_rpc_c.c src/simplex_rpc/_simplex_rpc_c*.so $(STAMP)
 
 # Bounded fuzzing (docs/security.md): libFuzzer + ASan + UBSan on the C functions,
 # atheris on the Python decoders, valgrind memcheck over the C corpus. Each fuzzer
@@ -120,7 +121,7 @@ sanitize: $(STAMP)
 	cd src && find simplex_rpc \( -name '*.py' -o -name py.typed \) -not -path '*/__pycache__/*' \
 	  -exec cp --parents {} ../$(SANITIZE_DIR)/src/ \;
 	$(PY) src/simplex_rpc/_build_c.py --sanitize --outdir $(SANITIZE_DIR)/src
-	$(SANITIZE_ENV) $(PY) -c "import simplex_rpc as sx, simplex_rpc._simplex_rpc_c as m; \
+	$(SANITIZE_ENV) $(PY) -c "import simplex_rpc as sx, simplex_rpc._wire._simplex_rpc_c as m; \
 	  assert sx.backend() == 'c' and '/sanitize/' in m.__file__, m.__file__; \
 	  print('make sanitize: testing', m.__file__)"
 	$(SANITIZE_ENV) $(PY) -m pytest -q -p no:cacheprovider -k "not python" $(SANITIZE_TESTS)

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/run.py            # full run (about a minute)
     .venv/bin/python benchmarks/run.py --quick    # a smoke run
 
-The measurement engine is ``simplex_rpc._cli_bench`` (also ``simplex-rpc
+The measurement engine is ``simplex_rpc.cli._bench`` (also ``simplex-rpc
 bench``). This script prints the report and writes it to
 ``benchmarks/results/latest.md`` and ``latest.json``, the table quoted in
 docs/c-backend.md.
@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from simplex_rpc import _cli_bench
+from simplex_rpc.cli import _bench as _cli_bench
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -4,7 +4,7 @@
  *
  * The grammar pass follows CPython's json scanner (Modules/_json.c) step by
  * step, so that the first error it finds, and the offset it names, are the
- * ones the pure backend (src/simplex_rpc/_json.py) reports: the json module
+ * ones the pure backend (src/simplex_rpc/_wire/json_pure.py) reports: the json module
  * raises the grammar errors there, and the pure backend's hooks add the
  * errors of the strict rules at the same points (a number when it is read, a
  * duplicate name when its object closes, a lone surrogate after the whole

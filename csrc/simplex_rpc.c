@@ -1,8 +1,8 @@
 /*
  * simplex-rpc C core; see simplex_rpc.h for the contract.
  *
- * Every check mirrors the pure-Python backend (src/simplex_rpc/_padding.py
- * and _frame.py) in the same order, so that both report the same first
+ * Every check mirrors the pure-Python backend (src/simplex_rpc/_wire/padding.py
+ * and frame.py) in the same order, so that both report the same first
  * error for the same input.
  */
 #include "simplex_rpc.h"

@@ -186,7 +186,7 @@ int srpc_copy(unsigned char *dst, size_t dst_len, const unsigned char *src, size
  * returns the byte offset where the value starts (after leading whitespace),
  * or a negative SRPC_E_JSON_* status.
  *
- * With `err`, a failure is explained as the pure backend (_json.py) reports
+ * With `err`, a failure is explained as the pure backend (_wire/json_pure.py) reports
  * it: its first error, with the same offsets, found by the same phases in the
  * same order (UTF-8, byte-order mark, the depth pre-scan, then the grammar
  * in the order of the json module's scanner, trailing data, and lone

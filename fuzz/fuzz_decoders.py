@@ -29,8 +29,8 @@ def _load() -> None:
     """Import the library (instrumented when atheris is running)."""
     global sx, chat, declarations, llms_txt, errors, core_frames, strict_json
     import simplex_rpc as sx
-    from simplex_rpc import _json as strict_json
     from simplex_rpc import chat, declarations, errors, llms_txt
+    from simplex_rpc._wire import strict_json
     from simplex_rpc.adapter import _frames as core_frames
 
 

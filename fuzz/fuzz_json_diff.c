@@ -1,7 +1,7 @@
 /*
  * Differential libFuzzer harness: the C validator (csrc/json_strict.c, compiled
  * into this program with ASan, UBSan and coverage) against the pure backend
- * (src/simplex_rpc/_json.py), run by an embedded CPython. make sanitize builds and
+ * (src/simplex_rpc/_wire/json_pure.py), run by an embedded CPython. make sanitize builds and
  * runs it; seeds are fuzz/corpus/json.
  *
  * For each input, C's verdict (the value's offset, or the explained error) goes to

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import types
 
-from simplex_rpc import _cbackend, _json
+from simplex_rpc._wire import cbackend as _cbackend
+from simplex_rpc._wire import strict_json as _json
 
 
 def check(data: bytes, result: int, offset: int, chars: int, length: int, value: int) -> None:

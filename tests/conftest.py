@@ -14,7 +14,7 @@ import os
 import pytest
 
 import simplex_rpc as sx
-from simplex_rpc import _backend
+from simplex_rpc._wire import backend as _backend
 
 
 def _require(name: str) -> _backend.Backend:

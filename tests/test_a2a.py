@@ -1,7 +1,7 @@
 """The A2A binding's no-I/O helpers (protocol text, "A2A binding").
 
 The protocol text's A2A example (a one-shot task over Service RPC, the
-request) comes from ``simplex_rpc._examples``; the copy of the text ends
+request) comes from ``simplex_rpc.vectors._examples``; the copy of the text ends
 inside the A2A examples, so it is the only one. ``MESSAGE``, the message the
 tests build their requests from, is that example's message.
 """
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from simplex_rpc import Request, Response, a2a, chat
-from simplex_rpc._examples import A2A_SEND_MESSAGE_REQUEST_TEXT, a2a_send_message_request
 from simplex_rpc.a2a import BindingError, Caller, CallerStore
+from simplex_rpc.vectors._examples import A2A_SEND_MESSAGE_REQUEST_TEXT, a2a_send_message_request
 
 MESSAGE: dict[str, Any] = a2a_send_message_request()["request"]["params"]["message"]
 
@@ -540,6 +540,6 @@ def test_the_sdk_names_are_listed_by_dir_and_imported_on_first_use() -> None:
     }
     assert lazy <= set(dir(a2a)) and set(a2a.__all__) <= set(dir(a2a))
     assert dir(a2a) == sorted(dir(a2a))
-    assert a2a.A2aBridge.__module__ == "simplex_rpc._bridge_a2a"
+    assert a2a.A2aBridge.__module__ == "simplex_rpc.a2a._bridge"
     with pytest.raises(AttributeError, match=r"'simplex_rpc\.a2a' has no attribute 'Nothing'"):
         getattr(a2a, "Nothing")  # noqa: B009 - the name is not an attribute

@@ -23,8 +23,8 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format  # type: ignore[import-untyped]
 
 from simplex_rpc import MAX_RESPONSE, PublicKey, Request, Response, SigningKey, a2a, chat
-from simplex_rpc._examples import A2A_SEND_MESSAGE_REQUEST_TEXT
 from simplex_rpc.a2a import A2aBridge, Caller
+from simplex_rpc.vectors._examples import A2A_SEND_MESSAGE_REQUEST_TEXT
 from test_a2a import MESSAGE
 
 T = TypeVar("T")
@@ -493,7 +493,7 @@ def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
 
 def test_default_deadline_is_below_the_adapters() -> None:
     """The bridge's deadline answers before the adapter's and the core's window."""
-    from simplex_rpc._bridge_a2a import DEFAULT_RPC_DEADLINE
+    from simplex_rpc.a2a._bridge import DEFAULT_RPC_DEADLINE
     from simplex_rpc.adapter import DEFAULT_HANDLER_TIMEOUT, RESPONSE_WINDOW
 
     assert DEFAULT_RPC_DEADLINE < DEFAULT_HANDLER_TIMEOUT < RESPONSE_WINDOW

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from simplex_rpc import _cli_adapter
-from simplex_rpc._examples import mcp_tools_call_request
 from simplex_rpc.adapter import ServiceRequest
 from simplex_rpc.cli import CliError, build_parser, main
+from simplex_rpc.cli import _adapter as _cli_adapter
 from simplex_rpc.testing import CoreSimulator
+from simplex_rpc.vectors._examples import mcp_tools_call_request
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mcp_two_tools.py"
 

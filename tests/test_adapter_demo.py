@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from simplex_rpc import _demo
+from simplex_rpc.cli import _demo
 
 
 def test_through_core_has_every_outcome() -> None:

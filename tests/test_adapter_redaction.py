@@ -13,7 +13,7 @@ import pytest
 
 import simplex_rpc as sx
 from simplex_rpc import Request
-from simplex_rpc._redact import REDACTED, RedactingLogger, redact, redact_tree, show
+from simplex_rpc._wire.redact import REDACTED, RedactingLogger, redact, redact_tree, show
 from simplex_rpc.adapter import ChatCore, ChatCoreTimeout, ServiceRequest
 from simplex_rpc.errors import ChatCoreError
 from simplex_rpc.testing import CoreSimulator

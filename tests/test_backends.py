@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import simplex_rpc as sx
-from simplex_rpc import _backend
+from simplex_rpc._wire import backend as _backend
 
 FUNCTIONS = (
     "pad",
@@ -35,7 +35,7 @@ FUNCTIONS = (
     "open_requests",
 )
 TESTS = Path(__file__).resolve().parent
-BROKEN_C = "import sys; sys.modules['simplex_rpc._simplex_rpc_c'] = None\n"
+BROKEN_C = "import sys; sys.modules['simplex_rpc._wire._simplex_rpc_c'] = None\n"
 
 
 def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -66,7 +66,7 @@ def test_rule_top_level_functions_are_the_active_backends() -> None:
 
 def test_rule_c_is_the_default_when_it_loads(c_backend: _backend.Backend) -> None:
     result = run_python(
-        "import simplex_rpc as sx, simplex_rpc._backend as b;"
+        "import simplex_rpc as sx, simplex_rpc._wire.backend as b;"
         " print(sx.backend(), b.c_unavailable_reason)"
     )
     assert result.stdout.split() == ["c", "None"], result.stderr
@@ -74,7 +74,7 @@ def test_rule_c_is_the_default_when_it_loads(c_backend: _backend.Backend) -> Non
 
 def test_rule_pure_env_forces_python_at_import() -> None:
     code = (
-        "import simplex_rpc as sx, simplex_rpc._backend as b;"
+        "import simplex_rpc as sx, simplex_rpc._wire.backend as b;"
         " print(sx.backend(), sorted(sx.backends), b.c_unavailable_reason, sep='|')"
     )
     result = run_python(code, SIMPLEX_RPC_PURE="1")
@@ -83,20 +83,20 @@ def test_rule_pure_env_forces_python_at_import() -> None:
     assert "SIMPLEX_RPC_PURE=1" in reason
     # the C extension is not even imported
     result = run_python(
-        "import sys, simplex_rpc; print('simplex_rpc._simplex_rpc_c' in sys.modules)",
+        "import sys, simplex_rpc; print('simplex_rpc._wire._simplex_rpc_c' in sys.modules)",
         SIMPLEX_RPC_PURE="1",
     )
     assert result.stdout.strip() == "False"
     # "0" and "" do not force anything
     result = run_python(
-        "import simplex_rpc._backend as b; print(b.FORCE_PURE)", SIMPLEX_RPC_PURE="0"
+        "import simplex_rpc._wire.backend as b; print(b.FORCE_PURE)", SIMPLEX_RPC_PURE="0"
     )
     assert result.stdout.strip() == "False"
 
 
 def test_rule_a_broken_extension_falls_back_with_the_real_reason() -> None:
     code = BROKEN_C + (
-        "import simplex_rpc as sx, simplex_rpc._backend as b\n"
+        "import simplex_rpc as sx, simplex_rpc._wire.backend as b\n"
         "print(sx.backend(), sorted(sx.backends), b.c_unavailable_reason, sep='|')\n"
         "print(sx.unpad(sx.pad(b'still works')))\n"
     )
@@ -104,7 +104,8 @@ def test_rule_a_broken_extension_falls_back_with_the_real_reason() -> None:
     first, second = result.stdout.strip().splitlines()
     name, names, reason = first.split("|")
     assert (name, names) == ("python", "['python']"), result.stderr
-    assert reason.startswith("ModuleNotFoundError: ") and "simplex_rpc._simplex_rpc_c" in reason
+    assert reason.startswith("ModuleNotFoundError: ")
+    assert "simplex_rpc._wire._simplex_rpc_c" in reason
     assert second == "b'still works'"
 
 

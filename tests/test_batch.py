@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from simplex_rpc import _backend, _batch
+from simplex_rpc._wire import backend as _backend
+from simplex_rpc._wire import batch as _batch
 
 AD = bytes(range(112))
 OTHER_AD = bytes(range(1, 113))

@@ -13,8 +13,7 @@ import json
 
 import pytest
 
-from simplex_rpc import _bench_adapter
-from simplex_rpc.cli import main
+from simplex_rpc.cli import _bench_adapter, main
 
 N = 60
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from simplex_rpc import _backend
+from simplex_rpc._wire import backend as _backend
 
 AD = bytes(range(112))
 KEY = sx.SigningKey.from_seed(bytes(range(32)))
@@ -24,7 +24,7 @@ KEY = sx.SigningKey.from_seed(bytes(range(32)))
 @pytest.fixture
 def c(c_backend: _backend.Backend) -> Any:
     """The compiled module: ``c.ffi`` and ``c.lib``."""
-    from simplex_rpc import _simplex_rpc_c
+    from simplex_rpc._wire import _simplex_rpc_c
 
     return _simplex_rpc_c
 
@@ -48,7 +48,7 @@ def test_rule_statuses_are_negative_and_distinct(c: Any) -> None:
 
 def test_rule_every_status_but_argument_maps_to_a_library_error(c: Any) -> None:
     """A status maps to a SimplexRpcError; SRPC_E_ARGUMENT is a bug (BackendMismatch)."""
-    from simplex_rpc import _cbackend
+    from simplex_rpc._wire import cbackend as _cbackend
 
     err = c.ffi.new("srpc_error *")
     for name, code in statuses(c.lib).items():
@@ -68,7 +68,8 @@ def test_rule_every_status_but_argument_maps_to_a_library_error(c: Any) -> None:
 
 def test_rule_every_json_status_maps_to_a_json_error(c: Any) -> None:
     """srpc_json_check's statuses map to the pure backend's JsonError; others are a bug."""
-    from simplex_rpc import _cbackend, _json
+    from simplex_rpc._wire import cbackend as _cbackend
+    from simplex_rpc._wire import strict_json as _json
 
     err = c.ffi.new("srpc_json_error *")
     data = b'"\\ud800" 1e999 "x"'

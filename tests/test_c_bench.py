@@ -17,7 +17,7 @@ import sys
 import pytest
 
 import simplex_rpc as sx
-from simplex_rpc import _cli_bench
+from simplex_rpc.cli import _bench as _cli_bench
 from simplex_rpc.cli import main
 
 
@@ -136,7 +136,7 @@ def test_rule_only_help_lists_every_measure_and_every_adapter_scenario(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``bench --help`` names what ``--only`` accepts, for ``bench`` and ``bench adapter``."""
-    from simplex_rpc import _bench_adapter
+    from simplex_rpc.cli import _bench_adapter
 
     with pytest.raises(SystemExit) as exit_:
         main(["bench", "--help"])

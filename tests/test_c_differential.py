@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simplex_rpc as sx
-from simplex_rpc import _backend
+from simplex_rpc._wire import backend as _backend
 
 PURE = sx.backends["python"]
 KEYS = [sx.SigningKey.from_seed(bytes([i]) * 32) for i in (1, 2)]

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from simplex_rpc import _cli_adapter, mcp
+from simplex_rpc import mcp
+from simplex_rpc.cli import _adapter as _cli_adapter
 from simplex_rpc.cli import build_parser, main
 from test_adapter_cli import EXAMPLE, Background
 

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simplex_rpc import _json
-from simplex_rpc._examples import MCP_TOOLS_LIST_COMMAND_TEXT
+from simplex_rpc._wire import strict_json as _json
 from simplex_rpc.chat import (
     MAX_MESSAGE_JSON,
     QUOTE_ALLOWANCE,
@@ -24,6 +23,7 @@ from simplex_rpc.chat import (
     reply_allowance,
 )
 from simplex_rpc.errors import CallSyntaxError, SimplexRpcError
+from simplex_rpc.vectors._examples import MCP_TOOLS_LIST_COMMAND_TEXT
 
 # ---------------------------------------------------------------- commands
 

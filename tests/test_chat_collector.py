@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from simplex_rpc._examples import mcp_tools_list_reply
 from simplex_rpc.chat import (
     A2A_ENDING_STATES,
     Call,
@@ -18,6 +17,7 @@ from simplex_rpc.chat import (
     parse_reply,
 )
 from simplex_rpc.errors import CollectorError
+from simplex_rpc.vectors._examples import mcp_tools_list_reply
 
 MCP_REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 MCP_CALL = Call("mcp", MCP_REQUEST)

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simplex_rpc import _json
+from simplex_rpc._wire import strict_json as _json
 from simplex_rpc.adapter._frames import AMBIGUOUS, read_frame
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

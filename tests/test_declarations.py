@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simplex_rpc._examples import PREFERENCES_TEXT, preferences
 from simplex_rpc.declarations import (
     CHANGE_FREQUENCIES,
     ProtocolDeclaration,
@@ -22,6 +21,7 @@ from simplex_rpc.declarations import (
     parse_serves,
 )
 from simplex_rpc.errors import DeclarationError
+from simplex_rpc.vectors._examples import PREFERENCES_TEXT, preferences
 
 
 # PREFERENCES_TEXT is the protocol text's example: the preferences of a contact profile.

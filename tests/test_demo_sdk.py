@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from simplex_rpc import _demo
+from simplex_rpc.cli import _demo
 
 
 def test_the_sdk_client_calls_the_demo_bot_over_rpc_and_over_chat() -> None:

@@ -32,8 +32,9 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from simplex_rpc import _backend, _demo, _vectors
-from simplex_rpc.cli import main
+from simplex_rpc._wire import backend as _backend
+from simplex_rpc.cli import _demo, main
+from simplex_rpc.vectors import _keys as _vector_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
@@ -100,12 +101,13 @@ def test_rule_from_pem_needs_no_cryptography() -> None:
     ("call", "error"),
     [
         ("_demo.demo_ad((b'a', b'b'))", "SimplexRpcError"),
-        ("_vectors._foreign_der_from_numbers()", "VectorError"),
+        ("_vector_keys._foreign_der_from_numbers()", "VectorError"),
     ],
 )
 def test_rule_a_feature_without_its_extra_names_the_extra(call: str, error: str) -> None:
     code = (
-        "import simplex_rpc as sx\nfrom simplex_rpc import _demo, _vectors\n"
+        "import simplex_rpc as sx\nfrom simplex_rpc.cli import _demo\n"
+        "from simplex_rpc.vectors import _keys as _vector_keys\n"
         f"try:\n    {call}\nexcept sx.SimplexRpcError as exc:\n"
         "    print(type(exc).__name__, exc)\nelse:\n    print('no error')\n"
     )
@@ -123,7 +125,7 @@ def test_rule_stored_x448_keys_are_what_cryptography_computes() -> None:
 
 
 def test_rule_stored_foreign_keys_are_what_cryptography_builds() -> None:
-    assert _vectors._foreign_der_from_numbers() == _vectors._FOREIGN_DER
+    assert _vector_keys._foreign_der_from_numbers() == _vector_keys._FOREIGN_DER
 
 
 # -- backend_info and --version --------------------------------------------------------

@@ -25,8 +25,8 @@ from simplex_rpc import (
     SimplexRpcError,
     check_request_key,
 )
-from simplex_rpc._envelope import check_protocol_name
-from simplex_rpc._examples import (
+from simplex_rpc._wire.envelope import check_protocol_name
+from simplex_rpc.vectors._examples import (
     A2A_SEND_MESSAGE_REQUEST_TEXT,
     MCP_TOOLS_CALL_REQUEST_TEXT,
     MCP_TOOLS_CALL_RESPONSE_TEXT,

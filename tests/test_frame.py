@@ -19,8 +19,8 @@ import re
 import pytest
 
 from simplex_rpc import Frame, FrameError, PublicKey, SigningKey, SimplexRpcError
-from simplex_rpc._backend import Backend
-from simplex_rpc._frame import (
+from simplex_rpc._wire.backend import Backend
+from simplex_rpc._wire.frame import (
     RESPONSE_OVERHEAD,
     SIGNED_REQUEST_OVERHEAD,
     UNSIGNED_REQUEST_OVERHEAD,

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from simplex_rpc import _backend, _frame
+from simplex_rpc._wire import backend as _backend
+from simplex_rpc._wire import frame as _frame
 
 SEED = bytes(range(32))
 KEY = sx.SigningKey.from_seed(SEED)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from simplex_rpc import EnvelopeError, Request, Response
-from simplex_rpc._json import MAX_DEPTH, MAX_INT_DIGITS, JsonError, dumps, loads
+from simplex_rpc._wire.strict_json import MAX_DEPTH, MAX_INT_DIGITS, JsonError, dumps, loads
 
 
 def _in_request(value_text: str) -> str:

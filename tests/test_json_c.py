@@ -23,8 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simplex_rpc as sx
-from simplex_rpc import _backend, _json
-from simplex_rpc._json import JsonError
+from simplex_rpc._wire import backend as _backend
+from simplex_rpc._wire import strict_json as _json
+from simplex_rpc._wire.strict_json import JsonError
 
 PURE = sx.backends["python"]
 
@@ -194,7 +195,8 @@ def test_rule_workspace_follows_the_open_names_not_the_bytes(c_backend: _backend
     A 30 MB object of 300 long members needs room for 300 names (about 13 KB), not a
     size drawn from its 30 MB; the check still sees every name (a late duplicate).
     """
-    from simplex_rpc import _cbackend, _simplex_rpc_c
+    from simplex_rpc._wire import _simplex_rpc_c
+    from simplex_rpc._wire import cbackend as _cbackend
 
     value = "v" * 100_000
     members = [f'"member{i}":"{value}"' for i in range(300)]

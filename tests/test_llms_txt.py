@@ -9,7 +9,6 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from simplex_rpc._examples import LLMS_TXT_SECTION_TEXT
 from simplex_rpc.declarations import CHANGE_FREQUENCIES
 from simplex_rpc.errors import LlmsTxtError
 from simplex_rpc.llms_txt import (
@@ -21,6 +20,7 @@ from simplex_rpc.llms_txt import (
     link_kind,
     parse_communications,
 )
+from simplex_rpc.vectors._examples import LLMS_TXT_SECTION_TEXT
 
 # The protocol text's example section; written into a file, it ends with a newline.
 SPEC_SECTION = LLMS_TXT_SECTION_TEXT + "\n"

@@ -1,6 +1,6 @@
 """The MCP binding's no-I/O helpers (protocol text, "MCP binding").
 
-The protocol text's MCP examples come from ``simplex_rpc._examples``, which
+The protocol text's MCP examples come from ``simplex_rpc.vectors._examples``, which
 holds every example of the text once; the test that checks each of them is
 verbatim is here. Each test that uses an example says which rule it pins.
 JSON is compared as values (parsed), and the builders are also compared by
@@ -17,8 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _shared import protocol_text_path
-from simplex_rpc import MAX_RESPONSE, ErrorCode, Request, Response, _examples, chat, mcp
-from simplex_rpc._examples import (
+from simplex_rpc import MAX_RESPONSE, ErrorCode, Request, Response, chat, mcp
+from simplex_rpc.mcp import BindingError
+from simplex_rpc.vectors import _examples
+from simplex_rpc.vectors._examples import (
     MCP_TOOLS_CALL_REQUEST_TEXT,
     MCP_TOOLS_CALL_RESPONSE_TEXT,
     MCP_TOOLS_LIST_COMMAND_TEXT,
@@ -26,7 +28,6 @@ from simplex_rpc._examples import (
     mcp_tools_call_response,
     mcp_tools_list_reply,
 )
-from simplex_rpc.mcp import BindingError
 
 SPEC = protocol_text_path()
 SERVED = ("2026-07-28",)
@@ -47,7 +48,7 @@ def request(**overrides: Any) -> dict[str, Any]:
 
 @pytest.mark.skipif(not SPEC.exists(), reason="the protocol text is not in this checkout")
 def test_every_example_is_a_verbatim_copy_of_the_protocol_text() -> None:
-    """Every constant of simplex_rpc._examples is the protocol text's, character for character."""
+    """Every constant of simplex_rpc.vectors._examples is the protocol text's, verbatim."""
     text = SPEC.read_text(encoding="utf-8")
     examples = {
         name: value
@@ -443,6 +444,6 @@ def test_the_sdk_names_are_listed_by_dir_and_imported_on_first_use() -> None:
     lazy = {"McpBridge", "SimplexTransport", "SERVICE_RPC_ERROR"}
     assert lazy <= set(dir(mcp)) and set(mcp.__all__) <= set(dir(mcp))
     assert dir(mcp) == sorted(dir(mcp))
-    assert mcp.SimplexTransport.__module__ == "simplex_rpc._mcp_client"
+    assert mcp.SimplexTransport.__module__ == "simplex_rpc.mcp._client"
     with pytest.raises(AttributeError, match=r"'simplex_rpc\.mcp' has no attribute 'Nothing'"):
         getattr(mcp, "Nothing")  # noqa: B009 - the name is not an attribute

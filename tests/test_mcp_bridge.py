@@ -26,13 +26,13 @@ from mcp.server import Server
 from mcp.server.caching import CacheHint
 
 from simplex_rpc import MAX_RESPONSE, PublicKey, Request, Response, SigningKey, chat, mcp
-from simplex_rpc._examples import (
+from simplex_rpc.mcp import McpBridge
+from simplex_rpc.vectors._examples import (
     MCP_TOOLS_CALL_REQUEST_TEXT,
     MCP_TOOLS_LIST_COMMAND_TEXT,
     mcp_tools_call_response,
     mcp_tools_list_reply,
 )
-from simplex_rpc.mcp import McpBridge
 
 T = TypeVar("T")
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"

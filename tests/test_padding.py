@@ -12,7 +12,7 @@ import pytest
 
 import simplex_rpc as sx
 from simplex_rpc import PADDED_LENGTH, PaddingError, SimplexRpcError
-from simplex_rpc._backend import Backend
+from simplex_rpc._wire.backend import Backend
 
 MAX_MSG_LEN = 2**16 - 3  # simplexmq maxMsgLen
 
@@ -241,7 +241,7 @@ def test_pad_many_and_unpad_many_errors_name_the_index(backend: Backend) -> None
 
 def test_top_level_pad_is_the_active_backend() -> None:
     """sx.pad and sx.unpad are the active backend's functions."""
-    from simplex_rpc import _backend
+    from simplex_rpc._wire import backend as _backend
 
     assert sx.pad is _backend.active.pad
     assert sx.unpad is _backend.active.unpad

@@ -26,9 +26,9 @@ import pytest
 
 import simplex_rpc as sx
 from simplex_rpc import chat, declarations, errors
-from simplex_rpc._bridge import BindingError
-from simplex_rpc._vectors import VectorError
+from simplex_rpc._bindings import BindingError
 from simplex_rpc.adapter import ChatCoreClosed, ChatCoreTimeout, RateLimit, ServiceAddress
+from simplex_rpc.vectors import VectorError
 
 AD = bytes(range(56)) + bytes(range(100, 156))
 OTHER_AD = bytes(112)

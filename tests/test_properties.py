@@ -30,8 +30,8 @@ from simplex_rpc import (
     SimplexRpcError,
 )
 from simplex_rpc import backends as all_backends
-from simplex_rpc._backend import Backend
-from simplex_rpc._json import dumps, loads
+from simplex_rpc._wire.backend import Backend
+from simplex_rpc._wire.strict_json import dumps, loads
 
 SETTINGS = settings(
     max_examples=100,

@@ -32,7 +32,7 @@ from simplex_rpc import (
     SimplexRpcError,
     session_tag,
 )
-from simplex_rpc._backend import Backend
+from simplex_rpc._wire.backend import Backend
 
 AD = bytes(range(56)) + bytes(range(100, 156))
 OTHER_AD = bytes(range(100, 156)) + bytes(range(56))  # the same keys, receiver's first

@@ -49,7 +49,7 @@ from _ed25519_ref import (
     secret_scalar,
     strict_verify,
 )
-from simplex_rpc import _frame
+from simplex_rpc._wire import frame as _frame
 
 # --------------------------------------------------------------------------
 # libsodium's verdict, beside the reference ones of _ed25519_ref.

@@ -25,7 +25,8 @@ import nacl.bindings
 import pytest
 
 import simplex_rpc as sx
-from simplex_rpc import _keys, cli
+from simplex_rpc import cli
+from simplex_rpc._wire import keys as _keys
 
 SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
 KEY = sx.SigningKey.from_seed(SEED)
@@ -282,7 +283,7 @@ def test_cli_prints_no_private_key(tmp_path: Path) -> None:
 
 
 def test_cli_demo_prints_no_private_key() -> None:
-    from simplex_rpc import _demo
+    from simplex_rpc.cli import _demo
 
     forms = secret_forms(_demo.demo_signing_key().seed())
     for argv in (["demo"], ["demo", "--json"]):

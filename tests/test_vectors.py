@@ -22,7 +22,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from simplex_rpc import _backend, _vectors
+from simplex_rpc import vectors as _vectors
+from simplex_rpc._wire import backend as _backend
+from simplex_rpc.vectors import _files as _vector_files
 
 VECTORS = Path(__file__).resolve().parent.parent / "vectors"
 SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")  # wire.md 1, written out
@@ -325,7 +327,7 @@ def test_check_names_file_and_case_of_a_change(tmp_path: Path) -> None:
     doc = load("signatures")
     target = doc["cases"][0]
     target["signature"] = "00" + target["signature"][2:]
-    (tmp_path / "v" / "signatures.json").write_text(_vectors.render_json(doc).decode())
+    (tmp_path / "v" / "signatures.json").write_text(_vector_files.render_json(doc).decode())
     problems = _vectors.check_vectors(tmp_path / "v")
     assert problems
     assert all(p.startswith("signatures.json: ") for p in problems)

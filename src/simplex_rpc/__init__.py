@@ -9,21 +9,14 @@ the active backend (:func:`backend`).
 
 from __future__ import annotations
 
-from . import _backend
-from ._backend import BackendInfo, backend, backend_info, backends
-from ._batch import BlockFailure, OpenedRequests
-from ._envelope import (
-    UNSET,
-    ErrorCode,
-    ErrorInfo,
-    Request,
-    Response,
-    check_request_key,
-)
-from ._frame import Frame
-from ._keys import SIGNING_DOMAIN, PublicKey, SigningKey, session_tag
-from ._padding import PADDED_LENGTH
-from ._seal import MAX_RESPONSE, MAX_SIGNED_REQUEST, MAX_UNSIGNED_REQUEST, OpenedRequest
+from ._wire import backend as _backend
+from ._wire.backend import BackendInfo, backend, backend_info, backends
+from ._wire.batch import BlockFailure, OpenedRequests
+from ._wire.envelope import UNSET, ErrorCode, ErrorInfo, Request, Response, check_request_key
+from ._wire.frame import Frame
+from ._wire.keys import SIGNING_DOMAIN, PublicKey, SigningKey, session_tag
+from ._wire.padding import PADDED_LENGTH
+from ._wire.seal import MAX_RESPONSE, MAX_SIGNED_REQUEST, MAX_UNSIGNED_REQUEST, OpenedRequest
 from .errors import (
     BadSignature,
     EnvelopeError,

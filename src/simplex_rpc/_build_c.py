@@ -1,7 +1,7 @@
 """The cffi build script of the C backend (out-of-line API mode).
 
 ``setup.py`` registers :func:`make_ffi` through ``cffi_modules``, so the
-extension ``simplex_rpc._simplex_rpc_c`` is compiled at ``pip install``
+extension ``simplex_rpc._wire._simplex_rpc_c`` is compiled at ``pip install``
 (cffi calls it for the ``FFI``; importing this module builds nothing). The
 declarations come from ``csrc/simplex_rpc.h`` (its preprocessor lines are
 dropped for ``cdef``); the code is ``csrc/simplex_rpc.c`` and ``csrc/json_strict.c``.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from cffi import FFI
 
-MODULE_NAME = "simplex_rpc._simplex_rpc_c"
+MODULE_NAME = "simplex_rpc._wire._simplex_rpc_c"
 
 #: The C files of the extension, in csrc/: a new one is one more entry here (the
 #: sdist takes every csrc/*.c and *.h through MANIFEST.in).
@@ -82,7 +82,7 @@ def make_ffi(extra_flags: list[str] | None = None, *, absolute: bool = False) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Compile the extension into ``--outdir`` (as ``simplex_rpc/_simplex_rpc_c*.so``)."""
+    """Compile the extension into ``--outdir`` (as ``simplex_rpc/_wire/_simplex_rpc_c*.so``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--outdir", required=True, help="directory that receives simplex_rpc/")
     parser.add_argument(

@@ -19,8 +19,8 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
-from . import _json
-from ._envelope import check_protocol_name
+from ._wire import strict_json as _json
+from ._wire.envelope import check_protocol_name
 from .errors import CallSyntaxError, CollectorError, EnvelopeError
 
 __all__ = [

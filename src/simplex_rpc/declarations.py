@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from . import _json
-from ._envelope import check_protocol_name
+from ._wire import strict_json as _json
+from ._wire.envelope import check_protocol_name
 from .errors import DeclarationError, EnvelopeError
 
 __all__ = [

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
 
-from . import _json
-from ._envelope import PROTOCOL_NAME
+from ._wire import strict_json as _json
+from ._wire.envelope import PROTOCOL_NAME
 from .declarations import CHANGE_FREQUENCIES
 from .errors import LlmsTxtError
 

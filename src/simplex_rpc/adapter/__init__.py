@@ -18,10 +18,12 @@ the only part of the library that does I/O. Its parts:
 * :mod:`._service`: Service RPC, the requester and the responder.
 * :mod:`._chat`: the chat transport, ``/_call`` sent and answered as messages.
 * :mod:`._declare`: the profile declarations, written and read through the core.
+* :mod:`._client`: the argument checks and error texts the SDK client transports
+  (``simplex_rpc.mcp``, ``simplex_rpc.a2a``) share.
 
 Secrets: the private key given as ``sign_key`` never appears in a log line, an
 exception message or a repr; everything logged passes through
-:func:`simplex_rpc._redact.redact`. What a peer sent is data: it is parsed
+:func:`simplex_rpc._wire.redact.redact`. What a peer sent is data: it is parsed
 strictly, never interpreted, and logged escaped and truncated.
 """
 

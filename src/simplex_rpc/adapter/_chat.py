@@ -23,12 +23,18 @@ import re
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, TypeAlias
+from typing import Any, Final, NoReturn, Protocol, TypeAlias
 
-from .. import a2a
-from .._bridge import INTERNAL_ERROR, PARSE_ERROR, BindingError, error_response
-from .._json import JsonError, dumps
-from .._redact import show
+from .._bindings import (
+    INTERNAL_ERROR,
+    PARSE_ERROR,
+    BindingError,
+    Caller,
+    error_response,
+    service_parameters,
+)
+from .._wire.redact import show
+from .._wire.strict_json import JsonError, dumps
 from ..chat import (
     COMMAND,
     JSONRPC_BINDINGS,
@@ -44,13 +50,9 @@ from ..chat import (
 )
 from ..declarations import parse_protocols
 from ..errors import CallSyntaxError, ChatCoreError, DeclarationError, SimplexRpcError
-from ._core import _check_seconds, _check_user_id, _dump_command_json, log
+from ._core import _check_user_id, _dump_command_json, check_seconds, log
 from ._declare import _Declarations
 from ._errors import ChatCoreClosed
-
-if TYPE_CHECKING:  # the bridges need the mcp and a2a extras; the types do not
-    from .._bridge_a2a import A2aBridge
-    from .._bridge_mcp import McpBridge
 
 #: How long a ``/_call`` handler may run before it is cancelled and answered
 #: with the binding's internal error. A conversation has no response window,
@@ -101,7 +103,23 @@ class CallHandler(Protocol):
     def __call__(self, call: IncomingCall, send: ReplySink, /) -> Awaitable[str]: ...
 
 
-CallHandlers: TypeAlias = "Mapping[str, CallHandler | McpBridge | A2aBridge]"
+class ChatBridge(Protocol):
+    """What :meth:`~_ChatCalls.serve_calls` needs of a bridge: ``McpBridge``, ``A2aBridge``.
+
+    ``chat_handler(request, *, send[, caller])`` answers one call with the
+    text of its last reply (``caller`` when the bridge keeps callers apart);
+    ``supported`` names the versions it serves, which ``declare=True``
+    declares. The adapter knows no binding: any object of this shape serves.
+    """
+
+    @property
+    def chat_handler(self) -> Callable[..., Awaitable[str]]: ...
+
+    @property
+    def supported(self) -> Collection[str]: ...
+
+
+CallHandlers: TypeAlias = "Mapping[str, CallHandler | ChatBridge]"
 """What :meth:`~_ChatCalls.serve_calls` serves: a handler or a bridge for each protocol name."""
 
 
@@ -122,7 +140,7 @@ class IncomingCall:
     sender: str
     member: str | None
     item_id: int
-    caller: a2a.Caller
+    caller: Caller
     user_id: int
 
 
@@ -187,7 +205,7 @@ def _display_name(record: Any, profile_key: str) -> str | None:
 def _credential_parameters(request: Mapping[str, Any]) -> list[str]:
     """Names of the A2A service parameters of ``request`` that look like credentials."""
     try:
-        parameters = a2a.service_parameters(request)
+        parameters = service_parameters(request)
     except BindingError as exc:
         raise CallRefused(f"a2a request: {exc}") from None
     return [
@@ -206,7 +224,7 @@ class _Received:
     item_id: int
     text: str
     sender: str
-    caller: a2a.Caller
+    caller: Caller
     group: bool
     my_member_id: str | None
     my_name: str | None
@@ -236,7 +254,7 @@ def _received(item: Any, user_id: int) -> _Received | None:
             item_id=item_id,
             text=text,
             sender=_display_name(contact, "profile") or chat,
-            caller=a2a.Caller(chat=chat),
+            caller=Caller(chat=chat),
             group=False,
             my_member_id=None,
             my_name=None,
@@ -257,7 +275,7 @@ def _received(item: Any, user_id: int) -> _Received | None:
         item_id=item_id,
         text=text,
         sender=_display_name(member, "memberProfile") or member_key,
-        caller=a2a.Caller(chat=chat, member=member_key),
+        caller=Caller(chat=chat, member=member_key),
         group=True,
         my_member_id=my_member_id if isinstance(my_member_id, str) else None,
         my_name=_display_name(membership, "memberProfile"),
@@ -450,7 +468,7 @@ class _CallServer:
             raise SimplexRpcError("concurrency: expected a positive integer")
         self.core = core
         self.user_id = user_id
-        self.handler_timeout = _check_seconds(handler_timeout, "handler_timeout")
+        self.handler_timeout = check_seconds(handler_timeout, "handler_timeout")
         self.concurrency = concurrency
         self.running = 0
         self.backlog: deque[_Received] = deque()
@@ -847,7 +865,7 @@ class _ChatCalls(_Declarations):
         in a group"), a mention in a direct chat or of an unknown member.
         """
         chat = check_chat_ref(chat, "chat")
-        wait = _check_seconds(wait, "wait")
+        wait = check_seconds(wait, "wait")
         group = chat.startswith("#")
         chat_id = int(chat[1:])
         try:

@@ -12,11 +12,12 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import math
 from collections.abc import AsyncIterator
 from typing import Any, Final, Protocol, Self
 
-from .. import _json
-from .._redact import RedactingLogger, redact, redact_tree, show
+from .._wire import strict_json as _json
+from .._wire.redact import RedactingLogger, redact, redact_tree, show
 from ..errors import ChatCoreError, SimplexRpcError
 from ._errors import ChatCoreClosed, ChatCoreTimeout, _AnswerLost
 from ._frames import Frame, read_frame
@@ -54,7 +55,7 @@ def _dump_command_json(value: Any, where: str) -> str:
 
     Raises :class:`SimplexRpcError` naming ``where`` for a value JSON cannot
     carry to the core (NaN, a lone surrogate, nesting too deep, a type JSON
-    does not have): the library's :func:`simplex_rpc._json.dumps` rules.
+    does not have): the library's :func:`simplex_rpc._wire.strict_json.dumps` rules.
     """
     try:
         return _json.dumps(value).decode("utf-8")
@@ -62,15 +63,17 @@ def _dump_command_json(value: Any, where: str) -> str:
         raise SimplexRpcError(f"{where}: cannot be sent as JSON: {exc}") from None
 
 
-def _check_seconds(value: object, name: str) -> float:
-    """``value`` as seconds, positive and finite: the library's one check.
+def check_seconds(value: object, name: str) -> float:
+    """``value`` as seconds: a positive, finite number; else :class:`SimplexRpcError`.
 
-    That is :func:`simplex_rpc._client_args.check_seconds`, imported when
-    first used because ``_client_args`` imports this package.
+    The library's one check of a duration, shared by the adapter and the SDK
+    client transports (through :mod:`._client`).
     """
-    from .._client_args import check_seconds
-
-    return check_seconds(value, name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SimplexRpcError(f"{name}: expected a number of seconds, got {type(value).__name__}")
+    if not value > 0 or math.isinf(value):
+        raise SimplexRpcError(f"{name}: expected a positive, finite number of seconds")
+    return float(value)
 
 
 def _core_error(what: str, chat_error: object) -> ChatCoreError:
@@ -442,7 +445,7 @@ class _CoreBase:
         if not isinstance(cmd, str) or "\n" in cmd or "\r" in cmd:
             raise SimplexRpcError("command: expected one line of text")
         if timeout is not None:
-            timeout = _check_seconds(timeout, "timeout")
+            timeout = check_seconds(timeout, "timeout")
         if self._failure is not None:
             raise ChatCoreClosed(str(self._failure))
         name = _command_name(cmd)

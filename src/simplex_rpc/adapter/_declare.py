@@ -22,7 +22,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .._redact import show
+from .._wire.redact import show
 from ..declarations import (
     ProtocolDeclaration,
     build_protocols,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _json
+from .._wire import strict_json as _json
 from ..errors import ChatCoreError
 
 

@@ -3,7 +3,7 @@
 A frame of the WebSocket API is ``{"corrId", "resp"}`` or an event
 ``{"resp"}`` (simplex-chat ``bots/README.md``); the native library's is
 ``{"result"}`` or ``{"error"}``. Every frame is read with
-:func:`simplex_rpc._json.loads`: duplicate member names, NaN, over-long
+:func:`simplex_rpc._wire.strict_json.loads`: duplicate member names, NaN, over-long
 integers, lone surrogates and deep nesting are refused, in the core's frames
 as in a peer's envelope.
 
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .. import _json
+from .._wire import strict_json as _json
 
 #: The members whose value is a peer's envelope, in an object one level into the frame.
 ENVELOPE_MEMBERS: Final = frozenset({"requestData", "responseData"})

@@ -19,8 +19,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
-from .. import _json
-from .._envelope import (
+from .._wire import strict_json as _json
+from .._wire.envelope import (
     MAX_UINT32,
     UNSET,
     ErrorCode,
@@ -29,11 +29,11 @@ from .._envelope import (
     check_protocol_name,
     check_request_key,
 )
-from .._keys import PublicKey, SigningKey
-from .._redact import show
-from .._seal import MAX_RESPONSE
+from .._wire.keys import PublicKey, SigningKey
+from .._wire.redact import show
+from .._wire.seal import MAX_RESPONSE
 from ..errors import ChatCoreError, EnvelopeError, KeyFormatError, SimplexRpcError
-from ._core import _check_seconds, _check_user_id, _CoreBase, _dump_command_json, log
+from ._core import _check_user_id, _CoreBase, _dump_command_json, check_seconds, log
 from ._declare import _Declarations
 from ._errors import ChatCoreClosed, ChatCoreTimeout, _AnswerLost
 
@@ -298,7 +298,7 @@ class _ServiceRpc(_Declarations):
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise SimplexRpcError("retries: expected a non-negative integer")
         if max_retry_after is not None:
-            max_retry_after = _check_seconds(max_retry_after, "max_retry_after")
+            max_retry_after = check_seconds(max_retry_after, "max_retry_after")
         cmd = service_request_command(user_id, target, request, timeout=timeout, sign_key=sign_key)
         wait_for = (
             float(timeout if timeout is not None else DEFAULT_REQUEST_TIMEOUT) + _REQUEST_GRACE
@@ -563,7 +563,7 @@ class _Responder:
             self.versions[name] = frozenset(_version_key(v) for v in served)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise SimplexRpcError("concurrency: expected a positive integer")
-        handler_timeout = _check_seconds(handler_timeout, "handler_timeout")
+        handler_timeout = check_seconds(handler_timeout, "handler_timeout")
         if handler_timeout >= RESPONSE_WINDOW:
             log.warning(
                 "handler_timeout %g s is not below the core's %g s window:"

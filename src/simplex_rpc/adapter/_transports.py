@@ -1,6 +1,6 @@
 """The two ways to reach a chat core: the CLI's WebSocket API and the native library.
 
-Both deliver into a :class:`~simplex_rpc.adapter._core._CoreBase` through its
+Both deliver into a :class:`CoreSink` (the adapter's ``_CoreBase``) through its
 ``_receive*``, ``_fail_command`` and ``_lost`` methods, so the rest of the
 adapter never knows which one it runs over.
 """
@@ -17,24 +17,39 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future as ConcurrentFuture
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from .._redact import RedactingLogger, redact, redact_tree, show
+from .._wire.redact import RedactingLogger, redact, redact_tree, show
 from ..errors import ChatCoreError
 from ._errors import ChatCoreClosed, _loads_core
 
-if TYPE_CHECKING:
-    from ._core import _CoreBase as ChatCore
-
 _ws_log = RedactingLogger(logging.getLogger("websockets.client"))
+
+
+class CoreSink(Protocol):
+    """What a transport delivers into: the adapter's core (``_CoreBase``).
+
+    A protocol here, so that the transports need not import the core that
+    imports them.
+    """
+
+    def _receive(self, message: str | bytes) -> None: ...
+
+    def _receive_native_event(self, text: str) -> None: ...
+
+    def _receive_native_result(self, corr_id: str, text: str) -> None: ...
+
+    def _fail_command(self, corr_id: str, reason: str) -> None: ...
+
+    def _lost(self, reason: str) -> None: ...
 
 
 class _Transport(Protocol):
     description: str
 
-    async def open(self, core: ChatCore) -> None: ...
+    async def open(self, core: CoreSink) -> None: ...
 
-    async def send(self, core: ChatCore, corr_id: str, cmd: str) -> None: ...
+    async def send(self, core: CoreSink, corr_id: str, cmd: str) -> None: ...
 
     async def close(self) -> None: ...
 
@@ -62,7 +77,7 @@ class _WebSocketTransport:
         self._ws: Any = None
         self._reader: asyncio.Task[None] | None = None
 
-    async def open(self, core: ChatCore) -> None:
+    async def open(self, core: CoreSink) -> None:
         from websockets.asyncio.client import connect
 
         try:
@@ -77,7 +92,7 @@ class _WebSocketTransport:
             ) from None
         self._reader = asyncio.create_task(self._read(core), name="simplex-rpc-core-reader")
 
-    async def _read(self, core: ChatCore) -> None:
+    async def _read(self, core: CoreSink) -> None:
         from websockets.exceptions import ConnectionClosed
 
         reason = "closed"
@@ -94,7 +109,7 @@ class _WebSocketTransport:
                 reason = f"closed (code {code})"
         core._lost(reason)
 
-    async def send(self, core: ChatCore, corr_id: str, cmd: str) -> None:
+    async def send(self, core: CoreSink, corr_id: str, cmd: str) -> None:
         from websockets.exceptions import ConnectionClosed
 
         message = json.dumps({"corrId": corr_id, "cmd": cmd}, ensure_ascii=False)
@@ -145,7 +160,7 @@ class _NativeTransport:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def open(self, core: ChatCore) -> None:
+    async def open(self, core: CoreSink) -> None:
         self._loop = asyncio.get_running_loop()
         self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="simplex-rpc-cmd")
         self._thread = threading.Thread(
@@ -160,7 +175,7 @@ class _NativeTransport:
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
             loop.call_soon_threadsafe(callback, *args)
 
-    def _read(self, core: ChatCore) -> None:
+    def _read(self, core: CoreSink) -> None:
         while not self._stop.is_set():
             try:
                 text = self._handle.chat_recv_msg_wait(self._poll_us)
@@ -170,7 +185,7 @@ class _NativeTransport:
             if text:
                 self._post(core._receive_native_event, text)
 
-    async def send(self, core: ChatCore, corr_id: str, cmd: str) -> None:
+    async def send(self, core: CoreSink, corr_id: str, cmd: str) -> None:
         if self._executor is None or self._stop.is_set():
             raise ChatCoreClosed(f"the {self.description} is closed")
         handle = self._handle

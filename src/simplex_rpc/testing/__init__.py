@@ -45,9 +45,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .. import _backend, _json
-from .._keys import SigningKey
-from .._redact import RedactingLogger, show
+from .._wire import backend as _backend
+from .._wire import strict_json as _json
+from .._wire.keys import SigningKey
+from .._wire.redact import RedactingLogger, show
 from ..errors import KeyFormatError, PaddingError
 from ._chat import ChatWorld, Party, _chat_error, _cmd_error, _store_error, active_user
 

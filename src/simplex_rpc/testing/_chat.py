@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .. import _json
+from .._wire import strict_json as _json
 from ..chat import fits_message
 
 Party = tuple[str, int]

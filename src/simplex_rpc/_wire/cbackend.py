@@ -1,0 +1,774 @@
+"""The C backend: thin wrappers over ``csrc/`` (wire.md sections 4 to 6).
+
+Each function here has the signature, results and errors of its twin in the
+pure backend (``_padding``, ``_frame``, ``_seal``, ``_batch``). C never
+raises: it returns a length or a negative status, and :func:`_error` maps the
+status to the same exception class with the same message as the pure backend:
+every message is worded once, in the pure module that raises it, and built here
+by that module's own error builders (``_padding.fill_error``,
+``_frame.tag_error``, ...) or checks (``check_pad``, ``check_request_size``, the
+``Frame`` validation, ``PublicKey._verify_tagged``). The fast path passes
+``err=NULL``; only a failure calls C again to fill an ``srpc_error`` with the
+details.
+
+Buffers: every input may be bytes, bytearray or memoryview. Bytes go to C as
+they are; other buffers through ``ffi.from_buffer`` (a non-contiguous view is
+copied once), released before any exception leaves the wrapper so that an
+error kept in a reference cycle never pins the caller's buffer. Outputs are
+written by C into memory allocated once per call (or into the caller's ``out``).
+Signing and verification stay in PyNaCl's libsodium, called on buffers that C
+laid out, so the tagged message is never concatenated in Python.
+
+Importing this module fails when the extension was not built; ``_backend``
+records that error as ``c_unavailable_reason``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Literal, overload
+
+import nacl.bindings  # initialises libsodium before any of its functions is called
+import nacl.exceptions
+
+from ..errors import BadSignature, PaddingError, SimplexRpcError
+from . import frame as _frame
+from . import json_pure as _json
+from . import padding as _padding
+from . import seal as _seal
+from ._simplex_rpc_c import ffi, lib
+from .batch import WritableBuffer, out_too_small, writable_view
+from .frame import Buffer, Frame, Kind
+from .keys import SIGNATURE_LENGTH, SPKI_PREFIX, PublicKey, SigningKey, session_tag
+from .padding import PADDED_LENGTH, block_error, check_pad, message_error
+from .seal import OpenedRequest, check_request_size, check_response_size, check_signing_key
+
+try:  # PyNaCl's own cffi module: libsodium without the copies of nacl.bindings
+    from nacl._sodium import lib as _sodium
+except ImportError:  # pragma: no cover - every PyNaCl release so far has it
+    _sodium = None
+
+__all__ = [
+    "BackendMismatch",
+    "decode_frame",
+    "encode_frame",
+    "json_loads",
+    "memcpy",
+    "open_request",
+    "open_response",
+    "pad",
+    "pad_many",
+    "seal_request",
+    "seal_response",
+    "unpad",
+    "unpad_many",
+]
+
+_NULL: Final = ffi.NULL
+SIZE_MAX: Final[int] = int(ffi.cast("size_t", -1))
+_alloc = ffi.new_allocator(should_clear_after_alloc=False)  # C writes every byte
+_CHAR: Final = ffi.typeof("char[]")  # ffi.unpack of char[] is one memcpy into bytes
+_unpack = ffi.unpack
+_KEY_RAW_AT: Final = len(SPKI_PREFIX)  # 12: the raw key inside the 44-byte DER
+_SM_HEAD: Final = SIGNATURE_LENGTH + 32  # sig || tag, before the payload
+_SM_MAX: Final = _SM_HEAD + PADDED_LENGTH
+_LEN: Final = PADDED_LENGTH
+_REQUEST: Final[int] = lib.SRPC_REQUEST
+_RESPONSE: Final[int] = lib.SRPC_RESPONSE
+_KIND_CODE: Final = {"request": _REQUEST, "response": _RESPONSE}
+_SIGN_SM_AT: Final[int] = lib.SRPC_SIGN_SM_AT
+_SIGN_M_AT: Final[int] = lib.SRPC_SIGN_M_AT
+# Bound once: the hot paths below call these without attribute lookups.
+_srpc_pad = lib.srpc_pad
+_srpc_unpad = lib.srpc_unpad
+_srpc_open = lib.srpc_open
+_srpc_seal = lib.srpc_seal
+
+
+class BackendMismatch(AssertionError):
+    """C and the pure checks disagree: a bug in simplex-rpc, never bad input."""
+
+
+# -- buffers ------------------------------------------------------------------------
+
+
+def _cbuffer(obj: object, strided: bool = False) -> Any:
+    """A C view of a bytes-like object; release it with :func:`_release`.
+
+    As in the pure backend, anything but a buffer raises memoryview's
+    TypeError, and a non-contiguous view is copied when ``strided`` (the
+    encoders, which take ``bytes(view)``) and refused with the TypeError of
+    ``memoryview.cast`` otherwise (the decoders).
+    """
+    if type(obj) is bytes:
+        return obj
+    try:
+        return ffi.from_buffer(obj)
+    except (TypeError, BufferError):
+        view = memoryview(obj)  # type: ignore[arg-type]
+        if not strided:
+            view.cast("B")
+        return ffi.from_buffer(view.tobytes())
+
+
+def _release(src: Any, obj: object) -> None:
+    """Give back the buffer ``_cbuffer`` took from ``obj`` (nothing for bytes)."""
+    if src is not obj:
+        ffi.release(src)
+
+
+def _slice(obj: Any, src: Any, start: int, stop: int) -> bytes:
+    """``bytes`` of bytes ``start:stop`` of the buffer, one copy."""
+    if src is obj:
+        return obj[start:stop]  # type: ignore[no-any-return]
+    return ffi.buffer(src)[start:stop]  # type: ignore[no-any-return]
+
+
+def _size_arg(length: int) -> int:
+    """``length`` as C's size_t; out-of-range values become one C can never match."""
+    if 0 <= length <= SIZE_MAX:
+        return length
+    return SIZE_MAX if length > 0 else 0
+
+
+# -- errors -------------------------------------------------------------------------
+
+
+def _explain(function: Callable[..., int], *args: Any) -> Any:
+    """Call ``function(*args, err)`` again to get the details of its failure."""
+    err = ffi.new("srpc_error *")
+    function(*args, err)
+    return err
+
+
+def _pad_error(size: int, length: int) -> PaddingError:
+    """The pure backend's error for padding ``size`` bytes into ``length``."""
+    try:
+        check_pad(size, length)
+    except PaddingError as exc:
+        return exc
+    raise BackendMismatch(f"C refused to pad {size} bytes into {length}; the pure check passed")
+
+
+def _pad_status_error(err: Any, length: int | None) -> PaddingError:
+    """The error of a pad status: the pure ``check_pad`` words all three."""
+    return _pad_error(err.value, err.bound if length is None else length)
+
+
+# Each failure status and its error, built by the pure module that words it from the
+# details C reports (``err``, an srpc_error) and the block length the caller gave
+# (``length``: C's may be clamped, and the pure backend names the caller's).
+_ERRORS: Final[dict[int, Callable[[Any, Any], SimplexRpcError]]] = {
+    lib.SRPC_E_PAD_BLOCK_LENGTH: _pad_status_error,
+    lib.SRPC_E_PAD_MESSAGE_MAX: _pad_status_error,
+    lib.SRPC_E_PAD_MESSAGE_FIT: _pad_status_error,
+    lib.SRPC_E_UNPAD_BLOCK_SIZE: lambda err, length: _padding.block_size_error(err.value, length),
+    lib.SRPC_E_UNPAD_SHORT: lambda err, _: _padding.short_block_error(err.value),
+    lib.SRPC_E_UNPAD_LENGTH_FIELD: lambda err, _: _padding.length_field_error(err.value, err.bound),
+    lib.SRPC_E_UNPAD_FILL: lambda err, _: _padding.fill_error(err.offset),
+    lib.SRPC_E_BATCH_BLOCK_LENGTH: lambda _, length: _padding.block_length_error(
+        "unpad_many", length
+    ),
+    lib.SRPC_E_BATCH_SHAPE: lambda err, length: _padding.whole_blocks_error(
+        "unpad_many", err.value, length
+    ),
+    lib.SRPC_E_FRAME_NO_VERSION: lambda err, _: _frame.ends_in_version_error(err.value),
+    lib.SRPC_E_FRAME_VERSION: lambda err, _: _frame.version_error(err.value),
+    lib.SRPC_E_FRAME_NO_TAG: lambda err, _: _frame.ends_before_tag_error(),
+    lib.SRPC_E_FRAME_TAG: lambda err, _: _frame.tag_error(err.value),
+    lib.SRPC_E_FRAME_NO_SIGNER: lambda err, _: _frame.ends_before_signer_error(),
+    lib.SRPC_E_FRAME_SIGNER: lambda err, _: _frame.signer_error(err.value),
+    lib.SRPC_E_FRAME_NO_KEY_LENGTH: lambda err, _: _frame.ends_before_key_length_error(),
+    lib.SRPC_E_FRAME_KEY_LENGTH: lambda err, _: _frame.key_length_error(err.value, err.bound),
+    lib.SRPC_E_FRAME_KEY_PREFIX: lambda err, _: _frame.key_prefix_error(err.offset),
+    lib.SRPC_E_FRAME_IN_KEY: lambda err, _: _frame.ends_in_key_error(err.value, err.bound),
+    lib.SRPC_E_FRAME_NO_SIG_LENGTH: lambda err, _: _frame.ends_before_sig_length_error(err.offset),
+    lib.SRPC_E_FRAME_SIG_LENGTH: lambda err, _: _frame.sig_length_error(
+        err.value, err.offset, err.bound
+    ),
+    lib.SRPC_E_FRAME_IN_SIG: lambda err, _: _frame.ends_in_signature_error(err.value, err.bound),
+    lib.SRPC_E_FRAME_NOT_REQUEST: lambda err, _: _seal.wrong_kind_error("request"),
+    lib.SRPC_E_FRAME_NOT_RESPONSE: lambda err, _: _seal.wrong_kind_error("response"),
+}
+
+
+def _error(err: Any, *, length: int | None = None) -> SimplexRpcError:
+    """The exception of a C status: the pure backend's class and message.
+
+    ``length`` is the block length the caller gave (C's may be clamped).
+    """
+    build = _ERRORS.get(err.status)
+    if build is None:
+        raise BackendMismatch(
+            f"C status {err.status} (srpc_error value={err.value} bound={err.bound})"
+        )
+    return build(err, length)
+
+
+# -- padding (wire.md section 5) ----------------------------------------------------
+
+
+#: The fill of the longest block the join below builds, viewed without copying.
+_FILL_VIEW: Final = memoryview(b"#" * PADDED_LENGTH)
+
+
+def pad(message: Buffer, length: int = PADDED_LENGTH) -> bytes:
+    """Pad ``message`` to a block of exactly ``length`` bytes.
+
+    One block of bytes up to ``PADDED_LENGTH`` is joined in CPython's C
+    (length field, message, a view of the fill), which allocates the result
+    once and copies each byte once: a cffi call would add its fixed cost and
+    a second copy out of C's buffer. Longer blocks and other buffers go to C.
+    """
+    if type(message) is bytes and len(message) <= length - 2 and length <= PADDED_LENGTH:
+        size = len(message)
+        return b"".join((size.to_bytes(2, "big"), message, _FILL_VIEW[: length - 2 - size]))
+    if type(message) is bytes and 2 <= length <= SIZE_MAX:  # the fast path
+        out = _alloc(_CHAR, length)
+        if _srpc_pad(message, len(message), length, out, length, _NULL) >= 0:
+            return _unpack(out, length)  # type: ignore[no-any-return]
+        raise _pad_error(len(message), length)
+    src = _cbuffer(message, True)
+    try:
+        size = len(src)
+        if not 0 <= length <= SIZE_MAX:
+            check_pad(size, length)
+            raise OverflowError(f"pad: block length {length} is too large")
+        out = _alloc(_CHAR, length)
+        if _srpc_pad(src, size, length, out, length, _NULL) < 0:
+            raise _pad_error(size, length)
+        return _unpack(out, length)  # type: ignore[no-any-return]
+    except BaseException:
+        _release(src, message)
+        raise
+
+
+def unpad(block: Buffer, *, length: int | None = None, strict: bool = False) -> bytes:
+    """Return the message inside ``block``.
+
+    ``length`` requires the block to be exactly that many bytes; ``strict``
+    requires every fill byte to be ``#``.
+    """
+    if type(block) is bytes and length is None:  # the fast path
+        n: int = _srpc_unpad(block, len(block), 0, 0, strict, _NULL)
+        if n >= 0:
+            return block[2 : 2 + n]
+    src = block if type(block) is bytes else _cbuffer(block)
+    try:
+        if length is None:
+            args = (src, len(src), 0, 0, strict)
+        else:
+            # No block has a negative size: C gets one no buffer has (0 would match b"").
+            args = (src, len(src), 1, SIZE_MAX if length < 0 else _size_arg(length), strict)
+        n = _srpc_unpad(*args, _NULL)
+        if n < 0:
+            raise _error(_explain(lib.srpc_unpad, *args), length=length)
+        return _slice(block, src, 2, 2 + n)
+    except BaseException:
+        _release(src, block)
+        raise
+
+
+def _gather(messages: Iterable[Buffer], length: int) -> tuple[bytes, list[int]]:
+    """The messages back to back (one copy) and their byte lengths."""
+    items = messages if isinstance(messages, (list, tuple)) else list(messages)
+    try:
+        joined = b"".join(items)
+    except TypeError:  # a non-contiguous view, or not a buffer at all
+        items = _contiguous(items, length)
+        joined = b"".join(items)
+    lens = list(map(len, items))
+    if len(joined) != sum(lens):  # a memoryview of wide items: len() counts items
+        lens = [memoryview(m).nbytes for m in items]
+    return joined, lens
+
+
+def _contiguous(items: Iterable[Any], length: int) -> list[Any]:
+    """Copy the non-contiguous views; at a non-buffer, fail as the pure ``pad_many`` does.
+
+    The pure backend pads message by message, so a message too long before
+    the bad item is reported first.
+    """
+    out: list[Any] = []
+    for item in items:
+        try:
+            view = memoryview(item)
+        except TypeError:
+            _pad_many_unsized([memoryview(m).nbytes for m in out], length, partial=True)
+            raise
+        out.append(item if view.c_contiguous else view.tobytes())
+    return out
+
+
+def _pad_many_unsized(lens: list[int], length: int, *, partial: bool = False) -> None:
+    """The pure checks of ``pad_many`` in order; then OverflowError, unless ``partial``."""
+    for index, size in enumerate(lens):
+        try:
+            check_pad(size, length)
+        except PaddingError as exc:
+            raise message_error(index, exc) from None
+    if not partial:
+        raise OverflowError(f"pad_many: {len(lens)} blocks of {length} bytes are too large")
+
+
+class _Scratch(threading.local):
+    """This thread's reusable output buffer of ``pad_many`` (None while in use)."""
+
+    buffer: Any = None
+
+
+_scratch = _Scratch()
+
+#: The largest output ``pad_many`` keeps for reuse (per thread); larger ones are
+#: allocated per call. Writing into memory already mapped spares the page faults of
+#: a fresh buffer, which on some machines cost more than the padding itself.
+SCRATCH_MAX: Final = 16 << 20
+
+
+def _take_scratch(size: int) -> Any:
+    """A C buffer of at least ``size`` bytes: this thread's reusable one when it can be."""
+    if size > SCRATCH_MAX:
+        return _alloc(_CHAR, size)
+    buffer = _scratch.buffer
+    _scratch.buffer = None  # taken: a re-entrant call (a signal handler) gets its own
+    if buffer is None or len(buffer) < size:
+        buffer = _alloc(_CHAR, size)
+    return buffer
+
+
+def _give_scratch(buffer: Any) -> None:
+    if len(buffer) <= SCRATCH_MAX and (
+        _scratch.buffer is None or len(_scratch.buffer) < len(buffer)
+    ):
+        _scratch.buffer = buffer
+
+
+@overload
+def pad_many(messages: Iterable[Buffer], length: int = ..., *, out: None = None) -> bytes: ...
+@overload
+def pad_many(
+    messages: Iterable[Buffer], length: int = ..., *, out: WritableBuffer
+) -> memoryview: ...
+def pad_many(
+    messages: Iterable[Buffer], length: int = PADDED_LENGTH, *, out: WritableBuffer | None = None
+) -> bytes | memoryview:
+    """Pad each message to ``length`` bytes; return the blocks back to back.
+
+    With ``out`` (a writable buffer), C writes the blocks at its start and a
+    memoryview of them is returned: nothing else is allocated for the output.
+    Without it, C writes into this thread's reusable buffer (up to
+    ``SCRATCH_MAX`` bytes are kept) and the result is one copy of it.
+    The first bad message raises :class:`PaddingError` naming its index.
+    """
+    dst = None if out is None else writable_view(out)
+    joined, lens = _gather(messages, length)
+    count = len(lens)
+    if count and not 0 <= length <= SIZE_MAX // count:
+        _pad_many_unsized(lens, length)
+    total = count * length if count else 0
+    if dst is None:
+        c_out = _take_scratch(total)
+        room = total
+    else:
+        c_out = ffi.from_buffer(dst)
+        room = len(dst)
+    try:
+        c_lens = ffi.new("size_t[]", lens)
+        args = (joined, len(joined), c_lens, count, _size_arg(length), c_out, min(room, total))
+        if lib.srpc_pad_many(*args, _NULL) < 0:
+            err = _explain(lib.srpc_pad_many, *args)
+            if err.status == lib.SRPC_E_ARGUMENT and room < total:
+                raise out_too_small(room, count, length)
+            raise message_error(err.index, _error(err, length=length))
+        if dst is None:
+            return _unpack(c_out, total)  # type: ignore[no-any-return]
+    except BaseException:
+        if dst is not None:
+            ffi.release(c_out)
+        raise
+    finally:
+        if dst is None:
+            _give_scratch(c_out)
+    return dst[:total]
+
+
+@overload
+def unpad_many(
+    buffer: Buffer, length: int = ..., *, strict: bool = ..., views: Literal[False] = False
+) -> list[bytes]: ...
+@overload
+def unpad_many(
+    buffer: Buffer, length: int = ..., *, strict: bool = ..., views: Literal[True]
+) -> list[memoryview]: ...
+def unpad_many(
+    buffer: Buffer,
+    length: int = PADDED_LENGTH,
+    *,
+    strict: bool = False,
+    views: bool = False,
+) -> list[bytes] | list[memoryview]:
+    """Split ``buffer`` into blocks of ``length`` bytes and unpad each one.
+
+    The first bad block raises :class:`PaddingError` naming its index. With
+    ``views``, the payloads are memoryviews into ``buffer`` (no copy).
+    """
+    c_length = _size_arg(length)
+    if c_length < 2:  # checked before the buffer is looked at, as in the pure backend
+        raise _error(
+            _explain(lib.srpc_unpad_many, _NULL, 0, c_length, strict, _NULL, 0), length=length
+        )
+    src = buffer if type(buffer) is bytes else _cbuffer(buffer)
+    try:
+        size = len(src)
+        count = size // c_length
+        lens = ffi.new("size_t[]", count)
+        args = (src, size, c_length, strict, lens, count)
+        if lib.srpc_unpad_many(*args, _NULL) < 0:
+            err = _explain(lib.srpc_unpad_many, *args)
+            exc = _error(err, length=length)
+            if err.status in (lib.SRPC_E_BATCH_BLOCK_LENGTH, lib.SRPC_E_BATCH_SHAPE):
+                raise exc
+            raise block_error(err.index, exc) from None
+    except BaseException:
+        _release(src, buffer)
+        raise
+    sizes = ffi.unpack(lens, count)
+    data: Any = src if src is buffer else ffi.buffer(src)
+    if views:
+        data = memoryview(data)
+    return [data[i * length + 2 : i * length + 2 + n] for i, n in enumerate(sizes)]
+
+
+# -- frames (wire.md section 4) -------------------------------------------------------
+
+
+def encode_frame(
+    kind: Kind,
+    payload: Buffer,
+    *,
+    key: PublicKey | None = None,
+    signature: bytes | None = None,
+) -> bytes:
+    """Encode a frame. A signed request takes both ``key`` and ``signature``."""
+    Frame(kind=kind, payload=b"", key=key, signature=signature)  # the pure checks
+    src = payload if type(payload) is bytes else _cbuffer(payload, True)
+    try:
+        size = len(src)
+        signed = key is not None
+        code = _KIND_CODE[kind]
+        head = lib.srpc_frame_head_length(code, signed)
+        total = head + size
+        out = _alloc(_CHAR, total)
+        if key is not None:
+            sig = bytes(signature)  # type: ignore[arg-type]
+            status = lib.srpc_frame_encode(code, 1, key.der, sig, src, size, out, total, _NULL)
+        else:
+            status = lib.srpc_frame_encode(code, 0, _NULL, _NULL, src, size, out, total, _NULL)
+        if status < 0:
+            raise BackendMismatch(f"srpc_frame_encode refused a checked frame (status {status})")
+        return _unpack(out, total)  # type: ignore[no-any-return]
+    except BaseException:
+        _release(src, payload)
+        raise
+
+
+def decode_frame(frame: Buffer) -> Frame:
+    """Decode a frame strictly; an error names the offset of the first bad byte."""
+    src = frame if type(frame) is bytes else _cbuffer(frame)
+    try:
+        size = len(src)
+        info = ffi.new("srpc_frame *")
+        if lib.srpc_frame_decode(src, size, info, _NULL) < 0:
+            raise _error(_explain(lib.srpc_frame_decode, src, size, info))
+        payload = _slice(frame, src, info.payload_offset, size)
+        if info.kind == _RESPONSE:
+            return Frame(kind="response", payload=payload)
+        if not info.is_signed:
+            return Frame(kind="request", payload=payload)
+        key_at = info.key_offset + _KEY_RAW_AT
+        sig_at = info.sig_offset
+        return Frame(
+            kind="request",
+            payload=payload,
+            key=PublicKey(_slice(frame, src, key_at, key_at + 32)),
+            signature=_slice(frame, src, sig_at, sig_at + SIGNATURE_LENGTH),
+        )
+    except BaseException:
+        _release(src, frame)
+        raise
+
+
+# -- sealing and opening ---------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_tag(ad: bytes) -> bytes:
+    """``session_tag(ad)`` memoized for ``bytes`` ADs: a session seals many requests.
+
+    Errors are never cached: a bad AD raises each time, as ``session_tag`` does.
+    """
+    return session_tag(ad)
+
+
+@functools.lru_cache(maxsize=256)
+def _public_key(raw: bytes) -> PublicKey:
+    """The PublicKey of 32 raw bytes; a service meets the same signers again and again."""
+    return PublicKey(raw)
+
+
+def _sign(block: Any, tagged_length: int, signing_key: SigningKey) -> None:
+    """libsodium's crypto_sign over the block laid out by srpc_seal_signed_begin."""
+    sk = signing_key._sk
+    if _sodium is not None:
+        status = _sodium.crypto_sign(
+            block + _SIGN_SM_AT, _NULL, block + _SIGN_M_AT, tagged_length, sk
+        )
+        if status != 0:
+            raise SimplexRpcError("signature: libsodium could not sign the request")
+        return
+    signed = nacl.bindings.crypto_sign(  # pragma: no cover - PyNaCl without _sodium
+        ffi.buffer(block + _SIGN_M_AT, tagged_length)[:], sk
+    )
+    ffi.memmove(block + _SIGN_SM_AT, signed, SIGNATURE_LENGTH)  # pragma: no cover
+
+
+def _verified(sm: Any, sm_length: int, raw_key: bytes) -> bool:
+    """Whether ``sm`` (sig || tagged message) verifies under ``raw_key`` (libsodium, strict)."""
+    if _sodium is not None:
+        return bool(_sodium.crypto_sign_open(_NULL, _NULL, sm, sm_length, raw_key) == 0)
+    try:  # pragma: no cover - PyNaCl without _sodium
+        nacl.bindings.crypto_sign_open(ffi.buffer(sm, sm_length)[:], raw_key)
+    except nacl.exceptions.BadSignatureError:  # pragma: no cover
+        return False
+    return True  # pragma: no cover
+
+
+def seal_request(payload: Buffer, ad: bytes, signing_key: SigningKey | None = None) -> bytes:
+    """Frame, optionally sign (bound to ``ad``), and pad a request payload.
+
+    A signed request is signed in place: C lays out the block with the session
+    tag right before the payload, libsodium signs that span where it lies, and
+    C moves the signature to its place; the payload is copied once.
+    """
+    check_signing_key(signing_key)
+    src = payload if type(payload) is bytes else _cbuffer(payload, True)
+    try:
+        size = len(src)
+        check_request_size(size, signing_key is not None)
+        tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)  # checks the AD
+        block = _alloc(_CHAR, _LEN)
+        if signing_key is None:
+            status = _srpc_seal(_REQUEST, 0, _NULL, _NULL, src, size, block, _LEN, _NULL)
+        else:
+            status = lib.srpc_seal_signed_begin(tag, src, size, block, _LEN, _NULL)
+            if status >= 0:
+                _sign(block, 32 + size, signing_key)
+                status = lib.srpc_seal_signed_end(signing_key.public_key.der, block, _LEN)
+        if status < 0:
+            raise BackendMismatch(f"C refused to seal a checked request (status {status})")
+        return _unpack(block, _LEN)  # type: ignore[no-any-return]
+    except BaseException:
+        _release(src, payload)
+        raise
+
+
+def _bad_signature(raw_key: bytes, tag: bytes, payload: bytes, signature: bytes) -> BadSignature:
+    """The pure backend's error for a signature that does not verify."""
+    try:
+        PublicKey(raw_key)._verify_tagged(tag, payload, signature)
+    except BadSignature as exc:
+        return exc
+    raise BackendMismatch("libsodium refused a signature that PyNaCl accepts")
+
+
+def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedRequest:
+    """Unpad and decode a request block; verify its signature if it is signed.
+
+    Raises :class:`BadSignature` for a signed block that does not verify under
+    ``ad``; ``strict`` requires every fill byte to be ``#``. C lays out
+    sig || tag || payload for libsodium while it decodes, in one pass.
+    """
+    tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)
+    src = block if type(block) is bytes else _cbuffer(block)
+    try:
+        size = len(src)
+        info = ffi.new("srpc_frame *")
+        sm = _alloc(_CHAR, _SM_MAX)
+        if _srpc_open(src, size, _LEN, strict, _REQUEST, tag, sm, _SM_MAX, info, _NULL) < 0:
+            args = (src, size, _LEN, strict, _REQUEST, tag, sm, _SM_MAX, info)
+            raise _error(_explain(lib.srpc_open, *args), length=PADDED_LENGTH)
+        at = info.payload_offset
+        n = info.payload_length
+        if not info.is_signed:
+            return OpenedRequest(payload=_slice(block, src, at, at + n), signer=None)
+        key_at = info.key_offset + _KEY_RAW_AT
+        raw = _slice(block, src, key_at, key_at + 32)
+    except BaseException:
+        _release(src, block)
+        raise
+    payload: bytes = ffi.buffer(sm)[_SM_HEAD : _SM_HEAD + n]
+    if not _verified(sm, _SM_HEAD + n, raw):
+        _release(src, block)
+        raise _bad_signature(raw, tag, payload, ffi.buffer(sm)[:SIGNATURE_LENGTH])
+    return OpenedRequest(payload=payload, signer=_public_key(raw))
+
+
+def seal_response(payload: Buffer) -> bytes:
+    """Frame and pad a response payload."""
+    src = payload if type(payload) is bytes else _cbuffer(payload, True)
+    try:
+        size = len(src)
+        check_response_size(size)
+        block = _alloc(_CHAR, _LEN)
+        status = _srpc_seal(_RESPONSE, 0, _NULL, _NULL, src, size, block, _LEN, _NULL)
+        if status < 0:
+            raise BackendMismatch(f"C refused to seal a checked response (status {status})")
+        return _unpack(block, _LEN)  # type: ignore[no-any-return]
+    except BaseException:
+        _release(src, payload)
+        raise
+
+
+def open_response(block: Buffer, *, strict: bool = False) -> bytes:
+    """Unpad and decode a response block; return its payload."""
+    src = block if type(block) is bytes else _cbuffer(block)
+    try:
+        size = len(src)
+        info = ffi.new("srpc_frame *")
+        args = (src, size, PADDED_LENGTH, strict, _RESPONSE, _NULL, _NULL, 0, info)
+        if lib.srpc_open(*args, _NULL) < 0:
+            raise _error(_explain(lib.srpc_open, *args), length=PADDED_LENGTH)
+        at = info.payload_offset
+        return _slice(block, src, at, at + info.payload_length)
+    except BaseException:
+        _release(src, block)
+        raise
+
+
+def memcpy(dst: Any, src: Buffer) -> None:
+    """Copy all of ``src`` to the start of the writable buffer ``dst``, in C (one memcpy).
+
+    The floor of the benchmarks: moving the same bytes without looking at them.
+    """
+    c_dst = ffi.from_buffer(dst, require_writable=True)
+    c_src = _cbuffer(src)
+    if lib.srpc_copy(c_dst, len(c_dst), c_src, len(c_src)) < 0:
+        raise ValueError(f"memcpy: {len(c_src)} bytes do not fit {len(c_dst)}")
+
+
+# -- strict JSON (wire.md section 3) -----------------------------------------------------
+
+_srpc_json_check = lib.srpc_json_check
+_JSON_WORKSPACE: Final[int] = lib.SRPC_E_JSON_WORKSPACE
+#: Keys the hash of member names, so that no input can be built to collide.
+_JSON_SEED: Final = int.from_bytes(os.urandom(8), "little")
+#: The json module's scanner without hooks: it builds the value C has validated.
+_scan_once: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+# Each failure status and its error, worded by the pure backend's builders from what C
+# reports (``err``, an srpc_json_error) and the input's bytes.
+_SYNTAX: Final = {
+    lib.SRPC_E_JSON_EXPECT_VALUE: "Expecting value",
+    lib.SRPC_E_JSON_EXPECT_NAME: "Expecting property name enclosed in double quotes",
+    lib.SRPC_E_JSON_EXPECT_COLON: "Expecting ':' delimiter",
+    lib.SRPC_E_JSON_EXPECT_COMMA: "Expecting ',' delimiter",
+    lib.SRPC_E_JSON_UNTERMINATED: "Unterminated string starting",
+    lib.SRPC_E_JSON_CONTROL: "Invalid control character",
+    lib.SRPC_E_JSON_ESCAPE: "Invalid \\escape",
+    lib.SRPC_E_JSON_UESCAPE: "Invalid \\uXXXX escape",
+}
+_JSON_ERRORS: Final[dict[int, Callable[[Any, bytes], _json.JsonError]]] = {
+    lib.SRPC_E_JSON_UTF8: lambda err, _: _json.utf8_error(err.offset),
+    lib.SRPC_E_JSON_BOM: lambda err, _: _json.bom_error(),
+    lib.SRPC_E_JSON_DEPTH: lambda err, _: _json.depth_error(),
+    lib.SRPC_E_JSON_DUPLICATE: lambda err, data: _json.duplicate_error(
+        _scan_once(data[err.offset : err.offset + err.length].decode("utf-8"), 0)[0]
+    ),
+    lib.SRPC_E_JSON_NAN: lambda err, _: _json.constant_error("NaN"),
+    lib.SRPC_E_JSON_INFINITY: lambda err, _: _json.constant_error("Infinity"),
+    lib.SRPC_E_JSON_NEG_INFINITY: lambda err, _: _json.constant_error("-Infinity"),
+    lib.SRPC_E_JSON_INT_DIGITS: lambda err, _: _json.digits_error(err.value),
+    lib.SRPC_E_JSON_RANGE: lambda err, data: _json.range_error(
+        data[err.offset : err.offset + min(err.length, 32)].decode("ascii")
+    ),
+    lib.SRPC_E_JSON_EXTRA: lambda err, _: _json.extra_error(err.chars),
+    lib.SRPC_E_JSON_SURROGATE: lambda err, _: _json.surrogate_error(err.value),
+}
+
+
+def _json_error(data: bytes, workspace: Any, size: int) -> _json.JsonError:
+    """The pure backend's error for ``data``, from C's explanation of its failure."""
+    err = ffi.new("srpc_json_error *")
+    _srpc_json_check(data, len(data), _JSON_SEED, workspace, size, err)
+    return json_error_of(err, data)
+
+
+def json_error_of(err: Any, data: bytes) -> _json.JsonError:
+    """The error of an ``srpc_json_error`` for ``data`` (any object with its fields).
+
+    The fuzz harnesses call this with what C reported, to compare with the pure backend.
+    """
+    what = _SYNTAX.get(err.status)
+    if what is not None:
+        return _json.syntax_error(what, err.chars)
+    build = _JSON_ERRORS.get(err.status)
+    if build is None:
+        raise BackendMismatch(f"C JSON status {err.status} (offset {err.offset})")
+    return build(err, data)
+
+
+def json_workspace_size(raw: bytes) -> int:
+    """The bytes of C workspace that checking ``raw`` needs beyond the stack's (0 for none).
+
+    C counts the most member names open at once (the names of every object not yet
+    closed), and the workspace holds exactly that many: its size follows the names,
+    not the length of the input (a 30 MB object of 300 long members needs 300).
+    """
+    err = ffi.new("srpc_json_error *")
+    if _srpc_json_check(raw, len(raw), _JSON_SEED, _NULL, 0, err) != _JSON_WORKSPACE:
+        return 0
+    size: int = lib.srpc_json_workspace_size(err.value)
+    return size
+
+
+def json_loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """Parse one strict JSON value (the C backend's ``_json.loads``).
+
+    C validates the UTF-8 bytes in one pass, with every rule of the pure
+    backend; the json module's scanner then builds the value, with no hooks.
+    A failure raises the pure backend's :class:`~simplex_rpc._wire.json_pure.JsonError`,
+    with its message. A str holding a lone surrogate code point (which has no
+    UTF-8 form) goes to the pure backend, which words its error.
+    """
+    text: str | None = None
+    if type(data) is bytes:  # the fast path: no copy
+        raw = data
+    elif isinstance(data, str):
+        try:
+            raw = str.encode(data, "utf-8")
+        except UnicodeEncodeError:
+            return _json.python_loads(data)
+        text = data
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        # Subclasses included, and a strided view: the bytes the pure backend reads.
+        raw = bytes(data)
+    else:
+        raise TypeError(f"expected bytes or str, got {type(data).__name__}")
+    workspace: Any = _NULL
+    size = 0
+    at: int = _srpc_json_check(raw, len(raw), _JSON_SEED, _NULL, 0, _NULL)
+    if at == _JSON_WORKSPACE:  # more than 256 names in open objects: a workspace for them
+        size = json_workspace_size(raw)
+        workspace = _alloc(_CHAR, size)
+        at = _srpc_json_check(raw, len(raw), _JSON_SEED, workspace, size, _NULL)
+        if at == _JSON_WORKSPACE:
+            raise BackendMismatch(f"C JSON: a workspace of {size} bytes is still too small")
+    if at < 0:
+        raise _json_error(raw, workspace, size)
+    if text is None:
+        text = raw.decode("utf-8")
+    return _scan_once(text, at)[0]

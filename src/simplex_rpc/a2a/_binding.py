@@ -1,0 +1,543 @@
+"""The data of the A2A binding: no I/O and no SDK.
+
+:mod:`simplex_rpc.a2a` re-exports its public names and documents them; the
+bridge and the client transport of the package use them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from .. import _bindings as _bridge
+from .._bindings import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    RPC_JSON_LIMIT,
+    SERVICE_PARAMETERS_MEMBER,
+    BindingError,
+    Caller,
+    ServiceParameters,
+    error_response,
+    invalid_request,
+    json_type,
+    request_id,
+    service_parameters,
+    valid_id,
+)
+from .._wire.envelope import ErrorCode, Response
+
+__all__ = [
+    "BINDING_URI",
+    "INTERRUPTED_STATES",
+    "METHODS",
+    "PROTOCOL",
+    "PUSH_NOTIFICATION_METHODS",
+    "PUSH_NOTIFICATION_NOT_SUPPORTED",
+    "SERVICE_PARAMETERS_MEMBER",
+    "STREAMING_METHODS",
+    "SUPPORTED_VERSIONS",
+    "TASK_NOT_FOUND",
+    "TERMINAL_STATES",
+    "VERSION_NOT_SUPPORTED",
+    "VERSION_PARAMETER",
+    "BindingError",
+    "Caller",
+    "CallerStore",
+    "ServiceParameters",
+    "agent_card_interface",
+    "chat_disposition",
+    "chat_reply",
+    "check_request",
+    "error",
+    "is_stream_end",
+    "make_request",
+    "rpc_disposition",
+    "rpc_response",
+    "service_parameters",
+]
+
+
+PROTOCOL: Final = "a2a"
+BINDING_URI: Final = "https://simplex.chat/protocol/a2a/v1"
+VERSION_PARAMETER: Final = "A2A-Version"
+SUPPORTED_VERSIONS: Final = ("1.0",)
+
+TASK_NOT_FOUND: Final = -32001
+PUSH_NOTIFICATION_NOT_SUPPORTED: Final = -32003
+VERSION_NOT_SUPPORTED: Final = -32009
+
+METHODS: Final = (
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "ListTasks",
+    "CancelTask",
+    "SubscribeToTask",
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
+    "GetExtendedAgentCard",
+)
+"""The methods of the A2A 1.0 JSON-RPC binding (A2A section 9.4)."""
+
+STREAMING_METHODS: Final = frozenset({"SendStreamingMessage", "SubscribeToTask"})
+PUSH_NOTIFICATION_METHODS: Final = frozenset(
+    {
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+    }
+)
+TERMINAL_STATES: Final = frozenset(
+    {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
+)
+INTERRUPTED_STATES: Final = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+
+_ERROR_INFO_TYPE: Final = "type.googleapis.com/google.rpc.ErrorInfo"
+_A2A_DOMAIN: Final = "a2a-protocol.org"
+_REASONS: Final = {
+    TASK_NOT_FOUND: "TASK_NOT_FOUND",
+    PUSH_NOTIFICATION_NOT_SUPPORTED: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+    VERSION_NOT_SUPPORTED: "VERSION_NOT_SUPPORTED",
+    -32007: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+    INVALID_REQUEST: "INVALID_REQUEST",
+    INTERNAL_ERROR: "INTERNAL_ERROR",
+}
+_VERSION: Final = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:\.(?:0|[1-9][0-9]*))?")
+
+
+def error(request_id: Any, code: int, message: str) -> dict[str, Any]:
+    """An A2A JSON-RPC error response, shaped as the SDK writes it.
+
+    ``data`` is a list with one ``google.rpc.ErrorInfo`` that names the A2A
+    reason (``TASK_NOT_FOUND``, ``VERSION_NOT_SUPPORTED``, ...) in the domain
+    ``a2a-protocol.org``.
+    """
+    reason = _REASONS.get(code, "UNKNOWN_ERROR")
+    info = {"@type": _ERROR_INFO_TYPE, "reason": reason, "domain": _A2A_DOMAIN, "metadata": {}}
+    return error_response(request_id, code, message, [info])
+
+
+def _major_minor(version: str) -> str | None:
+    match = _VERSION.fullmatch(version)
+    return f"{match.group(1)}.{match.group(2)}" if match else None
+
+
+def _check_versions(versions: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(versions, str):
+        raise BindingError("supported_versions: expected a list of versions, got a string")
+    out: list[str] = []
+    for i, version in enumerate(versions):
+        if (
+            not isinstance(version, str)
+            or _VERSION.fullmatch(version) is None
+            or version.count(".") != 1
+        ):
+            raise BindingError(
+                f"supported_versions[{i}]: {version!r} is not an A2A version"
+                " in the Major.Minor form"
+            )
+        out.append(version)
+    if not out:
+        raise BindingError("supported_versions: the list is empty")
+    return tuple(out)
+
+
+def agent_card_interface(contact_link: str, a2a_version: str = "1.0") -> dict[str, str]:
+    """The ``supportedInterfaces`` entry of an Agent Card for the SimpleX interface.
+
+    ``url`` is the bot's contact address link, ``protocolBinding`` the binding
+    URI and ``protocolVersion`` the A2A version (Major.Minor).
+    """
+    if not isinstance(contact_link, str) or not contact_link:
+        raise BindingError(
+            f"contact_link: expected a non-empty string, got {json_type(contact_link)}"
+        )
+    if any(ch.isspace() for ch in contact_link) or ":" not in contact_link:
+        raise BindingError("contact_link: not a link (a URI with a scheme and no whitespace)")
+    _check_versions([a2a_version])
+    return {"url": contact_link, "protocolBinding": BINDING_URI, "protocolVersion": a2a_version}
+
+
+
+def make_request(
+    method: str,
+    params: Mapping[str, Any] | None,
+    *,
+    id: str | int,
+    version: str = "1.0",
+    parameters: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A JSON-RPC request of this binding: ``jsonrpc``, ``id``, ``method``,
+    ``a2a-service-parameters`` (``A2A-Version`` first, then ``parameters``),
+    then ``params``."""
+    if not isinstance(method, str) or not method:
+        raise BindingError("method: expected a non-empty string")
+    if not valid_id(id, allow_null=False):
+        raise BindingError(f"id: expected a string or an integer, got {json_type(id)}")
+    _check_versions([version])
+    members: dict[str, str] = {VERSION_PARAMETER: version}
+    for name, value in (parameters or {}).items():
+        if isinstance(name, str) and name.lower() == VERSION_PARAMETER.lower():
+            raise BindingError(f"parameters: {name!r} is given by version=")
+        members[name] = value
+    ServiceParameters(members)  # validates names, values and repeats
+    out: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+    out[SERVICE_PARAMETERS_MEMBER] = members
+    if params is not None:
+        out["params"] = dict(params)
+    return out
+
+
+def _request_id(request: object) -> Any:
+    return request_id(request, allow_null=True)
+
+
+def _invalid(request: object) -> str | None:
+    """Why ``request`` is not a JSON-RPC 2.0 request of this binding, or None."""
+    reason = invalid_request(request, allow_null_id=True)
+    if reason is not None:
+        return reason
+    assert isinstance(request, Mapping)
+    try:
+        service_parameters(request)
+    except BindingError as exc:
+        return str(exc)
+    return None
+
+
+def check_request(
+    request: object, *, supported_versions: Iterable[str] = SUPPORTED_VERSIONS
+) -> dict[str, Any] | None:
+    """None for a valid request of a served A2A version; else the error response.
+
+    ``-32600`` (InvalidRequestError) for a message that is not a JSON-RPC 2.0
+    request (a notification included) or whose ``a2a-service-parameters`` is
+    malformed; ``-32009`` (VersionNotSupportedError) when ``A2A-Version`` is
+    missing or names a version not in ``supported_versions`` (Major.Minor; a
+    patch number in the request is ignored). The method is not checked here:
+    an unknown one is the agent's ``-32601``.
+    """
+    served = _check_versions(supported_versions)
+    reason = _invalid(request)
+    if reason is not None:
+        return error(_request_id(request), INVALID_REQUEST, f"Invalid Request: {reason}")
+    assert isinstance(request, Mapping)
+    parameters = service_parameters(request)
+    version = parameters.get(VERSION_PARAMETER)
+    if version is None:
+        return error(
+            request["id"],
+            VERSION_NOT_SUPPORTED,
+            f"Version not supported: the request has no {VERSION_PARAMETER};"
+            f" this agent serves {', '.join(served)}",
+        )
+    if _major_minor(version) not in served:
+        return error(
+            request["id"],
+            VERSION_NOT_SUPPORTED,
+            f"Version not supported: A2A version {version[:32]!r};"
+            f" this agent serves {', '.join(served)}",
+        )
+    return None
+
+
+def _member(obj: Mapping[str, Any], camel: str, snake: str) -> tuple[bool, Any]:
+    """A member by its JSON name or its proto field name (the SDK accepts both)."""
+    for name in (camel, snake):
+        if name in obj:
+            return True, obj[name]
+    return False, None
+
+
+def rpc_disposition(request: Mapping[str, Any]) -> Response | None:
+    """None when Service RPC may serve the request; else ``conversation_required``.
+
+    Service RPC serves ``SendMessage`` whose message has neither ``contextId``
+    nor ``taskId``, and whose ``configuration.returnImmediately`` is absent or
+    false. Every other request, the streaming and push notification methods
+    included, needs a conversation. Members are also recognized by their proto
+    field names (``context_id``, ...), which the SDK accepts as well.
+    """
+    if not isinstance(request, Mapping):
+        raise BindingError(f"request: expected a JSON-RPC request object, got {json_type(request)}")
+    method = request.get("method")
+    if method != "SendMessage":
+        name = method if isinstance(method, str) else "this request"
+        return _conversation_required(f"{str(name)[:64]} needs a conversation")
+    params = request.get("params")
+    if isinstance(params, Mapping):
+        message = params.get("message")
+        if isinstance(message, Mapping):
+            for camel, snake in (("contextId", "context_id"), ("taskId", "task_id")):
+                if _member(message, camel, snake)[0]:
+                    return _conversation_required(
+                        f"a message with {camel} continues a conversation"
+                    )
+        config = params.get("configuration")
+        if isinstance(config, Mapping):
+            present, value = _member(config, "returnImmediately", "return_immediately")
+            if present and value is not False:
+                return _conversation_required("returnImmediately needs a conversation")
+    return None
+
+
+def _conversation_required(message: str) -> Response:
+    return Response.failure(ErrorCode.CONVERSATION_REQUIRED, message)
+
+
+def chat_disposition(request: Mapping[str, Any]) -> dict[str, Any] | None:
+    """None when a conversation may pass the request on; else the error response.
+
+    A conversation delivers every update of a task, so push notification
+    configurations are not used: the push notification methods get ``-32003``
+    (PushNotificationNotSupportedError).
+    """
+    if not isinstance(request, Mapping):
+        raise BindingError(f"request: expected a JSON-RPC request object, got {json_type(request)}")
+    method = request.get("method")
+    if isinstance(method, str) and method in PUSH_NOTIFICATION_METHODS:
+        return error(
+            _request_id(request),
+            PUSH_NOTIFICATION_NOT_SUPPORTED,
+            "Push Notification is not supported: a conversation delivers every update of a task",
+        )
+    return None
+
+
+def _stream_response(value: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The StreamResponse in ``value``: itself, or the result of a JSON-RPC response."""
+    if "jsonrpc" in value or "result" in value:
+        result = value.get("result")
+        return result if isinstance(result, Mapping) else None
+    return value
+
+
+def is_stream_end(stream_response: Mapping[str, Any]) -> bool:
+    """Whether this reply ends a stream (SendStreamingMessage, SubscribeToTask).
+
+    True for a ``task`` or ``statusUpdate`` whose ``status.state`` is terminal
+    (``TASK_STATE_COMPLETED``, ``_FAILED``, ``_CANCELED``, ``_REJECTED``) or
+    interrupted (``TASK_STATE_INPUT_REQUIRED``, ``_AUTH_REQUIRED``). Also true
+    for a ``message``, which A2A makes the whole answer (no event may follow
+    one), and for a JSON-RPC error response, after which nothing follows.
+    Accepts the StreamResponse itself or the JSON-RPC response that carries it.
+    """
+    if not isinstance(stream_response, Mapping):
+        raise BindingError(f"stream response: expected an object, got {json_type(stream_response)}")
+    if "error" in stream_response and "result" not in stream_response:
+        return True
+    inner = _stream_response(stream_response)
+    if inner is None:
+        return False
+    if isinstance(inner.get("message"), Mapping):
+        return True
+    for kind in ("task", "statusUpdate", "status_update"):
+        event = inner.get(kind)
+        if isinstance(event, Mapping):
+            status = event.get("status")
+            if isinstance(status, Mapping):
+                state = status.get("state")
+                return isinstance(state, str) and (
+                    state in TERMINAL_STATES or state in INTERRUPTED_STATES
+                )
+    return False
+
+
+def chat_reply(response: Mapping[str, Any]) -> str:
+    """The reply text for a JSON-RPC response (or one StreamResponse event) in a
+    conversation; ``-32603`` with the request's id when it does not fit one
+    message. The bytes of raw parts (base64 in JSON) count towards the limit."""
+    return _bridge.chat_reply(response, binding="a2a")
+
+
+def rpc_response(response: Mapping[str, Any], *, limit: int = RPC_JSON_LIMIT) -> Response:
+    """The Service RPC envelope for a JSON-RPC response; ``too_large`` over
+    ``limit`` (default 10,000 bytes) or over the padded block."""
+    return _bridge.rpc_response(response, binding="a2a", limit=limit)
+
+
+# The params members that name a task, by method.
+_TASK_PARAM: Final = {
+    "GetTask": ("id",),
+    "CancelTask": ("id",),
+    "SubscribeToTask": ("id",),
+    "CreateTaskPushNotificationConfig": ("taskId", "task_id"),
+    "GetTaskPushNotificationConfig": ("taskId", "task_id"),
+    "ListTaskPushNotificationConfigs": ("taskId", "task_id"),
+    "DeleteTaskPushNotificationConfig": ("taskId", "task_id"),
+}
+
+
+class CallerStore:
+    """Which caller owns each context and task: pure data, no I/O.
+
+    A context and its tasks are available only to their caller. A bot
+    records what each caller creates (:meth:`record`) and checks each request
+    (:meth:`check_request`): a request that names a context or a task of
+    another caller is answered as for an unknown task (``-32001``). Ids
+    nobody owns pass; the agent answers an unknown one itself.
+    """
+
+    __slots__ = ("_contexts", "_tasks")
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, Caller] = {}
+        self._contexts: dict[str, Caller] = {}
+
+    def owner_of_task(self, task_id: str) -> Caller | None:
+        """The caller that owns ``task_id``, or None."""
+        return self._tasks.get(task_id)
+
+    def owner_of_context(self, context_id: str) -> Caller | None:
+        """The caller that owns ``context_id``, or None."""
+        return self._contexts.get(context_id)
+
+    def tasks_of(self, caller: Caller) -> frozenset[str]:
+        """The ids of the tasks ``caller`` owns."""
+        return frozenset(t for t, owner in self._tasks.items() if owner == caller)
+
+    def contexts_of(self, caller: Caller) -> frozenset[str]:
+        """The ids of the contexts ``caller`` owns."""
+        return frozenset(c for c, owner in self._contexts.items() if owner == caller)
+
+    def add_task(self, caller: Caller, task_id: str, context_id: str | None = None) -> bool:
+        """Give ``caller`` the task (and its context); False if another caller owns either."""
+        _check_caller(caller)
+        if not self._free(caller, self._tasks, task_id) or (
+            context_id is not None and not self._free(caller, self._contexts, context_id)
+        ):
+            return False
+        self._tasks[task_id] = caller
+        if context_id is not None:
+            self._contexts[context_id] = caller
+        return True
+
+    def add_context(self, caller: Caller, context_id: str) -> bool:
+        """Give ``caller`` the context; False if another caller owns it."""
+        _check_caller(caller)
+        if not self._free(caller, self._contexts, context_id):
+            return False
+        self._contexts[context_id] = caller
+        return True
+
+    def forget_task(self, task_id: str) -> None:
+        """Drop the record of one task (its context stays)."""
+        self._tasks.pop(task_id, None)
+
+    def forget_context(self, context_id: str) -> None:
+        """Drop the record of one context (its tasks stay until forgotten)."""
+        self._contexts.pop(context_id, None)
+
+    @staticmethod
+    def _free(caller: Caller, table: Mapping[str, Caller], key: object) -> bool:
+        if not isinstance(key, str) or not key:
+            raise BindingError(f"id: expected a non-empty string, got {json_type(key)}")
+        owner = table.get(key)
+        return owner is None or owner == caller
+
+    def named_ids(self, request: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+        """The task ids and the context ids a request names."""
+        tasks: list[str] = []
+        contexts: list[str] = []
+        method = request.get("method")
+        params = request.get("params")
+        if not isinstance(params, Mapping):
+            return tasks, contexts
+        for name in _TASK_PARAM.get(method, ()) if isinstance(method, str) else ():
+            if isinstance(params.get(name), str):
+                tasks.append(params[name])
+        if method in ("SendMessage", "SendStreamingMessage"):
+            message = params.get("message")
+            if isinstance(message, Mapping):
+                _collect(message, tasks, contexts)
+        if method == "ListTasks":
+            present, value = _member(params, "contextId", "context_id")
+            if present and isinstance(value, str):
+                contexts.append(value)
+        return tasks, contexts
+
+    def check_request(self, caller: Caller, request: Mapping[str, Any]) -> dict[str, Any] | None:
+        """None, or the ``-32001`` response when the request names another caller's
+        task or context."""
+        _check_caller(caller)
+        if not isinstance(request, Mapping):
+            raise BindingError(
+                f"request: expected a JSON-RPC request object, got {json_type(request)}"
+            )
+        tasks, contexts = self.named_ids(request)
+        for task_id in tasks:
+            owner = self._tasks.get(task_id)
+            if owner is not None and owner != caller:
+                return error(_request_id(request), TASK_NOT_FOUND, "Task not found")
+        for context_id in contexts:
+            owner = self._contexts.get(context_id)
+            if owner is not None and owner != caller:
+                return error(_request_id(request), TASK_NOT_FOUND, "Task not found")
+        return None
+
+    def record(self, caller: Caller, message: Mapping[str, Any]) -> None:
+        """Give ``caller`` every task and context that ``message`` names and that
+        no one owns yet.
+
+        ``message`` is a request the caller sent (a new ``contextId`` it chose),
+        or a response or stream event the agent answered it with: a Task, a
+        Message, a status or artifact update, a ListTasks result. Ids owned by
+        another caller are left alone.
+        """
+        _check_caller(caller)
+        if not isinstance(message, Mapping):
+            raise BindingError(f"message: expected an object, got {json_type(message)}")
+        tasks: list[str] = []
+        contexts: list[str] = []
+        if "method" in message:
+            tasks, contexts = self.named_ids(message)
+        else:
+            result = _stream_response(message)
+            if result is not None:
+                _collect_result(result, tasks, contexts)
+        for task_id in tasks:
+            if task_id and task_id not in self._tasks:
+                self._tasks[task_id] = caller
+        for context_id in contexts:
+            if context_id and context_id not in self._contexts:
+                self._contexts[context_id] = caller
+
+
+def _check_caller(caller: object) -> None:
+    if not isinstance(caller, Caller):
+        raise TypeError(f"caller: expected a Caller, got {type(caller).__name__}")
+
+
+def _collect(obj: Mapping[str, Any], tasks: list[str], contexts: list[str]) -> None:
+    """Task and context ids of a Message, a Task or an update event."""
+    for (camel, snake), out in (
+        (("taskId", "task_id"), tasks),
+        (("contextId", "context_id"), contexts),
+    ):
+        present, value = _member(obj, camel, snake)
+        if present and isinstance(value, str):
+            out.append(value)
+
+
+def _collect_result(result: Mapping[str, Any], tasks: list[str], contexts: list[str]) -> None:
+    """Ids in a result: SendMessage's ``task``/``message``, a StreamResponse
+    event, a bare Task (GetTask, CancelTask) or ListTasks' ``tasks``."""
+    for kind in ("message", "statusUpdate", "status_update", "artifactUpdate", "artifact_update"):
+        event = result.get(kind)
+        if isinstance(event, Mapping):
+            _collect(event, tasks, contexts)
+    candidates: list[Any] = [result.get("task"), result]
+    listed = result.get("tasks")
+    if isinstance(listed, list):
+        candidates.extend(listed)
+    for task in candidates:
+        if isinstance(task, Mapping) and isinstance(task.get("id"), str) and "status" in task:
+            tasks.append(task["id"])
+            present, value = _member(task, "contextId", "context_id")
+            if present and isinstance(value, str):
+                contexts.append(value)

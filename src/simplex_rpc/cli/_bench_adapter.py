@@ -1,0 +1,511 @@
+"""``simplex-rpc bench adapter``: the Service RPC responder under load and under faults.
+
+Every scenario runs in this one process, on the loopback: a requester core
+``alice`` sends a burst of concurrent ``/_service_request`` commands through
+:class:`~simplex_rpc.testing.CoreSimulator` to a responder core ``bob``
+running :meth:`ChatCore.serve <simplex_rpc.adapter.ChatCore.serve>`, and each
+requester's round trip is timed. The repeated-ids scenario needs a core that
+reports one ``requestId`` more than once, which the simulator never does: a
+small scripted core here sends those events and counts the answers.
+
+Scenarios (``N`` requests, 1,000 by default, 200 with ``--quick``):
+
+* ``unsigned``, ``signed``: a burst of ``N``, echo handler (signed: one key,
+  the request naming it as ``requestKey``);
+* ``faults``: one request in 20 each raises, raises ``CancelledError``,
+  hangs past the handler deadline (2 s), or returns an oversized result
+  (128 slots: the hanging handlers do not starve the others);
+* ``overflow``: four slots and a queue of 50 for a burst of ``N``: the rest is
+  shed with ``rate_limited``;
+* ``repeats``: the core reports every ``requestId`` twice at once, and every
+  other one a third time after its answer;
+* ``drop``: the responder's connection is dropped a quarter into the burst.
+
+Counts: ``ok`` responses, ``errors`` (error answers other than
+``rate_limited``), ``shed`` (``rate_limited`` answers), ``lost`` (requests the
+requester got no answer to), ``dup`` (second answers the core was sent),
+``wrong`` (a success answering another request). Lost, dup and wrong must be
+0 wherever the responder keeps its connection; otherwise the command exits 1.
+``log`` is the number of WARNING-or-worse lines the library logged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .._wire.envelope import Request, Response
+from .._wire.keys import SigningKey
+from ..adapter import ChatCore, ServiceRequest
+from ..errors import ChatCoreError, SimplexRpcError
+from ..testing import CoreSimulator
+from ._common import EXIT_INVALID, EXIT_OK, emit_json, fail
+from ._machine import machine
+
+__all__ = ["SCENARIOS", "Outcome", "handle", "run_scenarios"]
+
+#: The scenario keys, in the order of the report.
+SCENARIOS: Final = ("unsigned", "signed", "faults", "overflow", "repeats", "drop")
+FULL_REQUESTS: Final = 1000
+QUICK_REQUESTS: Final = 200
+#: The requester's wait (the protocol's ``timeout``): long enough never to cut an answer short.
+REQUEST_TIMEOUT: Final = 30
+#: The requester's wait when its responder's connection is dropped: the lost ones wait it out.
+DROP_TIMEOUT: Final = 3
+#: The oversized result: more than the 10,000 bytes of JSON a response should not exceed.
+OVERSIZED: Final = "x" * 12_000
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The counts and round-trip times of one scenario."""
+
+    scenario: str
+    title: str
+    requests: int
+    connected: bool
+    seconds: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    ok: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    lost: int = 0
+    duplicated: int = 0
+    wrong: int = 0
+    log_lines: int = 0
+    note: str = ""
+
+    @property
+    def shed(self) -> int:
+        """Requests answered ``rate_limited``."""
+        return self.errors["rate_limited"]
+
+    @property
+    def answered(self) -> int:
+        return self.ok + sum(self.errors.values())
+
+    @property
+    def per_second(self) -> float:
+        return self.answered / self.seconds if self.seconds > 0 else 0.0
+
+    def quantile(self, q: float) -> float | None:
+        """The ``q`` quantile of the round-trip times, in seconds (None without answers)."""
+        if not self.latencies:
+            return None
+        if len(self.latencies) == 1:
+            return self.latencies[0]
+        cuts = statistics.quantiles(self.latencies, n=100, method="inclusive")
+        return cuts[round(q * 100) - 1]
+
+    def record(self, n: int, response: Response, latency: float) -> None:
+        """Count the answer to request ``n`` (a success must echo ``n``)."""
+        self.latencies.append(latency)
+        if response.error is not None:
+            self.errors[response.error.code] += 1
+        elif response.response == {"n": n}:
+            self.ok += 1
+        else:
+            self.wrong += 1
+
+    @property
+    def broken(self) -> bool:
+        """Lost, duplicated or wrong answers while the responder had its connection."""
+        return self.connected and (self.lost > 0 or self.duplicated > 0 or self.wrong > 0)
+
+    def to_json(self) -> dict[str, Any]:
+        p50, p99 = self.quantile(0.5), self.quantile(0.99)
+        return {
+            "scenario": self.scenario,
+            "title": self.title,
+            "requests": self.requests,
+            "seconds": round(self.seconds, 3),
+            "requests_per_second": round(self.per_second, 1),
+            "p50_ms": None if p50 is None else round(p50 * 1000, 2),
+            "p99_ms": None if p99 is None else round(p99 * 1000, 2),
+            "ok": self.ok,
+            "errors": dict(sorted(self.errors.items())),
+            "shed": self.shed,
+            "lost": self.lost,
+            "duplicated": self.duplicated,
+            "wrong": self.wrong,
+            "log_lines": self.log_lines,
+            "connected": self.connected,
+            "note": self.note,
+        }
+
+
+class _LogCounter(logging.Handler):
+    """Counts the library's WARNING-or-worse lines, and keeps them off stderr."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+
+
+@contextlib.contextmanager
+def _counting_logs() -> Any:
+    counter = _LogCounter()
+    loggers = [logging.getLogger(name) for name in ("simplex_rpc", "websockets")]
+    saved = [(lg.propagate, lg.level) for lg in loggers]
+    for lg in loggers:
+        lg.addHandler(counter)
+        lg.propagate = False
+        lg.setLevel(logging.WARNING)
+    try:
+        yield counter
+    finally:
+        for lg, (propagate, level) in zip(loggers, saved, strict=True):
+            lg.removeHandler(counter)
+            lg.propagate = propagate
+            lg.setLevel(level)
+
+
+# -- handlers ---------------------------------------------------------------------------
+
+
+async def _echo(request: ServiceRequest) -> Any:
+    await asyncio.sleep(0)
+    return {"n": request.request.request["n"]}
+
+
+async def _slow_echo(request: ServiceRequest) -> Any:
+    await asyncio.sleep(0.005)
+    return {"n": request.request.request["n"]}
+
+
+async def _slower_echo(request: ServiceRequest) -> Any:
+    await asyncio.sleep(0.02)
+    return {"n": request.request.request["n"]}
+
+
+async def _faulty(request: ServiceRequest) -> Any:
+    """One request in 20 each: raises, raises CancelledError, hangs, answers too much."""
+    n = request.request.request["n"]
+    kind = n % 20
+    if kind == 0:
+        raise RuntimeError("a handler bug")
+    if kind == 1:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future.cancel()
+        await future  # someone else cancelled what the handler waited for
+    if kind == 2:
+        await asyncio.Event().wait()  # hangs: cut at the handler deadline
+    if kind == 3:
+        return {"n": n, "blob": OVERSIZED}
+    await asyncio.sleep(0)
+    return {"n": n}
+
+
+# -- scenarios through the simulator ----------------------------------------------------------
+
+
+async def _through_simulator(
+    outcome: Outcome,
+    handler: Callable[[ServiceRequest], Awaitable[Any]],
+    *,
+    signed: bool = False,
+    serve_options: dict[str, Any] | None = None,
+    drop_after: int | None = None,
+) -> None:
+    """A burst of ``outcome.requests`` from ``alice`` to ``bob`` serving ``handler``."""
+    timeout = DROP_TIMEOUT if drop_after is not None else REQUEST_TIMEOUT
+    key = SigningKey.generate() if signed else None
+    async with (
+        CoreSimulator() as sim,
+        ChatCore.connect(sim.url_for("bob")) as bob,
+        ChatCore.connect(sim.url_for("alice")) as alice,
+    ):
+        await bob.start(service_requests=True)
+        link = (await bob.service_address(1)).link
+        await alice.start(service_requests=False)
+        serving = asyncio.create_task(
+            bob.serve(1, handler, protocols=["mcp"], **(serve_options or {}))
+        )
+        await asyncio.sleep(0)
+        answered = 0
+        dropped = asyncio.Event()
+
+        async def one(n: int) -> None:
+            nonlocal answered
+            request = Request(
+                protocol="mcp",
+                request={"n": n},
+                request_key=key.public_key if key is not None else None,
+            )
+            start = time.perf_counter()
+            try:
+                response = await alice.service_request(
+                    1, link, request, timeout=timeout, sign_key=key
+                )
+            except ChatCoreError:
+                outcome.lost += 1
+                return
+            outcome.record(n, response, time.perf_counter() - start)
+            answered += 1
+            if drop_after is not None and answered == drop_after:
+                dropped.set()
+
+        started = time.perf_counter()
+        burst = asyncio.gather(*(one(n) for n in range(outcome.requests)))
+        if drop_after is not None:
+            await dropped.wait()
+            await sim.drop_connections("bob")
+            drop_time = time.perf_counter()
+            try:
+                async with asyncio.timeout(10):
+                    await asyncio.wait({serving})
+                outcome.note = (
+                    f"serve() ended {time.perf_counter() - drop_time:.2f} s after the drop"
+                )
+            except TimeoutError:
+                outcome.note = "serve() still running 10 s after the drop"
+        await burst
+        outcome.seconds = time.perf_counter() - started
+        outcome.duplicated += sim.stats.duplicate_responses
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await serving
+
+
+# -- the repeated-ids scenario: a scripted core -------------------------------------------------
+
+
+async def _repeated_ids(outcome: Outcome) -> None:
+    """The core reports each requestId twice at once, and every other one again after its
+    answer; each must be answered exactly once."""
+    from websockets.asyncio.server import serve
+
+    answers: Counter[str] = Counter()
+    first_answer: dict[str, float] = {}
+    sent_at: dict[str, float] = {}
+    all_answered = asyncio.Event()
+    connection: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    n_requests = outcome.requests
+
+    def event(request_id: str, n: int) -> str:
+        return json.dumps(
+            {
+                "resp": {
+                    "type": "serviceRequest",
+                    "user": {"userId": 1},
+                    "requestId": request_id,
+                    "requestData": {"protocol": "mcp", "request": {"n": n}},
+                }
+            }
+        )
+
+    async def core(ws: Any) -> None:
+        if not connection.done():
+            connection.set_result(ws)
+        async for message in ws:
+            msg = json.loads(message)
+            cmd: str = msg["cmd"]
+            resp: dict[str, Any] = {"type": "cmdOk"}
+            if cmd.startswith("/_service_response "):
+                _, _user, request_id, payload = cmd.split(" ", 3)
+                answers[request_id] += 1
+                if answers[request_id] == 1:
+                    first_answer[request_id] = time.perf_counter()
+                    n = int(request_id[1:])
+                    outcome.record(
+                        n, Response.parse(payload), first_answer[request_id] - sent_at[request_id]
+                    )
+                    if n % 2 == 0:  # reported again after its answer went out
+                        await ws.send(event(request_id, n))
+                    if len(first_answer) == n_requests:
+                        all_answered.set()
+                resp = {"type": "serviceReplyAccepted", "user": {"userId": 1}, "connectionId": "c"}
+            await ws.send(json.dumps({"corrId": msg["corrId"], "resp": resp}))
+
+    async with serve(core, "127.0.0.1", 0, max_size=None) as server:
+        port = server.sockets[0].getsockname()[1]
+        async with ChatCore.connect(f"ws://127.0.0.1:{port}") as bob:
+            serving = asyncio.create_task(bob.serve(1, _echo, protocols=["mcp"]))
+            ws = await connection
+            started = time.perf_counter()
+            for n in range(n_requests):
+                request_id = f"r{n}"
+                sent_at[request_id] = time.perf_counter()
+                await ws.send(event(request_id, n))
+                await ws.send(event(request_id, n))  # reported twice, at once
+            try:
+                async with asyncio.timeout(REQUEST_TIMEOUT):
+                    await all_answered.wait()
+            except TimeoutError:
+                pass
+            outcome.seconds = time.perf_counter() - started
+            await asyncio.sleep(0.5)  # late second answers, if any, are counted too
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await serving
+    outcome.lost = n_requests - len(first_answer)
+    outcome.duplicated = sum(count - 1 for count in answers.values())
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+Runner = Callable[[Outcome], Coroutine[Any, Any, None]]
+
+
+def _scenario(key: str, n: int) -> tuple[Outcome, Runner]:
+    """The outcome to fill and the coroutine that fills it, for scenario ``key``."""
+    scenarios: dict[str, tuple[str, bool, Runner]] = {
+        "unsigned": (
+            f"{n} unsigned requests at once",
+            True,
+            lambda o: _through_simulator(o, _echo),
+        ),
+        "signed": (
+            f"{n} signed requests at once",
+            True,
+            lambda o: _through_simulator(o, _echo, signed=True),
+        ),
+        "faults": (
+            f"{n} requests, 1 in 5 raising, cancelled, hanging or oversized",
+            True,
+            lambda o: _through_simulator(
+                o, _faulty, serve_options={"concurrency": 128, "handler_timeout": 2.0}
+            ),
+        ),
+        "overflow": (
+            f"{n} requests into 4 slots and a queue of 50",
+            True,
+            lambda o: _through_simulator(
+                o, _slow_echo, serve_options={"concurrency": 4, "max_queue": 50}
+            ),
+        ),
+        "repeats": (f"{n} requestIds, each reported 2 or 3 times", True, _repeated_ids),
+        "drop": (
+            f"{n} requests into 8 slots, the responder's connection dropped after {n // 4}",
+            False,
+            lambda o: _through_simulator(
+                o, _slower_echo, serve_options={"concurrency": 8}, drop_after=n // 4
+            ),
+        ),
+    }
+    title, connected, run = scenarios[key]
+    return Outcome(key, title, n, connected), run
+
+
+def run_scenarios(
+    only: list[str] | None = None,
+    *,
+    quick: bool = False,
+    requests: int | None = None,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """Run the scenarios (all, or ``only``) and return the report: machine and outcomes.
+
+    Each scenario sends ``requests`` requests (default 1,000, or 200 when ``quick``).
+    """
+    keys = list(only) if only else list(SCENARIOS)
+    unknown = [k for k in keys if k not in SCENARIOS]
+    if unknown:
+        fail(f"--only: unknown scenario {unknown[0]!r} (one of {', '.join(SCENARIOS)})")
+    n = requests if requests is not None else QUICK_REQUESTS if quick else FULL_REQUESTS
+    if n < 4:
+        fail("requests: at least 4 per scenario")
+    outcomes: list[Outcome] = []
+    for key in keys:
+        outcome, run = _scenario(key, n)
+        if progress is not None:
+            print(f"  {key}: {outcome.title} ...", file=progress, flush=True)
+        with _counting_logs() as logs:
+            try:
+                asyncio.run(run(outcome))
+            except (OSError, SimplexRpcError) as exc:  # the loopback, or a core that failed
+                fail(f"scenario {key}: {type(exc).__name__}: {exc}")
+        outcome.log_lines = logs.count
+        outcomes.append(outcome)
+    return {"machine": machine(), "requests": n, "outcomes": outcomes}
+
+
+def _ms(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds * 1000:.0f} ms"
+
+
+def report_text(report: dict[str, Any]) -> str:
+    """The report for people: the machine and one Markdown table."""
+    info = report["machine"]
+    lines = [
+        f"machine: {info['cpu']}, {info['cpus']} CPU(s), Python {info['python']}"
+        f" ({info['system']}), load average {info['load_average']},"
+        f" backend {info['active_backend']}",
+        "",
+    ]
+    header = (
+        "scenario",
+        "req/s",
+        "p50",
+        "p99",
+        "ok",
+        "errors",
+        "shed",
+        "lost",
+        "dup",
+        "wrong",
+        "log",
+    )
+    rows = []
+    outcomes: list[Outcome] = report["outcomes"]
+    for o in outcomes:
+        errors = ", ".join(f"{k} {v}" for k, v in sorted(o.errors.items()) if k != "rate_limited")
+        rows.append(
+            (
+                f"{o.scenario}: {o.title}",
+                f"{o.per_second:.0f}",
+                _ms(o.quantile(0.5)),
+                _ms(o.quantile(0.99)),
+                str(o.ok),
+                errors,
+                str(o.shed),
+                str(o.lost),
+                str(o.duplicated),
+                str(o.wrong),
+                str(o.log_lines),
+            )
+        )
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+
+    def fmt(row: tuple[str, ...]) -> str:
+        rest = (cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True))
+        cells = [row[0].ljust(widths[0]), *rest]
+        return "| " + " | ".join(cells) + " |"
+
+    lines += [fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    lines += [fmt(r) for r in rows]
+    notes = [f"{o.scenario}: {o.note}" for o in outcomes if o.note]
+    if notes:
+        lines += ["", *notes]
+    broken = [o.scenario for o in outcomes if o.broken]
+    if broken:
+        lines += ["", f"FAILED: lost, duplicated or wrong answers in {', '.join(broken)}"]
+    return "\n".join(lines)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """``simplex-rpc bench adapter``: run, print the table (or JSON); 1 if an answer was
+    lost, duplicated or wrong while the responder had its connection."""
+    if args.rounds is not None:
+        fail("--rounds applies to the backend benchmark, not to bench adapter")
+    only = [k for k in (args.only or "").split(",") if k]
+    report = run_scenarios(only, quick=args.quick, progress=None if args.json else sys.stderr)
+    outcomes: list[Outcome] = report["outcomes"]
+    if args.json:
+        emit_json({**report, "outcomes": [o.to_json() for o in outcomes]})
+    else:
+        sys.stdout.write(report_text(report) + "\n")
+    return EXIT_INVALID if any(o.broken for o in outcomes) else EXIT_OK

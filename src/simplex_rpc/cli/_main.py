@@ -1,0 +1,85 @@
+"""The ``simplex-rpc`` entry point: the parser and :func:`main`.
+
+Each group of subcommands lives in its own module of this package with a
+``register(subparsers)`` function, listed in ``COMMAND_MODULES`` in the order
+of ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any, NoReturn
+
+from ..errors import SimplexRpcError
+from . import _adapter, _bench, _chat, _core, _proxy
+from ._common import EXIT_OK, EXIT_USAGE, CliError
+
+#: Modules that add subcommands, in the order of ``--help``.
+COMMAND_MODULES: tuple[ModuleType, ...] = (_core, _adapter, _chat, _bench, _proxy)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+class _Version(argparse.Action):
+    """``--version``: the text as written (argparse's own action rewraps its lines)."""
+
+    def __init__(self, option_strings: list[str], version: str, dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+        self.version = version
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        print(self.version)
+        parser.exit(EXIT_OK)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="simplex-rpc",
+        description="Service RPC for SimpleX agent protocols: keys, signed padded requests,"
+        " envelopes, vectors and tools.",
+    )
+    from .. import __version__, backend_info
+
+    info = backend_info()
+    # Both backends are named: which one runs, and why the other does not.
+    version = f"simplex-rpc {__version__}\nbackend: {info.name} ({info.reason})"
+    if info.extension is not None:
+        version += f"\nextension: {info.extension}"
+    parser.add_argument(
+        "--version", action=_Version, version=version, help="print the version and the backend"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except (CliError, SimplexRpcError) as exc:
+        print(f"simplex-rpc {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"simplex-rpc {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (for example `| head`): not an error of ours.
+        try:
+            sys.stdout.close()
+        except Exception:
+            pass
+        return EXIT_OK

@@ -1,0 +1,126 @@
+"""The ``mcp-proxy`` subcommand: an MCP host's local server for a bot over SimpleX.
+
+``simplex-rpc mcp-proxy --core ws://127.0.0.1:5225 TARGET`` serves MCP on
+stdin and stdout and forwards every request to the bot at ``TARGET``
+(``simplex_rpc.mcp._proxy``). It needs the ``mcp`` extra, imported only when
+the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from .._wire.keys import SigningKey
+from ..errors import KeyFormatError
+from ._common import EXIT_OK, CliError, positive_seconds, read_input, whole_number
+
+VIAS = ("rpc", "chat", "auto")
+"""The ``--via`` choices (``simplex_rpc.mcp._client.VIAS``, without importing the SDK)."""
+
+_positive_int = whole_number(1, "must be at least 1")
+
+
+def _load_sign_key(spec: str) -> SigningKey:
+    # Standard input is the host's MCP channel, so the key comes from text or a file.
+    if spec == "-":
+        raise CliError("--sign-key: standard input carries MCP here; give the key as @FILE")
+    text = read_input(spec, what="--sign-key").strip()
+    try:
+        return SigningKey.decode(text)
+    except KeyFormatError as exc:
+        # The decoder's messages never contain the key; the text itself is not echoed.
+        raise CliError(f"--sign-key: {exc}") from None
+
+
+def _cmd_mcp_proxy(args: argparse.Namespace) -> int:
+    try:
+        import anyio
+
+        from ..mcp import _proxy as _mcp_proxy
+    except ImportError as exc:
+        raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
+    sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
+    connect = _mcp_proxy.connector(
+        args.core,
+        args.user,
+        args.target,
+        via=args.via,
+        sign_key=sign_key,
+        timeout=args.timeout,
+        start=args.start,
+        member=args.member,
+    )
+    # Standard output is the MCP channel: log lines go to standard error.
+    logging.basicConfig(
+        level=logging.WARNING if not args.verbose else logging.INFO,
+        stream=sys.stderr,
+        format="simplex-rpc mcp-proxy: %(message)s",
+    )
+    anyio.run(_mcp_proxy.run_proxy, connect, args.target)
+    return EXIT_OK
+
+
+def register(subparsers: Any) -> None:
+    """Add ``mcp-proxy`` to the ``simplex-rpc`` parser."""
+    p = subparsers.add_parser(
+        "mcp-proxy",
+        help="serve a SimpleX bot's MCP tools to a local MCP host over stdio",
+        description="A stdio MCP server for an MCP host (desktop app, IDE): every request is"
+        " forwarded to the bot at TARGET through the chat core. The host may speak any MCP"
+        " revision, the initialize handshake of revisions before 2026-07-28 included."
+        " Needs the mcp extra.",
+    )
+    p.add_argument(
+        "--core",
+        required=True,
+        metavar="URL",
+        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225",
+    )
+    p.add_argument(
+        "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
+    )
+    p.add_argument(
+        "target",
+        metavar="TARGET",
+        help="the bot's contact address link or name; with --via chat, the ChatRef of the"
+        " conversation (@CONTACT_ID or #GROUP_ID)",
+    )
+    p.add_argument(
+        "--via",
+        choices=VIAS,
+        default="rpc",
+        help="how requests reach the bot: rpc (Service RPC, the default), chat (/_call in"
+        " the conversation TARGET) or auto (rpc when the address declares it)",
+    )
+    p.add_argument(
+        "--member",
+        metavar="NAME",
+        help="with --via chat in a group: the bot's display name, mentioned in each call",
+    )
+    p.add_argument(
+        "--sign-key",
+        metavar="KEY",
+        help="sign every request with this private key (sign_key= text or @FILE); prefer"
+        " @FILE: a key on the command line is visible to other users of the machine",
+    )
+    p.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=30.0,
+        metavar="S",
+        help="seconds the bot has to answer each request (default 30)",
+    )
+    p.add_argument(
+        "--no-start",
+        dest="start",
+        action="store_false",
+        help="do not send /_start main=on first (a running core answers chatRunning)",
+    )
+    p.add_argument("--verbose", action="store_true", help="log connections on standard error")
+    p.set_defaults(handler=_cmd_mcp_proxy)
+
+
+__all__ = ["register"]

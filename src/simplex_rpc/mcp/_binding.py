@@ -1,0 +1,231 @@
+"""The data of the MCP binding: no I/O and no SDK.
+
+:mod:`simplex_rpc.mcp` re-exports its public names and documents them; the
+bridge and the client transport of the package use them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from .. import _bindings as _bridge
+from .._bindings import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    RPC_JSON_LIMIT,
+    BindingError,
+    error_response,
+    invalid_request,
+    json_type,
+    request_id,
+    valid_id,
+)
+from .._wire.envelope import ErrorCode, Response
+
+__all__ = [
+    "CLIENT_CAPABILITIES_KEY",
+    "INTERNAL_ERROR",
+    "INVALID_REQUEST",
+    "MIN_REVISION",
+    "PROTOCOL",
+    "PROTOCOL_VERSION_KEY",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "BindingError",
+    "chat_reply",
+    "check_request",
+    "check_revisions",
+    "make_request",
+    "revision_of",
+    "rpc_disposition",
+    "rpc_response",
+    "unsupported_revision",
+]
+
+
+PROTOCOL: Final = "mcp"
+MIN_REVISION: Final = "2026-07-28"
+"""The first MCP revision this binding carries: each request names its revision."""
+PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+
+_REVISION: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def revision_of(message: object) -> str | None:
+    """The MCP revision a request names in ``params._meta``, or None.
+
+    None when the message is not an object, has no ``params._meta`` object, or
+    the ``io.modelcontextprotocol/protocolVersion`` member is absent or not a
+    string. Requests of revisions before 2026-07-28 name none.
+    """
+    if not isinstance(message, Mapping):
+        return None
+    params = message.get("params")
+    if not isinstance(params, Mapping):
+        return None
+    meta = params.get("_meta")
+    if not isinstance(meta, Mapping):
+        return None
+    revision = meta.get(PROTOCOL_VERSION_KEY)
+    return revision if isinstance(revision, str) else None
+
+
+def check_revisions(supported: Iterable[str]) -> tuple[str, ...]:
+    """``supported`` as a tuple, checked: MCP revisions (YYYY-MM-DD) from 2026-07-28 on.
+
+    Raises :class:`BindingError` for an empty list, a string in place of a
+    list, or a revision this binding cannot carry.
+    """
+    if isinstance(supported, str):
+        raise BindingError("supported: expected a list of revisions, got a string")
+    out: list[str] = []
+    for i, revision in enumerate(supported):
+        if not isinstance(revision, str) or not _REVISION.fullmatch(revision):
+            raise BindingError(f"supported[{i}]: {revision!r} is not an MCP revision (YYYY-MM-DD)")
+        if revision < MIN_REVISION:
+            raise BindingError(
+                f"supported[{i}]: revision {revision} is before {MIN_REVISION};"
+                " earlier revisions begin with an initialize handshake and are not carried"
+            )
+        out.append(revision)
+    if not out:
+        raise BindingError("supported: the list is empty")
+    return tuple(out)
+
+
+def _request_id(message: object) -> Any:
+    return request_id(message, allow_null=False)
+
+
+def _invalid(message: object) -> str | None:
+    """Why ``message`` is not a JSON-RPC 2.0 request as MCP has them, or None."""
+    return invalid_request(message, allow_null_id=False)
+
+
+def unsupported_revision(
+    request_id: Any, supported: Iterable[str], requested: str | None
+) -> dict[str, Any]:
+    """MCP's UnsupportedProtocolVersionError (``-32022``) as a JSON-RPC response.
+
+    ``error.data`` lists the served revisions (``supported``) and, when the
+    request named one, the ``requested`` revision, as the MCP SDK writes it.
+    """
+    data: dict[str, Any] = {"supported": list(check_revisions(supported))}
+    if requested is not None:
+        data["requested"] = requested
+    return error_response(
+        request_id, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", data
+    )
+
+
+def check_request(message: object, *, supported: Iterable[str]) -> dict[str, Any] | None:
+    """None for a valid JSON-RPC 2.0 request of a served revision; else the error response.
+
+    * ``-32600`` (Invalid Request) for a message that is not a JSON-RPC 2.0
+      request: not an object, ``jsonrpc`` other than ``"2.0"``, no ``id`` (a
+      notification), an id that is not a string or an integer (MCP forbids
+      ``null``), no method, or ``params`` that is not an object. The id is
+      the request's when it is a valid one, else ``null``.
+    * ``-32022`` (UnsupportedProtocolVersionError) when the revision in
+      ``_meta`` is not in ``supported``, or the request names none (revisions
+      before 2026-07-28 do not, and ``initialize`` is their handshake), with
+      ``data.supported`` and ``data.requested`` (the named revision, or for
+      ``initialize`` its ``protocolVersion``).
+
+    Params themselves are not validated: that is the server's ``-32602``.
+    """
+    served = check_revisions(supported)
+    reason = _invalid(message)
+    if reason is not None:
+        return error_response(_request_id(message), INVALID_REQUEST, f"Invalid Request: {reason}")
+    assert isinstance(message, Mapping)
+    revision = revision_of(message)
+    if message["method"] == "initialize":
+        params = message.get("params") or {}
+        offered = params.get("protocolVersion")
+        return unsupported_revision(
+            message["id"], served, offered if isinstance(offered, str) else None
+        )
+    if revision is None or revision not in served:
+        return unsupported_revision(message["id"], served, revision)
+    return None
+
+
+def make_request(
+    method: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    id: str | int,
+    revision: str = MIN_REVISION,
+    client_capabilities: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A JSON-RPC request of this binding: ``params`` with the ``_meta`` envelope.
+
+    ``_meta`` gets the revision and the client capabilities (``{}`` when not
+    given) after any ``_meta`` members ``params`` already has; ``_meta`` is
+    the last member of ``params``.
+    """
+    if not isinstance(method, str) or not method:
+        raise BindingError("method: expected a non-empty string")
+    if not valid_id(id, allow_null=False):
+        raise BindingError(f"id: expected a string or an integer, got {json_type(id)}")
+    check_revisions([revision])
+    body = dict(params or {})
+    meta = body.pop("_meta", None) or {}
+    if not isinstance(meta, Mapping):
+        raise BindingError(f"params._meta: expected an object, got {json_type(meta)}")
+    meta = dict(meta)
+    meta[PROTOCOL_VERSION_KEY] = revision
+    meta[CLIENT_CAPABILITIES_KEY] = dict(client_capabilities or {})
+    body["_meta"] = meta
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": body}
+
+
+def chat_reply(response: Mapping[str, Any]) -> str:
+    """The text of the last reply in a conversation for a JSON-RPC response.
+
+    The compact JSON of ``response`` when it fits one chat message
+    (``chat.fits_message``); otherwise a JSON-RPC error ``-32603`` with the
+    request's id and ``data`` ``{"size": ..., "limit": 15602}``, where ``size``
+    counts the whole message as the limit does (``size > limit``).
+    """
+    return _bridge.chat_reply(response, binding="mcp")
+
+
+def rpc_response(response: Mapping[str, Any], *, limit: int = RPC_JSON_LIMIT) -> Response:
+    """The Service RPC response envelope for a JSON-RPC response.
+
+    ``{"response": <response>}``, or the envelope error ``too_large`` when its
+    JSON is over ``limit`` bytes (default 10,000, the protocol text's SHOULD)
+    or would not fit the padded block.
+    """
+    return _bridge.rpc_response(response, binding="mcp", limit=limit)
+
+
+def rpc_disposition(
+    message: Mapping[str, Any], *, conversation_tools: Iterable[str] = ()
+) -> Response | None:
+    """None when Service RPC may pass the request on; else ``conversation_required``.
+
+    A ``tools/call`` of a tool in ``conversation_tools`` (the tools marked as
+    needing a conversation) gets the envelope error ``conversation_required``:
+    the requester connects to the address and calls it with ``/_call mcp``.
+    """
+    if not isinstance(message, Mapping):
+        raise BindingError(f"request: expected a JSON-RPC request object, got {json_type(message)}")
+    if isinstance(conversation_tools, str):
+        raise BindingError("conversation_tools: expected a collection of tool names, got a string")
+    tools = frozenset(conversation_tools)
+    if message.get("method") != "tools/call" or not tools:
+        return None
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, Mapping) else None
+    if isinstance(name, str) and name in tools:
+        return Response.failure(
+            ErrorCode.CONVERSATION_REQUIRED,
+            f"tool {name[:64]!r} needs a conversation: call it with /_call mcp",
+        )
+    return None
