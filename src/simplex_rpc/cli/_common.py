@@ -17,9 +17,13 @@ import stat
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .._wire import strict_json as _json
+from ..errors import KeyFormatError
+
+if TYPE_CHECKING:
+    from .._wire.keys import PublicKey, SigningKey
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -237,3 +241,57 @@ def read_key_file_input(spec: str, *, what: str) -> bytes:
     if spec.startswith("@"):
         warn_if_readable_by_others(spec[1:], what)
     return read_input(spec, what=what)
+
+
+# -- keys --------------------------------------------------------------------------------
+
+_PRIVATE_HINT = "the private key text (sign_key=), as `simplex-rpc keygen --private` prints"
+_PUBLIC_HINT = "the public key text (signerKey), as `simplex-rpc keygen --public` prints"
+
+
+def _key_text(data: bytes, what: str, kind: str, hint: str) -> str:
+    try:
+        text = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        fail(f"{what}: not ASCII text; expected {hint}")
+    if not text:
+        fail(f"{what}: empty; expected a {kind} key: {hint}")
+    return text
+
+
+def decode_signing_key(data: bytes, *, what: str) -> SigningKey:
+    """The private key in ``data`` (its text); a public key or an empty input says so.
+
+    Messages name what was expected, never the key's text.
+    """
+    from .._wire.keys import PublicKey, SigningKey
+
+    text = _key_text(data, what, "private", _PRIVATE_HINT)
+    try:
+        return SigningKey.decode(text)
+    except KeyFormatError as exc:
+        try:
+            PublicKey.decode(text)
+        except KeyFormatError:
+            fail(f"{what}: {exc}")
+        fail(f"{what}: this is a public key; give the private key")
+
+
+def decode_public_key(data: bytes, *, what: str) -> PublicKey:
+    """The public key in ``data`` (its text); a private key or an empty input says so."""
+    from .._wire.keys import PublicKey, SigningKey
+
+    text = _key_text(data, what, "public", _PUBLIC_HINT)
+    try:
+        return PublicKey.decode(text)
+    except KeyFormatError as exc:
+        try:
+            SigningKey.decode(text)
+        except KeyFormatError:
+            fail(f"{what}: {exc}")
+        fail(f"{what}: this is a private key; give the public key")
+
+
+def load_sign_key(spec: str, *, what: str = "--sign-key") -> SigningKey:
+    """``--sign-key``: text, ``@FILE`` (warned about when others can read it) or ``-``."""
+    return decode_signing_key(read_key_file_input(spec, what=what), what=what)
