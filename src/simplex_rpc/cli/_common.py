@@ -16,6 +16,7 @@ import signal
 import stat
 import sys
 import threading
+import urllib.parse
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -172,6 +173,9 @@ def setup_logging(command: str, *, verbose: bool = False) -> None:
         if getattr(old, "_simplex_rpc_cli", False):
             root.removeHandler(old)
     handler._simplex_rpc_cli = True  # type: ignore[attr-defined]
+    # The handler decides what is shown; a logger may still make INFO records for a
+    # filter of the command's (serve's stop summary).
+    handler.setLevel(logging.INFO if verbose else logging.WARNING)
     root.addHandler(handler)
     root.setLevel(logging.INFO if verbose else logging.WARNING)
 
@@ -236,11 +240,16 @@ def warn_if_readable_by_others(path: str, what: str) -> None:
         )
 
 
-def read_key_file_input(spec: str, *, what: str) -> bytes:
-    """``read_input`` for a private key: ``@FILE`` is checked for its mode first."""
+def read_signing_key(spec: str, *, what: str) -> SigningKey:
+    """The private key of ``spec`` (text, ``@FILE`` or ``-``).
+
+    A key read from a file that group or others can read is warned about, as ssh
+    does (once it is known to hold a private key).
+    """
+    key = decode_signing_key(read_input(spec, what=what), what=what)
     if spec.startswith("@"):
         warn_if_readable_by_others(spec[1:], what)
-    return read_input(spec, what=what)
+    return key
 
 
 # -- keys --------------------------------------------------------------------------------
@@ -294,4 +303,19 @@ def decode_public_key(data: bytes, *, what: str) -> PublicKey:
 
 def load_sign_key(spec: str, *, what: str = "--sign-key") -> SigningKey:
     """``--sign-key``: text, ``@FILE`` (warned about when others can read it) or ``-``."""
-    return decode_signing_key(read_key_file_input(spec, what=what), what=what)
+    return read_signing_key(spec, what=what)
+
+
+def core_url(text: str) -> str:
+    """An argparse ``type=``: the chat core's WebSocket URL, ``ws://HOST:PORT[/PATH]``."""
+    parsed = urllib.parse.urlsplit(text)
+    try:
+        parsed.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:80]!r}: the port is not a number") from None
+    if parsed.scheme not in ("ws", "wss") or not parsed.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not a WebSocket URL: expected ws://HOST:PORT,"
+            " for example ws://127.0.0.1:5225"
+        )
+    return text

@@ -24,11 +24,10 @@ from ._common import (
     EXIT_OK,
     add_json_option,
     decode_public_key,
-    decode_signing_key,
     emit_json,
     fail,
     read_input,
-    read_key_file_input,
+    read_signing_key,
 )
 
 _HEX = re.compile(r"[0-9a-fA-F]*")
@@ -80,7 +79,7 @@ def _read_signature(spec: str) -> bytes:
 
 
 def _signing_key(spec: str) -> Any:
-    return decode_signing_key(read_key_file_input(spec, what="key"), what="key")
+    return read_signing_key(spec, what="key")
 
 
 def _public_key(spec: str) -> Any:
