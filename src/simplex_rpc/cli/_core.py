@@ -14,6 +14,7 @@ import argparse
 import os
 import re
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -366,8 +367,8 @@ def _envelope_check(kind: str, payload: bytes, signer: Any) -> dict[str, Any]:
 def _cmd_vectors(args: argparse.Namespace) -> int:
     from .. import vectors as _vectors
 
-    directory = Path(args.directory)
     if args.action == "generate":
+        directory = Path(args.directory if args.directory is not None else "vectors")
         try:
             written = _vectors.generate(directory)
         except OSError as exc:
@@ -378,8 +379,19 @@ def _cmd_vectors(args: argparse.Namespace) -> int:
             for name, changed in written:
                 print(f"{directory / name}: {'written' if changed else 'unchanged'}")
         return EXIT_OK
+    if args.directory is None:
+        # No directory: the copy the package ships (package data), as after `pip install`.
+        with resources.as_file(resources.files(_vectors).joinpath("data")) as shipped:
+            return _check_vectors(args, Path(shipped))
+    directory = Path(args.directory)
     if not directory.is_dir():
         fail(f"{str(directory)!r} is not a directory")
+    return _check_vectors(args, directory)
+
+
+def _check_vectors(args: argparse.Namespace, directory: Path) -> int:
+    from .. import vectors as _vectors
+
     problems = _vectors.check_vectors(directory)
     if args.json:
         emit_json({"directory": str(directory), "ok": not problems, "problems": problems})
@@ -559,7 +571,13 @@ def register(subparsers: Any) -> None:
             action, help=text.split(";")[0], description=text[0].upper() + text[1:] + "."
         )
         a.add_argument(
-            "directory", nargs="?", default="vectors", metavar="DIR", help="default: vectors"
+            "directory",
+            nargs="?",
+            default=None,
+            metavar="DIR",
+            help="default: vectors"
+            if action == "generate"
+            else "default: the vectors the package ships (a copy of the repository's vectors/)",
         )
         add_json_option(a)
         a.set_defaults(handler=_cmd_vectors)
