@@ -105,6 +105,8 @@ def _environment() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.pop("PYTHONPATH", None)
+    # The pages describe a normal install, where the C backend runs.
+    env.pop("SIMPLEX_RPC_PURE", None)
     return env
 
 
@@ -116,7 +118,7 @@ def _workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _run(argv: list[str], cwd: Path, timeout: float = 40) -> subprocess.CompletedProcess[str]:
+def _run(argv: list[str], cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     """Run in a new process group; the group (background jobs included) is killed after."""
     process = subprocess.Popen(
         argv,
@@ -174,10 +176,12 @@ def _console_script(steps: list[Step]) -> str:
     # Each command's output (stdout and stderr together, as a terminal shows them) comes
     # after a marker line with the previous command's exit status.
     parts = ["exec 2>&1"]
+    # The marker keeps $? for the next command (`echo $?` on the page).
+    mark = f'_status=$?; echo "{MARK} $_status"; (exit $_status)'
     for step in steps:
-        parts.append(f'echo "{MARK} $?"')
+        parts.append(mark)
         parts.append(step.command)
-    parts.append(f'echo "{MARK} $?"')
+    parts.append(mark)
     return "\n".join(parts) + "\n"
 
 
@@ -193,15 +197,27 @@ def _same_output(shown: list[str], printed: list[str]) -> bool:
 
 
 def check_console(block: Block, cwd: Path, text: str) -> None:
+    """Run the page's session up to this block in one shell (files and variables of the
+    earlier blocks, such as ``$AD`` and ``alice.key``, are there); check this block."""
     steps = console_steps(text)
     assert steps, f"{block.where}: a console block without a '$ ' command"
-    done = _run(["bash", "-c", _console_script(steps)], cwd)
-    chunks = done.stdout.split(MARK + " ")[1:]
+    earlier = [
+        step
+        for b in BLOCKS
+        if b.doc == block.doc and b.language == "console" and b.line < block.line
+        and b.not_run is None
+        for step in console_steps(b.text)
+    ]  # fmt: skip
+    done = _run(["bash", "-c", _console_script(earlier + steps)], cwd)
+    chunks = done.stdout.split(MARK + " ")[1 + len(earlier) :]
     statuses = [int(chunk.split("\n", 1)[0]) for chunk in chunks]
     outputs = [chunk.split("\n", 1)[1] if "\n" in chunk else "" for chunk in chunks]
     assert len(chunks) == len(steps) + 1, f"{block.where}: the session stopped: {done.stdout}"
+    for k, step in enumerate(earlier):
+        assert done.stdout.count(MARK) > k, f"{block.where}: an earlier block stopped"
     for k, step in enumerate(steps):
-        printed = outputs[k + 1].splitlines()
+        # Chunk k holds the status of the command before it, then command k's output.
+        printed = outputs[k].splitlines()
         status = statuses[k + 1]
         if step.shown:
             assert _same_output(step.shown, printed), (
