@@ -173,7 +173,11 @@ sanitize: $(STAMP)
 	 functions, $(SANITIZE_JSON_SECONDS)s each on the JSON validator and C against pure)"
 
 # The benchmark of docs/c-backend.md: C against pure, libsodium and memcpy; then the
-# Service RPC responder under load and faults (README, Performance).
+# Service RPC responder under load and faults (README, Performance); then an MCP
+# tools/call through serve --mcp-stdio against the SDK client's direct call, and a one-shot
+# A2A task through a2a-proxy against the SDK's client direct (docs/performance.md, target 3x).
 bench: $(STAMP)
 	$(CLI) bench
 	$(CLI) bench adapter
+	$(CLI) bench gateway
+	$(PY) benchmarks/a2a_proxy.py

@@ -433,8 +433,9 @@ def test_another_callers_task_is_an_unknown_task() -> None:
     assert refused["id"] == "b"
     assert refused["error"]["code"] == a2a.TASK_NOT_FOUND == -32001
     assert refused["error"]["data"][0]["reason"] == "TASK_NOT_FOUND"
-    # Unknown ids pass: the agent answers them itself.
-    assert store.check_request(bob, get_task("t-404")) is None
+    # An id nobody has gets the same answer (issue 20): the answer never tells
+    # whether another caller's task exists.
+    assert store.check_request(bob, get_task("t-404", rid="b")) == refused
 
 
 @pytest.mark.parametrize(

@@ -84,7 +84,9 @@ def test_serve_calls_for_a_user_that_is_not_active_is_refused_before_it_serves()
             with pytest.raises(
                 SimplexRpcError, match=r"user_id: user 2 is not .*active user \(1\)"
             ):
-                await bot.serve_calls(2, {"mcp": _answer}, declare=True, versions={"mcp": ["1"]})
+                await bot.serve_calls(
+                    2, {"mcp": _answer}, declare=True, versions={"mcp": ["2026-07-28"]}
+                )
             assert sim.profile(("bot", 2)) == before
             assert bot._subscribers == set()
 

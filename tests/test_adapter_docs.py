@@ -60,6 +60,15 @@ def test_the_responder_and_the_caller_run_against_the_simulator() -> None:
             responder.wait(10)
 
 
+def test_the_tour_shows_the_same_responder_and_caller() -> None:
+    """docs/examples.md repeats the pair (README.md showed it before issue 17): the run
+    above covers it only while the two pages agree."""
+    tour = DOC.parent / "examples.md"
+    blocks = re.findall(r"```python\n(.*?)```", tour.read_text(encoding="utf-8"), re.DOTALL)
+    pair = [b for b in blocks if "core.serve(" in b or "core.service_request(" in b]
+    assert pair == python_blocks()[:2]
+
+
 @pytest.mark.parametrize("block", python_blocks()[2:])
 def test_other_blocks_compile(block: str) -> None:
     compile(block, str(DOC), "exec")

@@ -273,7 +273,8 @@ def test_the_default_deadline_is_below_the_core_window() -> None:
 
 
 def test_a_response_that_does_not_fit_is_answered_too_large() -> None:
-    """too_large: the response exceeds the size limit (what fits the padded block)."""
+    """too_large: the response exceeds the size limit: 10,000 bytes by default (the
+    SHOULD), what fits the padded block when max_response_bytes allows it."""
 
     def handler(request: ServiceRequest) -> Any:
         size = int(request.request.request)
@@ -281,12 +282,12 @@ def test_a_response_that_does_not_fit_is_answered_too_large() -> None:
         return "x" * (size - base)
 
     async def main() -> None:
-        async with pair(handler) as p:
+        async with pair(handler, max_response_bytes=sx.MAX_RESPONSE) as p:
             fits = await ask(p, Request(protocol="mcp", request=sx.MAX_RESPONSE))
             assert fits.ok and len(fits.to_json()) == sx.MAX_RESPONSE
             too_big = await ask(p, Request(protocol="mcp", request=sx.MAX_RESPONSE + 1))
             assert code(too_big) == "too_large"
-        async with pair(handler, max_response_bytes=10_000) as p:
+        async with pair(handler) as p:
             assert (await ask(p, Request(protocol="mcp", request=10_000))).ok
             assert code(await ask(p, Request(protocol="mcp", request=10_001))) == "too_large"
 

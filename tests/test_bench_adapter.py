@@ -96,3 +96,18 @@ def test_the_command_refuses_what_does_not_apply(
 ) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_edge_is_measured_against_the_null_responder(report: dict[str, object]) -> None:
+    """Issue 21, "Speed at the edge": the null responder is the baseline row, serve the
+    edge row, both answered exactly once; the report states the edge ratio against its
+    2.0x target (a ratio, never asserted as a speed: the machine is shared)."""
+    null, edge = outcome(report, "null"), outcome(report, "edge")
+    for row in (null, edge):
+        assert (row.lost, row.duplicated, row.wrong) == (0, 0, 0), row.to_json()
+        assert row.ok == 4 * N and row.per_second > 0
+    assert edge.ratio is not None and edge.ratio > 0
+    assert edge.to_json()["edge_target"] == _bench_adapter.EDGE_TARGET == 2.0
+    text = _bench_adapter.report_text(report)
+    assert "| null: null responder (baseline)" in text
+    assert "edge ratio" in text and "target of at most 2x" in text

@@ -166,9 +166,12 @@ def test_group_mention_is_answered_by_the_mentioned_member_only() -> None:
     run(main)
 
 
-def test_broadcast_ends_with_every_declared_owners_answer() -> None:
-    """A group's declaration states that its owners serve the protocol: a broadcast
-    completes when each owner's answer ended, without waiting out ``wait``."""
+def test_a_broadcast_does_not_end_with_the_declared_owners_answer() -> None:
+    """A group's declaration states that its owners serve the protocol, but "Other
+    members can serve a protocol in a group without a declaration" and "A caller collects
+    every reply until its wait ends": the owner's answer does not end the broadcast (issue
+    20 changed this test, which pinned the early end). A caller who wants to stop at the
+    owner's answer says so with ``until``."""
 
     async def main() -> None:
         async with (
@@ -179,11 +182,24 @@ def test_broadcast_ends_with_every_declared_owners_answer() -> None:
             for core in (alice, bot):
                 await core.start(service_requests=False)
             prefs = {
-                "protocols": {"mcp": {"versions": ["2025-06-18"], "transports": {"chat": True}}}
+                "protocols": {"mcp": {"versions": ["2026-07-28"], "transports": {"chat": True}}}
             }
             ids = sim.create_group("shop", "bot", ["alice"], preferences=prefs)
+            group = f"#{ids[('alice', 1)]}"
             async with serving(bot, {"mcp": Recorder("bot")}):
-                replies = await alice.call(f"#{ids[('alice', 1)]}", "mcp", PING, wait=600)
+                stream = alice.call_stream(group, "mcp", PING, wait=600)
+                first = await anext(stream)
+                assert first.sender == "bot" and first.ends
+                with pytest.raises(TimeoutError):  # still collecting after the owner's answer
+                    async with asyncio.timeout(0.3):
+                        await anext(stream)
+                await stream.aclose()
+
+                def owner_answered(replies: tuple[Any, ...]) -> bool:
+                    return any(r.sender == "bot" and r.ends for r in replies)
+
+                async with asyncio.timeout(60):  # ends at once, long before the wait
+                    replies = await alice.call(group, "mcp", PING, wait=600, until=owner_answered)
                 assert [r.sender for r in replies] == ["bot"]
 
     run(main)

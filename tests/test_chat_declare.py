@@ -23,7 +23,7 @@ from simplex_rpc.errors import ChatCoreError, DeclarationError, SimplexRpcError
 from simplex_rpc.testing import CoreSimulator
 from test_adapter_support import run
 
-MCP = ProtocolDeclaration(versions=("2025-06-18",), chat=True, rpc=True)
+MCP = ProtocolDeclaration(versions=("2026-07-28",), chat=True, rpc=True)
 PROFILE = {
     "displayName": "Acme",
     "fullName": "Acme Inc.",
@@ -64,7 +64,7 @@ def test_declare_merges_into_the_profile() -> None:
             assert preferences["timedMessages"] == {"allow": "yes"}
             assert preferences["commands"] == PROFILE["preferences"]["commands"]  # type: ignore[index]
             assert preferences["protocols"] == {
-                "mcp": {"versions": ["2025-06-18"], "transports": {"chat": True, "rpc": True}}
+                "mcp": {"versions": ["2026-07-28"], "transports": {"chat": True, "rpc": True}}
             }
             # The protocols key is written whole: a later declare replaces it.
             raw = {"a2a": {"versions": ["1.0"], "transports": {"chat": True}}}
@@ -102,7 +102,7 @@ def test_group_declaration_goes_into_group_preferences() -> None:
             )
             await bot.declare(1, {"mcp": MCP}, group_id=ids[("bot", 1)])
             declared = await alice.declared(1, group_id=ids[("alice", 1)])
-            assert declared == {"mcp": ProtocolDeclaration(versions=("2025-06-18",), chat=True)}
+            assert declared == {"mcp": ProtocolDeclaration(versions=("2026-07-28",), chat=True)}
             (info,) = (await alice.command("/_groups 1"))["groups"]
             assert info["groupProfile"]["groupPreferences"]["history"] == {"enable": "on"}
             with pytest.raises(ChatCoreError, match="groupUserRole"):
@@ -121,7 +121,7 @@ def test_business_chat_gets_a_copy_of_the_profile_protocols() -> None:
             plain = sim.create_group("other", "bot", ["alice"])
             await bot.declare(1, {"mcp": MCP})
             copied = await alice.declared(1, group_id=ids[("alice", 1)])
-            assert copied == {"mcp": ProtocolDeclaration(versions=("2025-06-18",), chat=True)}
+            assert copied == {"mcp": ProtocolDeclaration(versions=("2026-07-28",), chat=True)}
             assert await alice.declared(1, group_id=plain[("alice", 1)]) == {}
 
     run(main)
@@ -144,7 +144,7 @@ def test_serve_and_serve_calls_declare_what_they_serve() -> None:
                         lambda r: {},
                         protocols=["mcp"],
                         declare=True,
-                        versions={"mcp": ["2025-06-18"]},
+                        versions={"mcp": ["2026-07-28"]},
                     )
                 )
             ]
@@ -152,12 +152,12 @@ def test_serve_and_serve_calls_declare_what_they_serve() -> None:
                 while "protocols" not in sim.profile("bot").get("preferences", {}):
                     await asyncio.sleep(0.01)
             assert await bot.declared(1) == {
-                "mcp": ProtocolDeclaration(versions=("2025-06-18",), rpc=True)
+                "mcp": ProtocolDeclaration(versions=("2026-07-28",), rpc=True)
             }
             tasks.append(
                 asyncio.create_task(
                     bot.serve_calls(
-                        1, {"mcp": echo}, declare=True, versions={"mcp": ["2025-06-18"]}
+                        1, {"mcp": echo}, declare=True, versions={"mcp": ["2026-07-28"]}
                     )
                 )
             )
@@ -241,7 +241,7 @@ def test_serve_and_serve_calls_declaring_together_keep_both_transports() -> None
     async def main() -> None:
         async with two_cores() as (_sim, bot, _):
             await bot.service_address(1)
-            versions = {"mcp": ["2025-06-18"]}
+            versions = {"mcp": ["2026-07-28"]}
             tasks = [
                 asyncio.create_task(
                     bot.serve(1, lambda r: {}, protocols=["mcp"], declare=True, versions=versions)
@@ -448,7 +448,7 @@ def test_serve_declaring_answers_a_request_that_arrives_while_it_declares() -> N
                     lambda r: {"echo": r.request.request},
                     protocols=["mcp"],
                     declare=True,
-                    versions={"mcp": ["2025-06-18"]},
+                    versions={"mcp": ["2026-07-28"]},
                 )
             )
             try:

@@ -1,4 +1,7 @@
-"""docs/adapter.md and README: the /_call bot and caller run as written against the simulator.
+"""docs/adapter.md and the tour: the /_call bot and caller run as written against the simulator.
+
+The tour (docs/examples.md) holds the examples README.md showed before it
+became a front page (issue 17), so it is the page compared with docs/adapter.md.
 
 The blocks are taken from the pages as they are, their simulator URL pointed at
 a simulator on a free port where alice has the bot as contact 1, and run as
@@ -28,14 +31,14 @@ def chat_blocks(page: Path) -> tuple[str, str]:
     return bot, caller
 
 
-def test_the_readme_shows_the_same_bot_and_caller_as_the_docs() -> None:
-    assert chat_blocks(ROOT / "README.md") == chat_blocks(ROOT / "docs" / "adapter.md")
+def test_the_tour_shows_the_same_bot_and_caller_as_the_docs() -> None:
+    assert chat_blocks(ROOT / "docs" / "examples.md") == chat_blocks(ROOT / "docs" / "adapter.md")
     bot, caller = chat_blocks(ROOT / "docs" / "adapter.md")
     assert sum(1 for line in bot.splitlines() if line.strip()) <= 12
     assert sum(1 for line in caller.splitlines() if line.strip()) <= 10
 
 
-@pytest.mark.parametrize("page", ["README.md", "docs/adapter.md"])
+@pytest.mark.parametrize("page", ["docs/examples.md", "docs/adapter.md"])
 def test_the_bot_and_the_caller_run_against_the_simulator(page: str) -> None:
     bot_code, caller_code = chat_blocks(ROOT / page)
     with SimulatorThread(contacts=("alice", "bot")) as sim:
@@ -64,7 +67,7 @@ def test_the_bot_and_the_caller_run_against_the_simulator(page: str) -> None:
             assert sim.sim is not None
             protocols = sim.sim.profile("bot")["preferences"]["protocols"]
             # versions: required, the versions the bot serves (declared as given).
-            assert protocols == {"mcp": {"versions": ["2025-06-18"], "transports": {"chat": True}}}
+            assert protocols == {"mcp": {"versions": ["2026-07-28"], "transports": {"chat": True}}}
         finally:
             bot.kill()
             bot.wait(10)

@@ -107,7 +107,10 @@ def test_only_the_communications_section_is_read() -> None:
             "- [T](https://x.example): SimpleX updates for people, often.",
             "'often' is not a Sitemaps",
         ),
-        ("- [T](https://x.example): SimpleX updates for people, Weekly.", "'Weekly' is not"),
+        (
+            "- [T](https://x.example): SimpleX updates for people, Fortnightly.",
+            "'Fortnightly' is not",
+        ),
         ("- [T](https://x.example): SimpleX updates for people, daily, weekly.", "one frequency"),
         ("- [T](https://x.example): SimpleX updates for people, MCP.", "not a Sitemaps"),
         ("- [T](https://x.example): SimpleX contact for agents, M_P.", "'M_P' is not a protocol"),

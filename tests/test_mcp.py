@@ -193,14 +193,16 @@ def test_unserved_revision_gets_unsupported_protocol_version() -> None:
     assert mcp.check_request(message, supported=["2026-07-28", "2027-01-01"]) is None
 
 
-def test_request_without_revision_gets_unsupported_protocol_version() -> None:
-    """Revisions before 2026-07-28 name none in _meta: -32022, without 'requested'."""
+def test_request_without_the_envelope_is_invalid_params() -> None:
+    """A request without the _meta envelope is malformed, as the SDK answers it: -32602
+    (issue 20: check_request matches the SDK; tests/test_conformance_mcp_check.py runs
+    the whole table through both)."""
     message = {"jsonrpc": "2.0", "id": "a", "method": "tools/list", "params": {}}
     answer = mcp.check_request(message, supported=SERVED)
     assert answer is not None
     assert answer["id"] == "a"
-    assert answer["error"]["code"] == -32022
-    assert answer["error"]["data"] == {"supported": ["2026-07-28"]}
+    assert answer["error"]["code"] == mcp.INVALID_PARAMS == -32602
+    assert "data" not in answer["error"]
 
 
 def test_initialize_handshake_gets_unsupported_protocol_version() -> None:

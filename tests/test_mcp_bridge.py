@@ -181,10 +181,11 @@ def test_initialize_handshake_gets_unsupported_protocol_version(bridge: McpBridg
     assert reply["error"]["data"] == {"supported": ["2026-07-28"], "requested": "2025-06-18"}
 
 
-def test_request_without_revision_gets_unsupported_protocol_version(bridge: McpBridge) -> None:
+def test_request_without_the_envelope_is_the_sdks_invalid_params(bridge: McpBridge) -> None:
+    """No _meta envelope: the SDK's -32602, as on its own modern connection."""
     reply = over_both(bridge, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-    assert reply["error"]["code"] == -32022
-    assert reply["error"]["data"] == {"supported": ["2026-07-28"]}
+    assert reply["error"]["code"] == -32602
+    assert "envelope keys" in reply["error"]["message"]
 
 
 # -- size rules ------------------------------------------------------------------

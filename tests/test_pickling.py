@@ -209,7 +209,8 @@ def test_rule_open_request_over_a_process_pool_returns_every_result_and_error(
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_rule_open_requests_over_a_process_pool_partitions(method: str) -> None:
-    """The README's pattern: ``open_requests`` per partition, failures kept per block."""
+    """The pattern of docs/examples.md (README's before issue 17): ``open_requests`` per
+    partition, failures kept per block."""
     blocks, expected = _blocks()
     partitions = [blocks[:2], blocks[2:]]
     context = multiprocessing.get_context(method)

@@ -54,21 +54,34 @@ def test_a_handler_raising_cancelled_error_during_the_stop_is_still_answered() -
     run(main)
 
 
-class _SlowCore:
-    """A core whose every ``/_service_response`` waits until the test releases it."""
+class _PipeCore:
+    """A core as the responder's writer uses it: ``_post_command`` writes an answer (it
+    blocks while ``blocked`` is set: a core that stops reading its socket) and returns the
+    future of its acknowledgement, which the test resolves; ``_pause_reading`` and
+    ``_resume_reading`` are recorded."""
 
     _event_buffer = 10_000
 
     def __init__(self) -> None:
-        self.waiting: list[asyncio.Future[None]] = []
         self.sent: list[str] = []
+        self.acks: list[asyncio.Future[dict[str, Any]]] = []
+        self.unblocked = asyncio.Event()
+        self.unblocked.set()
+        self.reading: list[str] = []
 
-    async def command(self, cmd: str, **_: Any) -> dict[str, Any]:
+    async def _post_command(self, cmd: str, timeout: Any, on_answer: Any) -> Any:
+        await self.unblocked.wait()
         self.sent.append(cmd.split(" ", 3)[2])
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.waiting.append(future)
-        await future
-        return {"type": "serviceReplyAccepted"}
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(on_answer)
+        self.acks.append(future)
+        return future
+
+    def _pause_reading(self, who: object) -> None:
+        self.reading.append("paused")
+
+    def _resume_reading(self, who: object) -> None:
+        self.reading.append("resumed")
 
 
 def _responder(core: Any, **options: Any) -> Any:
@@ -87,62 +100,62 @@ def _responder(core: Any, **options: Any) -> Any:
     return _Responder(core, 1, lambda r: "ok", **{**defaults, **options})
 
 
-def test_an_answer_posted_as_the_last_senders_finish_is_still_sent() -> None:
-    """Exactly once: an answer of the responder's own queued in the very step in which every
-    sender has found the outbox empty (their tasks done, not yet out of the sender set)
-    is taken by a sender, not left in the outbox for ever."""
+def test_an_answer_posted_as_the_writer_finishes_is_still_sent() -> None:
+    """Exactly once: an answer queued in the very step in which the writer has found the
+    outbox empty is written (by a writer of its own), not left in the outbox for ever."""
     from simplex_rpc import ErrorCode, Response
-    from simplex_rpc.adapter import _service
 
     async def main() -> None:
-        core = _SlowCore()
+        core = _PipeCore()
         responder = _responder(core)
         shed = Response.failure(ErrorCode.RATE_LIMITED, "busy", retry_after=1)
-        for n in range(_service._OUTBOX_SENDERS):
-            responder._post(f"r{n}", shed, "shed")
-        await asyncio.sleep(0.05)
-        assert len(core.waiting) == _service._OUTBOX_SENDERS
-        for future in core.waiting:
-            future.set_result(None)
-        # Runs after the senders' last step and before their done callbacks.
-        asyncio.get_running_loop().call_soon(responder._post, "late", shed, "shed")
+        for n in range(16):
+            responder._post(f"r{n}", shed, None, "shed")
+        # Runs right after the writer's steps that empty the outbox.
+        asyncio.get_running_loop().call_soon(responder._post, "late", shed, None, "shed")
         await asyncio.sleep(0.2)
-        assert "late" in core.sent
+        assert core.sent == [*(f"r{n}" for n in range(16)), "late"]
+        assert not responder.outbox and responder.writer is None
+        for future in core.acks:
+            future.set_result({"type": "serviceReplyAccepted"})
+        await asyncio.sleep(0)
+        assert responder.drained.is_set() and responder.unacked == 0
 
     run(main)
 
 
-def test_the_answers_waiting_for_a_slow_core_are_bounded_and_the_rest_logged(
+def test_at_the_outbox_bound_reading_pauses_and_nothing_is_dropped(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Bounded memory, nothing lost silently: against a core that takes no answers, the
-    shed answers waiting to be sent stop growing at a bound; each request past it is
-    counted, logged in the overload line (not one line each), and named in the summary."""
+    """Issue 21, "Overload must never lose an answer": against a core that takes no
+    answers, the answers waiting to be written reach the bound, the responder stops
+    reading the core's frames (one overload line says so), none is counted as
+    unanswered; once the core takes them again, every one is written and reading goes on."""
     from simplex_rpc import ErrorCode, Response
     from simplex_rpc.adapter import _service
 
     monkeypatch.setattr(_service, "_MAX_OUTBOX", 5)
 
     async def main() -> None:
-        core = _SlowCore()
+        core = _PipeCore()
+        core.unblocked.clear()  # the core does not read: the first write blocks
         responder = _responder(core)
         shed = Response.failure(ErrorCode.RATE_LIMITED, "busy", retry_after=1)
         with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
-            for n in range(_service._OUTBOX_SENDERS + 5 + 40):
-                responder._post(f"r{n}", shed, "shed")
+            for n in range(12):
+                responder._post(f"r{n}", shed, None, "shed")
                 await asyncio.sleep(0)
-            assert len(responder.outbox) <= 5
-            assert responder.outcome.unanswered == 40
+            assert core.reading == ["paused"]
+            assert responder.outcome.unanswered == 0
             responder.overload.flush()
+            core.unblocked.set()
+            await asyncio.sleep(0.1)
+        assert core.sent == [f"r{n}" for n in range(12)]
+        assert core.reading == ["paused", "resumed"]
         lines = [r.getMessage() for r in caplog.records]
-        assert len(lines) <= 2, lines  # the first at once, the rest of the interval at its end
-        counts = [int(line.split(": ")[1].split(" ")[0]) for line in lines]
-        assert sum(counts) == 40 and all("not answered" in line for line in lines), lines
-        for future in core.waiting:
+        assert lines and all("reading paused" in line for line in lines), lines
+        for future in core.acks:
             future.cancel()
-        for task in list(responder.senders):
-            task.cancel()
-        await asyncio.gather(*responder.senders, return_exceptions=True)
 
     run(main)
 

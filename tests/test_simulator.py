@@ -98,7 +98,8 @@ def test_start_answers_chat_started_then_chat_running() -> None:
 
     async def main() -> None:
         async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
-            assert (await core.command("/_start service_requests=on"))["type"] == "chatStarted"
+            started = await core.command("/_start main=on service_requests=on")
+            assert started["type"] == "chatStarted"
             assert (await core.command("/_start main=on"))["type"] == "chatRunning"
             assert (await core.command("/_stop"))["type"] == "chatStopped"
             assert (await core.command("/_start main=on snd_files=off"))["type"] == "chatStarted"
@@ -110,7 +111,8 @@ def test_start_answers_chat_started_then_chat_running() -> None:
 
 
 def test_unknown_command_and_unknown_user_are_chat_cmd_errors() -> None:
-    """A failed command answers chatCmdError with a chatError object."""
+    """A failed command answers chatCmdError with a chatError object; a command the core's
+    parser refuses is ``commandError`` "Failed reading: empty" (tests/test_simulator_grammar.py)."""
 
     async def main() -> None:
         async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
@@ -118,7 +120,7 @@ def test_unknown_command_and_unknown_user_are_chat_cmd_errors() -> None:
                 await core.command("/no such command")
             assert info.value.chat_error == {
                 "type": "error",
-                "errorType": {"type": "commandError", "message": "unknown command"},
+                "errorType": {"type": "commandError", "message": "Failed reading: empty"},
             }
             with pytest.raises(ChatCoreError) as info:
                 await core.command("/_address 7 pq_ratchet=on")

@@ -1,8 +1,10 @@
 """What the MCP and A2A bindings share: JSON-RPC shapes and the size rules.
 
 It also holds what the adapter's chat transport needs to know of a request
-without knowing a binding: the caller (:class:`Caller`) and the A2A service
-parameters (:func:`service_parameters`), re-exported by :mod:`simplex_rpc.a2a`.
+without knowing a binding: the caller (:class:`Caller`), the A2A service
+parameters (:func:`service_parameters`) and the parameters an Agent Card's
+security schemes name (:func:`credential_parameters`), re-exported by
+:mod:`simplex_rpc.a2a`.
 No I/O and no SDK imports. Both bindings carry one JSON-RPC request and end
 their answer with one JSON-RPC response (protocol text, "MCP binding" and "A2A
 binding"). A response above the size limit is replaced: in a conversation by a
@@ -36,9 +38,11 @@ __all__ = [
     "Caller",
     "ServiceParameters",
     "chat_reply",
+    "credential_parameters",
     "dumps_text",
     "envelope_of",
     "error_response",
+    "header_field",
     "invalid_request",
     "json_type",
     "refuse_envelope",
@@ -248,6 +252,8 @@ SERVICE_PARAMETERS_MEMBER: Final = "a2a-service-parameters"
 _FIELD_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # A field value a proxy can send as an HTTP header: visible Latin-1, spaces and tabs.
 _FIELD_VALUE: Final = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+# HTTP's optional whitespace (OWS, RFC 9110 section 5.6.3) around a field value.
+_OWS: Final = " \t"
 
 
 class ServiceParameters(Mapping[str, str]):
@@ -256,6 +262,9 @@ class ServiceParameters(Mapping[str, str]):
     Lookup ignores the letter case of names; iteration gives the names as the
     request spelled them. Several values of one parameter are one string,
     joined by commas as in an HTTP header; :meth:`split` returns them apart.
+    A value is kept without its leading and trailing spaces and tabs, as an
+    HTTP field value is read (RFC 9110, section 5.5: that optional whitespace
+    is not part of the value), so ``" 1.0"`` is ``"1.0"``.
     """
 
     __slots__ = ("_items",)
@@ -270,7 +279,7 @@ class ServiceParameters(Mapping[str, str]):
                     f"{SERVICE_PARAMETERS_MEMBER}: {name!r} repeats"
                     f" {self._items[key][0]!r} (names are case-insensitive)"
                 )
-            self._items[key] = (name, value)
+            self._items[key] = (name, value.strip(_OWS))
 
     def __getitem__(self, name: str) -> str:
         if not isinstance(name, str):
@@ -308,6 +317,28 @@ def _check_parameter(name: object, value: object, where: str) -> None:
         raise BindingError(f"{where}: {name}: expected a string value, got {json_type(value)}")
     if not _FIELD_VALUE.fullmatch(value):
         raise BindingError(f"{where}: {name}: the value is not a valid header field value")
+
+
+def header_field(text: str, where: str = "header") -> tuple[str, str]:
+    """``'Name: value'`` as ``(name, value)``: one HTTP header a gateway sends upstream.
+
+    The name is an RFC 9110 token; the value, trimmed of the blanks around it,
+    is one a proxy can send (visible Latin-1, spaces and tabs). Anything else
+    raises :class:`BindingError` naming ``where``; the message never repeats
+    the value, which may be a credential.
+    """
+    if not isinstance(text, str):
+        raise BindingError(f"{where}: expected 'Name: value', got {json_type(text)}")
+    name, sep, value = text.partition(":")
+    name = name.strip(" \t")
+    if not sep:
+        raise BindingError(f"{where}: expected 'Name: value', with a colon after the name")
+    if not _FIELD_NAME.fullmatch(name):
+        raise BindingError(f"{where}: {name[:64]!r} is not a header name (an HTTP token)")
+    value = value.strip(" \t")
+    if not _FIELD_VALUE.fullmatch(value):
+        raise BindingError(f"{where} {name}: the value is not a valid header field value")
+    return name, value
 
 
 def service_parameters(request: Mapping[str, Any]) -> ServiceParameters:
@@ -363,3 +394,62 @@ class Caller:
     def key(self) -> str:
         """A string that names the caller, for stores keyed by strings."""
         return self.chat if self.member is None else f"{self.chat}/{self.member}"
+
+
+# The service parameter that carries the credential of each kind of security
+# scheme of an Agent Card (A2A 1.0, section 4.5, SecurityScheme), as its HTTP
+# interface receives it: the protocol text's "receives the credential as the
+# service parameter of the scheme, for example Authorization for an HTTP
+# scheme". An API key travels in the parameter the scheme names (or, with
+# location "cookie", in Cookie); mutual TLS sends none.
+_AUTHORIZATION_SCHEMES: Final = (
+    ("httpAuthSecurityScheme", "http_auth_security_scheme"),
+    ("oauth2SecurityScheme", "oauth2_security_scheme"),
+    ("openIdConnectSecurityScheme", "open_id_connect_security_scheme"),
+)
+_API_KEY_SCHEME: Final = ("apiKeySecurityScheme", "api_key_security_scheme")
+
+
+def _field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
+    """A member by its JSON name or its proto field name (the SDK reads both)."""
+    return obj[camel] if camel in obj else obj.get(snake)
+
+
+def credential_parameters(agent_card: Mapping[str, Any]) -> frozenset[str]:
+    """The service parameters that carry credentials for an agent, in lower case.
+
+    ``agent_card`` is the agent's Agent Card as JSON (``securitySchemes`` or
+    the proto name ``security_schemes``). Each scheme names its parameter: an
+    API key scheme its ``name`` (and ``Cookie`` for the location ``cookie``),
+    an HTTP, OAuth 2 or OpenID Connect scheme ``Authorization``; mutual TLS
+    none. Names are case-insensitive, so they are returned in lower case. A
+    card without schemes gives the empty set; schemes that are not objects, or
+    an API key scheme without a name, raise :class:`BindingError`.
+    """
+    if not isinstance(agent_card, Mapping):
+        raise BindingError(f"agent_card: expected a JSON object, got {json_type(agent_card)}")
+    schemes = _field(agent_card, "securitySchemes", "security_schemes")
+    if schemes is None:
+        return frozenset()
+    if not isinstance(schemes, Mapping):
+        raise BindingError(
+            f"agent_card.securitySchemes: expected an object of schemes, got {json_type(schemes)}"
+        )
+    found: set[str] = set()
+    for name, scheme in schemes.items():
+        where = f"agent_card.securitySchemes.{str(name)[:64]}"
+        if not isinstance(scheme, Mapping):
+            raise BindingError(f"{where}: expected an object, got {json_type(scheme)}")
+        if any(_field(scheme, *kind) is not None for kind in _AUTHORIZATION_SCHEMES):
+            found.add("authorization")
+        api_key = _field(scheme, *_API_KEY_SCHEME)
+        if api_key is not None:
+            if not isinstance(api_key, Mapping):
+                raise BindingError(f"{where}: expected an object, got {json_type(api_key)}")
+            parameter = api_key.get("name")
+            if not isinstance(parameter, str) or not _FIELD_NAME.fullmatch(parameter):
+                raise BindingError(f"{where}: an API key scheme names its parameter in 'name'")
+            found.add(parameter.lower())
+            if api_key.get("location") == "cookie":
+                found.add("cookie")
+    return frozenset(found)

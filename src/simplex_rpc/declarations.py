@@ -17,6 +17,8 @@ the schema is dropped alone, never the whole profile.
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -47,6 +49,54 @@ DEFAULT_PEERS: Final = ("human",)
 
 CHANGE_FREQUENCIES: Final = ("always", "hourly", "daily", "weekly", "monthly", "yearly", "never")
 """The ``changefreq`` values of the Sitemaps protocol, the values of ``changeFrequency``."""
+
+# The form of the versions of the two bindings the library knows. "MCP binding":
+# "versions: MCP revisions from 2026-07-28 on, for example 2026-07-28"; "A2A
+# binding": "versions in the protocols declaration: A2A versions in the
+# Major.Minor form, for example 1.0". Other protocols define their own.
+_MCP_FIRST_REVISION: Final = "2026-07-28"
+_MCP_REVISION: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_A2A_VERSION: Final = re.compile(r"(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)")
+
+
+def _version_problem(protocol: str, version: object) -> str | None:
+    """Why ``version`` cannot be a declared version of ``protocol``, or None.
+
+    Only ``mcp`` and ``a2a``, whose bindings fix the form, are checked.
+    """
+    if not isinstance(version, str):
+        return "is not a string"
+    if protocol == "mcp":
+        if not _MCP_REVISION.fullmatch(version) or not _is_date(version):
+            return "is not an MCP revision (a date, YYYY-MM-DD)"
+        if version < _MCP_FIRST_REVISION:
+            return (
+                f"is an MCP revision before {_MCP_FIRST_REVISION}: the binding carries"
+                f" revisions from {_MCP_FIRST_REVISION} on (earlier ones begin with an"
+                " initialize handshake)"
+            )
+    elif protocol == "a2a" and not _A2A_VERSION.fullmatch(version):
+        return "is not an A2A version in the Major.Minor form (for example 1.0)"
+    return None
+
+
+def _is_date(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_declared_versions(protocol: str, versions: Iterable[object]) -> None:
+    """Raise :class:`DeclarationError` naming the entry when a version of ``mcp`` or
+    ``a2a`` is not in its binding's form; the versions of other protocols pass."""
+    for i, version in enumerate(versions):
+        problem = _version_problem(protocol, version)
+        if problem is not None:
+            shown = version[:40] if isinstance(version, str) else type(version).__name__
+            raise DeclarationError(f"protocols.{protocol}.versions[{i}]: {shown!r} {problem}")
+
 
 Source = Mapping[str, Any] | str | bytes | None
 """A JSON object: already decoded, or its JSON text (strict JSON); None for an absent one."""

@@ -55,15 +55,21 @@ REQUIRED_LINK: Final = {"updates": "channel", "group": "group", "contact": "cont
 
 # The notes begin with the network and the type. The network is the shortest
 # prefix followed by a type: "business" belongs to the type only before "contact".
+# The grammar's words are read in any letter case, as a Markdown reader reads
+# them; ASCII case only, so that no other character (the Kelvin sign, the long s)
+# stands in for a letter of a keyword.
 _NOTES: Final = re.compile(
     r"(?P<network>.+?) (?:(?P<type>updates|group) for |(?P<business>business )?contact for )"
     r"(?P<rest>.*)",
-    re.DOTALL,
+    re.DOTALL | re.IGNORECASE | re.ASCII,
 )
 # What follows the audience: ", item" repeats, then "." and the optional info.
 _TAIL: Final = re.compile(r"(?P<items>(?:, [^,.\s]+)*)\.(?: (?P<info>.*))?", re.DOTALL)
 _ITEM: Final = re.compile(r"[-*+] \[(?P<title>[^\[\]]*)\]\((?P<url>[^\s()<>]*)\)(?P<after>.*)")
 _HEADING_LINE: Final = re.compile(r" {0,3}(#{1,6})(?:[ \t]+|$)(.*)")
+# The optional closing sequence of an ATX heading (CommonMark 4.2): #s preceded by
+# a space or a tab (or alone), then only spaces or tabs.
+_CLOSING: Final = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _FENCE: Final = re.compile(r" {0,3}(```|~~~)")
 
 
@@ -212,6 +218,20 @@ class Communications(list[CommunicationAddress]):
         self.problems = tuple(problems)
 
 
+def _keyword(text: str) -> str | None:
+    """``text`` in lower case when it is ASCII (a keyword can be), else None."""
+    return text.lower() if text.isascii() else None
+
+
+def _is_communications(text: str) -> bool:
+    """Whether an ATX heading's text (after the #s) is ``Communications``, in any case.
+
+    A closing sequence of #s (``## Communications ##``) is not part of the text.
+    """
+    text = _CLOSING.sub("", text).strip(" \t")
+    return _keyword(text) == "communications"
+
+
 def _parse_notes(title: str, url: str, notes: str) -> CommunicationAddress | str:
     m = _NOTES.fullmatch(notes)
     if m is None:
@@ -220,11 +240,12 @@ def _parse_notes(title: str, url: str, notes: str) -> CommunicationAddress | str
             " '<network> contact for' or '<network> business contact for'"
         )
     network = m["network"]
-    type_ = m["type"] or "contact"
+    type_ = (m["type"] or "contact").lower()
     business = m["business"] is not None
     rest = m["rest"]
     audience = next(
-        (a for a in sorted(AUDIENCES, key=len, reverse=True) if rest.startswith(a)), None
+        (a for a in sorted(AUDIENCES, key=len, reverse=True) if _keyword(rest[: len(a)]) == a),
+        None,
     )
     if audience is None:
         return f"the audience {rest[:32]!r} is not people, agents, or people and agents"
@@ -242,16 +263,16 @@ def _parse_notes(title: str, url: str, notes: str) -> CommunicationAddress | str
         if len(items) > 1:
             return "an updates entry has one frequency at most"
         if items:
-            if items[0] not in CHANGE_FREQUENCIES:
+            if _keyword(items[0]) not in CHANGE_FREQUENCIES:
                 return f"{items[0]!r} is not a Sitemaps changefreq value"
-            frequency = items[0]
+            frequency = _keyword(items[0])
     elif type_ == "group":
         if items:
             return "a group entry has no frequency and no protocols"
     else:
         for item in items:
-            name = item.lower()
-            if not PROTOCOL_NAME.fullmatch(name):
+            name = _keyword(item)
+            if name is None or not PROTOCOL_NAME.fullmatch(name):
                 return f"{item!r} is not a protocol name"
             protocols.append(name)
     try:
@@ -294,7 +315,14 @@ def parse_communications(markdown: str, *, strict: bool = False) -> Communicatio
     other line that does not follow the grammar is reported in the result's
     ``problems`` with its 1-based line number, and gives no address; with
     ``strict=True`` such lines raise :class:`LlmsTxtError` listing them all.
-    Protocol names are read in any letter case and returned in lower case.
+
+    The grammar's words are read in any letter case, as a Markdown reader
+    reads them: the heading (``## communications``, and with a closing
+    sequence, ``## Communications ##``), the type (``Contact``,
+    ``Business contact``), ``for``, the audience (``People and Agents``), the
+    frequency (``Weekly``) and the protocols. They are returned in lower case;
+    the network keeps the case it is written in. A note that does not follow
+    the grammar is reported, never read as something else.
     """
     if not isinstance(markdown, str):
         raise TypeError(f"expected str, got {type(markdown).__name__}")
@@ -308,7 +336,7 @@ def parse_communications(markdown: str, *, strict: bool = False) -> Communicatio
         if fence is None and fenced is None:
             heading = _HEADING_LINE.fullmatch(line)
             if heading is not None and len(heading[1]) <= 2:
-                in_section = heading[1] == "##" and heading[2].strip() == "Communications"
+                in_section = heading[1] == "##" and _is_communications(heading[2])
                 continue
         if fenced is not None:
             fence = None if fence == fenced[1] else (fence or fenced[1])

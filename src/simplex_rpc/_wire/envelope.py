@@ -83,7 +83,18 @@ def _dump(value: dict[str, Any], what: str) -> bytes:
         raise EnvelopeError(f"{what}: cannot be serialized as JSON ({exc})") from None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+def _shape(value: Any) -> str:
+    """A JSON value's type and size, for a repr that must not show the value."""
+    if isinstance(value, dict):
+        return f"an object of {len(value)} members"
+    if isinstance(value, list):
+        return f"an array of {len(value)} items"
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    return json_type(value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Request:
     """A Service RPC request envelope.
 
@@ -129,6 +140,19 @@ class Request:
             except KeyFormatError as exc:
                 raise EnvelopeError(f"request envelope: requestKey: {exc}") from None
         return cls(protocol=protocol, request=request, version=version, request_key=key, extra=obj)
+
+    def __repr__(self) -> str:
+        # The request is the peer's data and may carry credentials (an A2A request's
+        # service parameters, "Authorization": "Bearer ..."): the repr says what it
+        # is, never what it holds (issue 21).
+        parts = [f"protocol={self.protocol!r}", f"request=<{_shape(self.request)}>"]
+        if self.version is not UNSET:
+            parts.append(f"version=<{_shape(self.version)}>")
+        if self.request_key is not None:
+            parts.append(f"request_key={self.request_key!r}")
+        if self.extra:
+            parts.append(f"extra=<{len(self.extra)} members>")
+        return f"Request({', '.join(parts)})"
 
     def to_dict(self) -> dict[str, Any]:
         """The envelope as a JSON object (a new dict)."""

@@ -7,8 +7,8 @@ bridge and the client transport of the package use them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
+from typing import Any, Final, TypeVar
 
 from .. import _bindings as _bridge
 from .._bindings import (
@@ -19,6 +19,7 @@ from .._bindings import (
     BindingError,
     Caller,
     ServiceParameters,
+    credential_parameters,
     error_response,
     invalid_request,
     json_type,
@@ -50,6 +51,7 @@ __all__ = [
     "chat_disposition",
     "chat_reply",
     "check_request",
+    "credential_parameters",
     "error",
     "is_stream_end",
     "make_request",
@@ -161,7 +163,6 @@ def agent_card_interface(contact_link: str, a2a_version: str = "1.0") -> dict[st
         raise BindingError("contact_link: not a link (a URI with a scheme and no whitespace)")
     _check_versions([a2a_version])
     return {"url": contact_link, "protocolBinding": BINDING_URI, "protocolVersion": a2a_version}
-
 
 
 def make_request(
@@ -361,7 +362,8 @@ def rpc_response(response: Mapping[str, Any], *, limit: int = RPC_JSON_LIMIT) ->
     return _bridge.rpc_response(response, binding="a2a", limit=limit)
 
 
-# The params members that name a task, by method.
+# The params members that name a task, by method: their JSON names and their
+# proto field names, which the SDK reads as well.
 _TASK_PARAM: Final = {
     "GetTask": ("id",),
     "CancelTask": ("id",),
@@ -371,16 +373,35 @@ _TASK_PARAM: Final = {
     "ListTaskPushNotificationConfigs": ("taskId", "task_id"),
     "DeleteTaskPushNotificationConfig": ("taskId", "task_id"),
 }
+_MESSAGE_METHODS: Final = frozenset({"SendMessage", "SendStreamingMessage"})
+_Answer = TypeVar("_Answer", bound=Mapping[str, Any])
+
+#: A named id that is not a usable id (a number, a list): it cannot be the
+#: caller's, so a request naming it is refused like one naming an unknown id.
+_NOT_AN_ID: Final = "\x00not an id"
 
 
 class CallerStore:
     """Which caller owns each context and task: pure data, no I/O.
 
-    A context and its tasks are available only to their caller. A bot
-    records what each caller creates (:meth:`record`) and checks each request
-    (:meth:`check_request`): a request that names a context or a task of
-    another caller is answered as for an unknown task (``-32001``). Ids
-    nobody owns pass; the agent answers an unknown one itself.
+    The protocol text: "A context and its tasks are available only to their
+    caller: in the conversation where they were created, and in a group to
+    the member who created them. A request that names the context or the task
+    of another caller is answered as a request for an unknown task."
+
+    A caller owns what the agent gave it: the tasks and contexts named by the
+    answers it received (:meth:`record`, or :meth:`add_task` and
+    :meth:`add_context`). A request may name only those (:meth:`check_request`):
+    every other id, another caller's or one nobody has, is answered the same
+    way, as an unknown task (``-32001``), so the answer never tells whether
+    another caller's context exists. A new conversation starts without a
+    ``contextId``, and the agent makes one (A2A 1.0, section 3.4.1: an agent
+    that cannot accept a client-provided ``contextId`` rejects the request).
+
+    :meth:`scoped` is the whole rule around one upstream call: a bridge (or a
+    gateway in front of an agent that knows nothing of SimpleX callers) wraps
+    each request's answers in it. The store is kept in memory; an application
+    that shares one among bridges passes it to each.
     """
 
     __slots__ = ("_contexts", "_tasks")
@@ -388,6 +409,9 @@ class CallerStore:
     def __init__(self) -> None:
         self._tasks: dict[str, Caller] = {}
         self._contexts: dict[str, Caller] = {}
+
+    def __repr__(self) -> str:
+        return f"CallerStore(tasks={len(self._tasks)}, contexts={len(self._contexts)})"
 
     def owner_of_task(self, task_id: str) -> Caller | None:
         """The caller that owns ``task_id``, or None."""
@@ -441,53 +465,67 @@ class CallerStore:
         return owner is None or owner == caller
 
     def named_ids(self, request: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-        """The task ids and the context ids a request names."""
+        """The task ids and the context ids a request names.
+
+        Every place a method of the binding names one, by its JSON name and by
+        its proto field name: ``id`` of GetTask, CancelTask and
+        SubscribeToTask; ``taskId`` of the push notification methods; the
+        message's ``taskId``, ``contextId`` and ``referenceTaskIds`` in
+        SendMessage and SendStreamingMessage; ``contextId`` of ListTasks. A
+        member that is present but not a string (nor null or empty, which the
+        SDK reads as absent) is listed as an id no caller can own.
+        """
         tasks: list[str] = []
         contexts: list[str] = []
         method = request.get("method")
         params = request.get("params")
-        if not isinstance(params, Mapping):
+        if not isinstance(params, Mapping) or not isinstance(method, str):
             return tasks, contexts
-        for name in _TASK_PARAM.get(method, ()) if isinstance(method, str) else ():
-            if isinstance(params.get(name), str):
-                tasks.append(params[name])
-        if method in ("SendMessage", "SendStreamingMessage"):
+        for name in _TASK_PARAM.get(method, ()):
+            _named(params.get(name), tasks)
+        if method in _MESSAGE_METHODS:
             message = params.get("message")
             if isinstance(message, Mapping):
-                _collect(message, tasks, contexts)
+                for name in ("taskId", "task_id"):
+                    _named(message.get(name), tasks)
+                for name in ("contextId", "context_id"):
+                    _named(message.get(name), contexts)
+                for name in ("referenceTaskIds", "reference_task_ids"):
+                    references = message.get(name)
+                    if isinstance(references, list):
+                        for reference in references:
+                            _named(reference, tasks)
+                    else:
+                        _named(references, tasks)
         if method == "ListTasks":
-            present, value = _member(params, "contextId", "context_id")
-            if present and isinstance(value, str):
-                contexts.append(value)
+            for name in ("contextId", "context_id"):
+                _named(params.get(name), contexts)
         return tasks, contexts
 
     def check_request(self, caller: Caller, request: Mapping[str, Any]) -> dict[str, Any] | None:
-        """None, or the ``-32001`` response when the request names another caller's
-        task or context."""
+        """None when every task and context the request names is the caller's; else the
+        ``-32001`` response, the same for another caller's id as for an unknown one."""
         _check_caller(caller)
         if not isinstance(request, Mapping):
             raise BindingError(
                 f"request: expected a JSON-RPC request object, got {json_type(request)}"
             )
         tasks, contexts = self.named_ids(request)
-        for task_id in tasks:
-            owner = self._tasks.get(task_id)
-            if owner is not None and owner != caller:
-                return error(_request_id(request), TASK_NOT_FOUND, "Task not found")
-        for context_id in contexts:
-            owner = self._contexts.get(context_id)
-            if owner is not None and owner != caller:
-                return error(_request_id(request), TASK_NOT_FOUND, "Task not found")
-        return None
+        if all(self._tasks.get(t) == caller for t in tasks) and all(
+            self._contexts.get(c) == caller for c in contexts
+        ):
+            return None
+        return error(_request_id(request), TASK_NOT_FOUND, "Task not found")
 
     def record(self, caller: Caller, message: Mapping[str, Any]) -> None:
         """Give ``caller`` every task and context that ``message`` names and that
         no one owns yet.
 
-        ``message`` is a request the caller sent (a new ``contextId`` it chose),
-        or a response or stream event the agent answered it with: a Task, a
-        Message, a status or artifact update, a ListTasks result. Ids owned by
-        another caller are left alone.
+        ``message`` is a response or stream event the agent answered the caller
+        with: a Task, a Message, a status or artifact update, a ListTasks
+        result. (A request is read too, for an application that accepts the
+        ``contextId`` a caller chooses; the bridges record answers only.) Ids
+        owned by another caller are left alone.
         """
         _check_caller(caller)
         if not isinstance(message, Mapping):
@@ -501,11 +539,48 @@ class CallerStore:
             if result is not None:
                 _collect_result(result, tasks, contexts)
         for task_id in tasks:
-            if task_id and task_id not in self._tasks:
+            if task_id and task_id != _NOT_AN_ID and task_id not in self._tasks:
                 self._tasks[task_id] = caller
         for context_id in contexts:
-            if context_id and context_id not in self._contexts:
+            if context_id and context_id != _NOT_AN_ID and context_id not in self._contexts:
                 self._contexts[context_id] = caller
+
+    async def scoped(
+        self,
+        caller: Caller,
+        request: Mapping[str, Any],
+        answer: Callable[[], AsyncIterable[_Answer]],
+    ) -> AsyncIterator[_Answer | dict[str, Any]]:
+        """The answers to ``request`` from ``caller``, scoped to the caller.
+
+        When the request names a task or a context that is not the caller's,
+        the one answer is the unknown-task response and ``answer`` is never
+        called: the request does not reach the agent. Otherwise ``answer()``
+        is the upstream call (a unary response, or the events of a stream):
+        each answer is recorded for the caller, then passed on, in order.
+        """
+        refused = self.check_request(caller, request)
+        if refused is not None:
+            yield refused
+            return
+        responses = answer()
+        try:
+            async for response in responses:
+                self.record(caller, response)
+                yield response
+        finally:
+            # Left early (a reply that could not be sent): the upstream's stream ends too.
+            aclose = getattr(responses, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+def _named(value: Any, out: list[str]) -> None:
+    """Add the id a request member names: absent, null or empty names none (as
+    in the SDK's proto reading); anything but a string is no caller's id."""
+    if value is None or value == "":
+        return
+    out.append(value if isinstance(value, str) else _NOT_AN_ID)
 
 
 def _check_caller(caller: object) -> None:

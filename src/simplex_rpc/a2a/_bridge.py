@@ -11,11 +11,16 @@ task store and the serialization. A JSON response is read from the
 iterator, one JSON-RPC response per event. Nothing is sent over HTTP.
 
 The caller becomes the SDK's user: the SDK's task stores keep tasks per
-``user_name`` (``owner_resolver``), so a request for another caller's task is
-answered ``-32001`` (TaskNotFoundError) by the SDK itself. The bridge adds the
-binding's rules: ``-32600`` for what is not a request of the binding,
-``-32003`` for the push notification methods in a conversation,
-``conversation_required`` over Service RPC, and the size rules.
+``user_name`` (``owner_resolver``). The SDK does not scope contexts: a message
+with another caller's ``contextId`` would run in that context, and an agent
+that keeps memory per context would show one caller's conversation to
+another. So the bridge scopes both with :class:`~simplex_rpc.a2a.CallerStore`
+(``CallerStore.scoped`` around each call to the SDK): a request that names a
+context or a task the caller was not given is answered ``-32001`` before the
+SDK sees it. The bridge adds the binding's other rules: ``-32600`` for what
+is not a request of the binding, ``-32003`` for the push notification methods
+in a conversation, ``conversation_required`` over Service RPC, and the size
+rules.
 """
 
 from __future__ import annotations
@@ -170,6 +175,13 @@ class A2aBridge:
     as ``DefaultRequestHandler`` keeps it). A SimpleX caller carries no
     credentials the bridge verifies, so ``GetExtendedAgentCard`` answers the
     public card, never the handler's extended card.
+
+    ``callers`` is the :class:`~simplex_rpc.a2a.CallerStore` that keeps which
+    caller owns each context and task (default: a new one, in memory; pass
+    one to share it among bridges of one agent). A context and its tasks are
+    available only to their caller: a request that names one the caller was
+    not given is answered as for an unknown task (``-32001``), the same
+    answer whether another caller has it or nobody does.
     """
 
     def __init__(
@@ -180,6 +192,7 @@ class A2aBridge:
         rpc_deadline: float | None = DEFAULT_RPC_DEADLINE,
         supported_versions: Iterable[str] = a2a.SUPPORTED_VERSIONS,
         agent_card: AgentCard | None = None,
+        callers: a2a.CallerStore | None = None,
     ) -> None:
         if not isinstance(request_handler, RequestHandler):
             raise TypeError(
@@ -204,6 +217,9 @@ class A2aBridge:
         self.rpc_deadline = rpc_deadline
         self.supported_versions = a2a._check_versions(supported_versions)
         self.agent_card = agent_card
+        if callers is not None and not isinstance(callers, a2a.CallerStore):
+            raise TypeError(f"callers: expected an a2a.CallerStore, got {type(callers).__name__}")
+        self.callers = callers if callers is not None else a2a.CallerStore()
         self._dispatcher = JsonRpcDispatcher(
             request_handler, context_builder=_CallerContextBuilder()
         )
@@ -213,8 +229,13 @@ class A2aBridge:
 
     @property
     def supported(self) -> tuple[str, ...]:
-        """The A2A versions (Major.Minor) the bridge serves, for the declaration."""
-        return tuple(a2a.SUPPORTED_VERSIONS)
+        """The A2A versions (Major.Minor) the bridge serves: ``supported_versions``.
+
+        ``serve_calls(declare=True)`` declares exactly these ("versions: ... The
+        protocol versions the bot serves"), and :meth:`stream` refuses every other
+        one with ``-32009``: what is declared is what is served.
+        """
+        return self.supported_versions
 
     async def stream(self, request: object, *, caller: a2a.Caller) -> AsyncIterator[dict[str, Any]]:
         """Every JSON-RPC response of the answer to ``request``, in order.
@@ -223,7 +244,18 @@ class A2aBridge:
         up to the first whose task or status update is in a terminal or an
         interrupted state (``a2a.is_stream_end``): the binding ends the stream
         there. Errors are JSON-RPC error responses.
+
+        Contexts and tasks are the caller's (:class:`~simplex_rpc.a2a.CallerStore`,
+        :attr:`callers`): a request that names one the caller was not given
+        (another caller's, or one nobody has) is answered ``-32001`` without
+        reaching the agent, and the ids in each answer become the caller's.
         """
+        async for answer in self._stream(request, caller, record=True):
+            yield answer
+
+    async def _stream(
+        self, request: object, caller: a2a.Caller, *, record: bool
+    ) -> AsyncIterator[dict[str, Any]]:
         if not isinstance(caller, a2a.Caller):
             raise TypeError(f"caller: expected an a2a.Caller, got {type(caller).__name__}")
         reason = a2a._invalid(request)
@@ -240,6 +272,28 @@ class A2aBridge:
         if request["method"] == "GetExtendedAgentCard":
             yield self._public_card(request)
             return
+        if not record:
+            # An anonymous Service RPC requester is new with each request: nothing it
+            # is given can be named again, so nothing is kept for it.
+            refused = self.callers.check_request(caller, request)
+            answers: AsyncIterator[Mapping[str, Any]] = (
+                _one(refused) if refused is not None else self._dispatch(request, caller)
+            )
+        else:
+            answers = self.callers.scoped(caller, request, lambda: self._dispatch(request, caller))
+        try:
+            async for answer in answers:
+                yield dict(answer)
+        finally:
+            # Left early: the scoped answers, and with them the SDK's stream, end too.
+            aclose = getattr(answers, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _dispatch(
+        self, request: Mapping[str, Any], caller: a2a.Caller
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The SDK's answers to a checked request, as a proxy to its HTTP interface."""
         parameters = a2a.service_parameters(request)
         body_obj = {k: v for k, v in request.items() if k != a2a.SERVICE_PARAMETERS_MEMBER}
         try:
@@ -309,10 +363,20 @@ class A2aBridge:
 
         Events of a stream before the last are passed to ``on_event`` (dropped
         without it). The SDK does the dispatch, the validation and the version
-        check; the caller scopes tasks.
+        check; the caller scopes contexts and tasks (:meth:`stream`).
         """
+        return await self._handle(request, caller, on_event, record=True)
+
+    async def _handle(
+        self,
+        request: object,
+        caller: a2a.Caller,
+        on_event: EventSink | None,
+        *,
+        record: bool,
+    ) -> dict[str, Any]:
         last: dict[str, Any] | None = None
-        async for response in self.stream(request, caller=caller):
+        async for response in self._stream(request, caller, record=record):
             if last is not None and on_event is not None:
                 await on_event(last)
             last = response
@@ -366,9 +430,7 @@ class A2aBridge:
         caller for an unsigned request.
         """
         envelope = envelope_of(service_request)
-        refused = refuse_envelope(
-            envelope, a2a.PROTOCOL, "A2A-Version is a service parameter"
-        )
+        refused = refuse_envelope(envelope, a2a.PROTOCOL, "A2A-Version is a service parameter")
         if refused is not None:
             return refused
         message = envelope.request
@@ -377,7 +439,8 @@ class A2aBridge:
             refused = a2a.rpc_disposition(message)
             if refused is not None:
                 return refused
-        answer = self.handle(message, caller=_rpc_caller(service_request))
+        caller, signed = _rpc_caller(service_request)
+        answer = self._handle(message, caller, None, record=signed)
         if self.rpc_deadline is None:
             response = await answer
         else:
@@ -418,9 +481,17 @@ def _discard_outcome(task: asyncio.Future[Any]) -> None:
         logger.warning("a request that passed its deadline failed afterwards")
 
 
-def _rpc_caller(service_request: object) -> a2a.Caller:
-    """The signer's key names a signed requester; an unsigned one is anonymous."""
+def _rpc_caller(service_request: object) -> tuple[a2a.Caller, bool]:
+    """The caller of a Service RPC request, and whether it is signed.
+
+    The signer's key names a signed requester, who can refer to its own
+    earlier tasks; an unsigned one is a new anonymous caller each time.
+    """
     signer = getattr(service_request, "signer", None)
     if isinstance(signer, PublicKey):
-        return a2a.Caller(chat=f"rpc:{signer.encode()}")
-    return a2a.Caller(chat=f"rpc:anonymous:{uuid.uuid4()}")
+        return a2a.Caller(chat=f"rpc:{signer.encode()}"), True
+    return a2a.Caller(chat=f"rpc:anonymous:{uuid.uuid4()}"), False
+
+
+async def _one(answer: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    yield answer

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from a2a.client.client import ClientCallContext, ClientConfig
 from a2a.client.client_factory import ClientFactory
@@ -185,7 +185,10 @@ class SimplexA2aTransport(ClientTransport):
     not serve go there as ``/_call a2a``; without it they go over Service
     RPC and raise ``conversation_required``. In a group (``"#7"``), ``member``
     is the bot's display name, required: the call mentions it and only its
-    answer is accepted.
+    answer is accepted. ``via="chat"`` sends every request to ``chat``, the
+    one-shot ``SendMessage`` included (for a bot that serves A2A in
+    conversations only); the default ``"rpc"`` sends there only what Service
+    RPC does not serve.
     """
 
     def __init__(
@@ -201,6 +204,7 @@ class SimplexA2aTransport(ClientTransport):
         max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
         chat: str | None = None,
         member: str | None = None,
+        via: Literal["rpc", "chat"] = "rpc",
     ) -> None:
         if not isinstance(core, ChatCore):
             raise TypeError(f"core: expected a ChatCore, got {type(core).__name__}")
@@ -213,11 +217,19 @@ class SimplexA2aTransport(ClientTransport):
             self.chat, self.member = _check_conversation(chat, member, "chat")
         elif member is not None:
             raise SimplexRpcError("member: only with chat, a group's ChatRef")
+        if via not in ("rpc", "chat"):
+            raise SimplexRpcError(f"via: {str(via)[:32]!r} is not rpc or chat")
+        if via == "chat" and self.chat is None:
+            raise SimplexRpcError("via='chat': name the conversation with chat=")
+        self.via = via
         check_destination(user_id, target)
         self.core = core
         self.user_id = user_id
         self.target = target
         self.agent_card = card
+        # The card as JSON: in a group the chat transport refuses a request that
+        # carries a parameter the card's security schemes name (a credential).
+        self._card_json: dict[str, Any] = json_format.MessageToDict(card)
         self.version = version
         self.timeout = check_seconds(timeout, "timeout")
         self.max_retry_after = check_seconds(max_retry_after, "max_retry_after")
@@ -291,7 +303,10 @@ class SimplexA2aTransport(ClientTransport):
         return answer
 
     def _in_chat(self, message: dict[str, Any]) -> bool:
-        """Whether ``message`` goes to the conversation: one Service RPC does not serve."""
+        """Whether ``message`` goes to the conversation: every one with ``via="chat"``,
+        else one Service RPC does not serve."""
+        if self.chat is not None and self.via == "chat":
+            return True
         return self.chat is not None and a2a.rpc_disposition(message) is not None
 
     async def _chat_answers(
@@ -307,6 +322,7 @@ class SimplexA2aTransport(ClientTransport):
                 member=self.member,
                 wait=seconds,
                 user_id=self.user_id,
+                agent_card=self._card_json,
             ):
                 body = reply.message
                 if body is None or body.get("id") != message["id"]:

@@ -30,6 +30,7 @@ from .._bindings import (
     PARSE_ERROR,
     BindingError,
     Caller,
+    credential_parameters,
     error_response,
     service_parameters,
 )
@@ -48,8 +49,8 @@ from ..chat import (
     parse_call,
     parse_reply,
 )
-from ..declarations import parse_protocols
-from ..errors import CallSyntaxError, ChatCoreError, DeclarationError, SimplexRpcError
+from ..declarations import _check_declared_versions
+from ..errors import CallSyntaxError, ChatCoreError, SimplexRpcError
 from ._core import _check_user_id, _dump_command_json, check_seconds, log
 from ._declare import _Declarations
 from ._errors import ChatCoreClosed
@@ -89,6 +90,9 @@ class CallRefused(SimplexRpcError):
     """A ``/_call`` was refused before anything was sent (the caller's MUSTs and the size rule)."""
 
 
+StopRule = Callable[[tuple[Reply, ...]], bool]
+"""``until(replies)``: True to stop collecting; ``replies`` are every accepted reply so far."""
+
 ReplySink = Callable[[str], Awaitable[None]]
 """``send(text)``: send an earlier reply of the answer (a notification, a stream event)."""
 
@@ -123,7 +127,7 @@ CallHandlers: TypeAlias = "Mapping[str, CallHandler | ChatBridge]"
 """What :meth:`~_ChatCalls.serve_calls` serves: a handler or a bridge for each protocol name."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class IncomingCall:
     """One received ``/_call``, as a :meth:`~_ChatCalls.serve_calls` handler sees it.
 
@@ -142,6 +146,17 @@ class IncomingCall:
     item_id: int
     caller: Caller
     user_id: int
+
+    def __repr__(self) -> str:
+        # The request is the peer's data and may carry credentials (A2A service
+        # parameters): named by its size, never shown.
+        members = len(self.request) if isinstance(self.request, dict) else 0
+        return (
+            f"IncomingCall(protocol={self.protocol!r}, request=<an object of {members}"
+            f" members>, chat={self.chat!r}, sender={show(self.sender, 64)},"
+            f" member={show(self.member, 64)}, item_id={self.item_id!r},"
+            f" caller={self.caller!r}, user_id={self.user_id!r})"
+        )
 
 
 def check_chat_ref(value: object, where: str) -> str:
@@ -202,12 +217,23 @@ def _display_name(record: Any, profile_key: str) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def _credential_parameters(request: Mapping[str, Any]) -> list[str]:
-    """Names of the A2A service parameters of ``request`` that look like credentials."""
+def _credential_parameters(
+    request: Mapping[str, Any], agent_card: Mapping[str, Any] | None
+) -> list[str]:
+    """Names of the A2A service parameters of ``request`` that carry credentials.
+
+    With the bot's Agent Card, those its security schemes name ("An agent
+    whose Agent Card declares security schemes receives the credential as the
+    service parameter of the scheme") and HTTP's credential fields, whatever
+    else they are called; without it, the names that look like credentials.
+    """
     try:
         parameters = service_parameters(request)
+        schemes = credential_parameters(agent_card) if agent_card is not None else None
     except BindingError as exc:
         raise CallRefused(f"a2a request: {exc}") from None
+    if schemes is not None:
+        return [n for n in parameters if n.lower() in schemes or n.lower() in _CREDENTIAL_NAMES]
     return [
         name
         for name in parameters
@@ -413,6 +439,7 @@ def _declared_versions(
                 f" versions={{{protocol!r}: [...]}} (a declaration names the versions the bot"
                 " serves; a bridge knows its own)"
             )
+        _check_declared_versions(protocol, served)
         out[protocol] = served
     return out
 
@@ -792,8 +819,11 @@ class _ChatCalls(_Declarations):
         _check_versions(versions, server.handlers)
         declared = _declared_versions(handlers, versions) if declare else None
         # Subscribed before anything is awaited: a command sent once this
-        # coroutine has started is seen, however long declaring takes.
+        # coroutine has started is seen, however long declaring takes; and the
+        # commands that came before it (held by the core for event_hold seconds)
+        # come first.
         stream = self.events()
+        self._take_held_calls(stream, user_id)
         try:
             await self._active_user(user_id, SimplexRpcError)
             if declared is not None:
@@ -846,6 +876,8 @@ class _ChatCalls(_Declarations):
         member: str | None = None,
         wait: float = DEFAULT_CALL_WAIT,
         user_id: int | None = None,
+        until: StopRule | None = None,
+        agent_card: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[Reply]:
         """Send ``/_call`` to ``chat`` and yield each accepted reply as it arrives.
 
@@ -854,15 +886,30 @@ class _ChatCalls(_Declarations):
         group, ``member`` mentions the called member (``@name`` in the text
         and the ``mentions`` map of ``ComposedMessage``); without it the
         command is a broadcast. Replies are matched by the quoted item and
-        accepted by :class:`~simplex_rpc.chat.ReplyCollector`'s rules. The
-        iteration ends when the answer is complete (the binding's end rule;
-        in a broadcast, the end of every group owner's answer when the group
-        declares the protocol for chat) or after ``wait`` seconds.
+        accepted by :class:`~simplex_rpc.chat.ReplyCollector`'s rules.
+
+        When the iteration ends: a call to one recipient (a direct chat, or a
+        mention) ends when its answer is complete (the binding's end rule),
+        since nothing else is accepted; a broadcast collects until ``wait``
+        ends ("A caller collects every reply until its wait ends ... a
+        broadcast receives the answers of every member that serves the
+        protocol", and members serve without a declaration, so no set of
+        answers is known to be the last). A caller that wants to stop earlier
+        says so: ``until(replies)``, called after each accepted reply with
+        every reply so far in arrival order, ends the iteration when it
+        returns True; leaving the ``async for`` ends it too.
 
         Refused before sending, with :class:`CallRefused`: a command that does
         not fit one message, an A2A request with a credential service
         parameter in a group ("A request with a credential MUST NOT be sent
         in a group"), a mention in a direct chat or of an unknown member.
+        Which parameters are credentials: with ``agent_card`` (the bot's Agent
+        Card as JSON), those its security schemes name
+        (:func:`simplex_rpc.a2a.credential_parameters`: an API key's own name,
+        ``Authorization`` for HTTP, OAuth 2 and OpenID Connect schemes) and
+        the HTTP credential fields ``Authorization``, ``Proxy-Authorization``
+        and ``Cookie``; without it, also any name with ``auth``, ``token``,
+        ``key``, ``secret``, ``password``, ``credential`` or ``session``.
         """
         chat = check_chat_ref(chat, "chat")
         wait = check_seconds(wait, "wait")
@@ -877,8 +924,17 @@ class _ChatCalls(_Declarations):
             raise CallRefused("the /_call does not fit one chat message (15,602 bytes of JSON)")
         if not group and member is not None:
             raise CallRefused("member: a direct chat has no members to mention")
+        if until is not None and not callable(until):
+            raise SimplexRpcError(
+                f"until: expected a function of the replies, got {type(until).__name__}"
+            )
+        if agent_card is not None and not isinstance(agent_card, Mapping):
+            raise CallRefused(
+                "agent_card: expected the Agent Card as a JSON object,"
+                f" got {type(agent_card).__name__}"
+            )
         if group and protocol == "a2a":
-            credentials = _credential_parameters(call.request)
+            credentials = _credential_parameters(call.request, agent_card)
             if credentials:
                 raise CallRefused(
                     "a2a: a request with a credential MUST NOT be sent in a group"
@@ -887,9 +943,8 @@ class _ChatCalls(_Declarations):
         wanted = _check_user_id(user_id) if user_id is not None else None
         user = await self._active_user(wanted, CallRefused)
         mentions: dict[str, int] = {}
-        served: set[str] = set()
-        if group:
-            info, members = await self._group_members(chat_id)
+        if group and member is not None:
+            _, members = await self._group_members(chat_id)
             if member is not None:
                 found = next(
                     (m for m in members if _display_name(m, "memberProfile") == member), None
@@ -898,8 +953,6 @@ class _ChatCalls(_Declarations):
                 if member_ref is None:
                     raise CallRefused(f"member: no member named {member[:64]!r} in {chat}")
                 mentions[member] = member_ref
-            else:
-                served = self._served_owners(info, members, protocol)
         composed: dict[str, Any] = {"msgContent": {"type": "text", "text": text}}
         if mentions:
             composed["mentions"] = mentions
@@ -928,30 +981,10 @@ class _ChatCalls(_Declarations):
             collector.register(
                 item_id, call, chat=ChatKind.GROUP if group else ChatKind.DIRECT, peer=peer
             )
-            async for reply in self._collect(stream, collector, user, chat, item_id, wait, served):
+            async for reply in self._collect(stream, collector, user, chat, item_id, wait, until):
                 yield reply
         finally:
             stream.close()
-
-    @staticmethod
-    def _served_owners(info: dict[str, Any], members: list[Any], protocol: str) -> set[str]:
-        """The owners' names when the group declares ``protocol`` for chat (they serve it)."""
-        preferences = _path(info, "groupProfile", "groupPreferences")
-        try:
-            declared = parse_protocols(
-                preferences if isinstance(preferences, dict) else {}, group=True
-            )
-        except DeclarationError:
-            return set()
-        entry = declared.get(protocol)
-        if entry is None or "chat" not in entry.transports:
-            return set()
-        return {
-            name
-            for m in members
-            if _path(m, "memberRole") == "owner"
-            and (name := _display_name(m, "memberProfile")) is not None
-        }
 
     async def _collect(
         self,
@@ -961,15 +994,15 @@ class _ChatCalls(_Declarations):
         chat: str,
         item_id: int,
         wait: float,
-        served: Collection[str],
+        until: StopRule | None,
     ) -> AsyncIterator[Reply]:
         broadcast = collector.is_broadcast(item_id)
         seen = 0
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while True:
-            if broadcast and served and all(collector.is_complete(item_id, s) for s in served):
-                return
+            # One recipient: nothing is accepted after its answer's end. A broadcast
+            # has no last answer to wait for: it runs to the end of the wait.
             if not broadcast and collector.is_complete(item_id):
                 return
             remaining = deadline - loop.time()
@@ -992,8 +1025,10 @@ class _ChatCalls(_Declarations):
                 quoted = _id(_path(item, "chatItem", "quotedItem", "itemId"))
                 collector.add(received.sender, quoted, received.text)
             replies = collector.collected(item_id)
-            for reply in replies[seen:]:
-                yield reply
+            for index in range(seen, len(replies)):
+                yield replies[index]
+                if until is not None and until(tuple(replies[: index + 1])):
+                    return
             seen = len(replies)
 
     async def call(
@@ -1005,17 +1040,27 @@ class _ChatCalls(_Declarations):
         member: str | None = None,
         wait: float = DEFAULT_CALL_WAIT,
         user_id: int | None = None,
+        until: StopRule | None = None,
+        agent_card: Mapping[str, Any] | None = None,
     ) -> tuple[Reply, ...]:
         """Send ``/_call`` and return every accepted reply, in arrival order.
 
-        The same as :meth:`call_stream`, collected: returns when the answer is
-        complete or ``wait`` ends (then with what arrived).
+        The same as :meth:`call_stream`, collected: returns when the answer of
+        the one recipient is complete, when ``until`` says so, or when ``wait``
+        ends (a broadcast collects until then), with what arrived.
         """
         return tuple(
             [
                 reply
                 async for reply in self.call_stream(
-                    chat, protocol, request, member=member, wait=wait, user_id=user_id
+                    chat,
+                    protocol,
+                    request,
+                    member=member,
+                    wait=wait,
+                    user_id=user_id,
+                    until=until,
+                    agent_card=agent_card,
                 )
             ]
         )

@@ -13,7 +13,8 @@ import contextlib
 import itertools
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Final, Protocol, Self
 
 from .._wire import strict_json as _json
@@ -34,6 +35,10 @@ log = RedactingLogger(logging.getLogger("simplex_rpc.adapter"))
 
 #: How long a plain command may take before the adapter gives up on it.
 DEFAULT_COMMAND_TIMEOUT: Final = 60.0
+#: How long an event that a later ``serve`` or ``serve_calls`` would take waits for it
+#: (a ``serviceRequest`` no responder took, a ``newChatItems`` with a ``/_call`` no
+#: ``serve_calls`` took), in seconds.
+DEFAULT_EVENT_HOLD: Final = 10.0
 
 
 # ---------------------------------------------------------------------------
@@ -128,6 +133,8 @@ class EventStream:
         self._limit = limit
         self._lost = False
         self.dropped = 0
+        # The user whose /_call commands this stream takes (serve_calls' stream), or None.
+        self.calls_user: int | None = None
 
     def _put(self, event: dict[str, Any]) -> None:
         if self._queue.qsize() >= self._limit:
@@ -186,12 +193,17 @@ class _RequestSink(Protocol):
     ``envelope`` is the text of ``requestData`` as the frame carried it (None
     when it came as a JSON string, or not at all); ``error`` says why the
     frame is not strict JSON (the event is then a lenient reading);
-    ``arrival`` is the event loop's time when the frame was read.
+    ``arrival`` is the event loop's time when the frame was read. Returns
+    whether the sink took the event (it is its user's): one no sink takes is
+    held for a later ``serve``.
     """
 
     def offer(
         self, event: dict[str, Any], envelope: str | None, error: str | None, arrival: float
-    ) -> None: ...
+    ) -> bool: ...
+
+    @property
+    def user_id(self) -> int: ...
 
     def lost(self, failure: ChatCoreClosed) -> None: ...
 
@@ -203,10 +215,34 @@ class _RequestSink(Protocol):
 class _CoreBase:
     """The connection, its commands and its events (see :class:`simplex_rpc.adapter.ChatCore`)."""
 
-    def __init__(self, transport: _Transport, *, event_buffer: int = 10_000) -> None:
+    def __init__(
+        self,
+        transport: _Transport,
+        *,
+        event_buffer: int = 10_000,
+        event_hold: float = DEFAULT_EVENT_HOLD,
+    ) -> None:
         """Wrap a transport; use :meth:`connect` or :meth:`native` instead of calling this."""
+        if (
+            isinstance(event_hold, bool)
+            or not isinstance(event_hold, (int, float))
+            or not 0 <= event_hold < math.inf
+        ):
+            raise SimplexRpcError("event_hold: expected a non-negative number of seconds")
         self._transport = transport
         self._event_buffer = event_buffer
+        self._event_hold = float(event_hold)
+        # Events a later serve / serve_calls would take, in arrival order (see _hold).
+        self._held_requests: deque[_Held] = deque()
+        self._held_calls: deque[_Held] = deque()
+        self._hold_timer: asyncio.TimerHandle | None = None
+        self._own_answers: set[asyncio.Task[None]] = set()
+        # Who asked the transport to stop reading (the responders at their outbox bound).
+        self._pausers: set[object] = set()
+        self._stray_answers = 0
+        # Whether serviceRequests are this connection's to answer: it started them
+        # (start(service_requests=True)) or has served; only then are they held.
+        self._expects_requests = False
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._subscribers: set[EventStream] = set()
         self._request_sinks: set[_RequestSink] = set()
@@ -232,10 +268,14 @@ class _CoreBase:
         ping_interval: float | None = 20.0,
         proxy: str | None = None,
         event_buffer: int = 10_000,
+        event_hold: float = DEFAULT_EVENT_HOLD,
     ) -> AsyncIterator[Self]:
         """Connect to the CLI's WebSocket API (``simplex-chat -p PORT``): ``async with``.
 
         ``proxy`` is None by default: the CLI listens on the local host.
+        ``event_hold`` is how long a ``serviceRequest`` (or a ``/_call``) that
+        no ``serve`` (``serve_calls``) takes yet waits for one; past it, it is
+        logged at WARNING by its id, and a request is answered ``rate_limited``.
         """
         transport = _WebSocketTransport(
             url,
@@ -244,7 +284,7 @@ class _CoreBase:
             ping_interval=ping_interval,
             proxy=proxy,
         )
-        async with cls._opened(transport, event_buffer) as core:
+        async with cls._opened(transport, event_buffer, event_hold) as core:
             log.info("connected to the chat core at %s", transport.description)
             yield core
 
@@ -257,6 +297,7 @@ class _CoreBase:
         workers: int = 64,
         poll_us: int = 200_000,
         event_buffer: int = 10_000,
+        event_hold: float = DEFAULT_EVENT_HOLD,
     ) -> AsyncIterator[Self]:
         """Drive a native chat library through a :class:`NativeHandle`: ``async with``.
 
@@ -264,14 +305,16 @@ class _CoreBase:
         blocks its worker until the answer); ``poll_us`` is the event wait.
         """
         transport = _NativeTransport(handle, workers=workers, poll_us=poll_us)
-        async with cls._opened(transport, event_buffer) as core:
+        async with cls._opened(transport, event_buffer, event_hold) as core:
             yield core
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def _opened(cls, transport: _Transport, event_buffer: int) -> AsyncIterator[Self]:
+    async def _opened(
+        cls, transport: _Transport, event_buffer: int, event_hold: float
+    ) -> AsyncIterator[Self]:
         """A core over ``transport``, opened; closed when the block ends, however it ends."""
-        core = cls(transport, event_buffer=event_buffer)
+        core = cls(transport, event_buffer=event_buffer, event_hold=event_hold)
         await transport.open(core)
         try:
             yield core
@@ -312,7 +355,9 @@ class _CoreBase:
         if not isinstance(message, str):
             log.warning("chat core sent a binary message (%d bytes); ignored", len(message))
             return
-        frame = read_frame(message)
+        # The envelopes stay text until someone needs their value: the responder parses
+        # requestData's text itself, so each frame's JSON is read once.
+        frame = read_frame(message, decode_envelopes=False)
         resp = frame.value.get("resp") if isinstance(frame.value, dict) else None
         if frame.error is not None:
             self._unreadable(frame, resp, message)
@@ -324,9 +369,10 @@ class _CoreBase:
         if isinstance(corr, int) and not isinstance(corr, bool):
             corr = str(corr)
         if isinstance(corr, str) and corr:
+            frame.decode_envelopes()
             self._deliver(corr, resp)
         else:
-            self._event(resp, frame.envelopes.get(("resp", "requestData")))
+            self._event(resp, frame.envelopes.get(("resp", "requestData")), None, frame)
 
     def _unreadable(self, frame: Frame, event: Any, text: str) -> None:
         """A frame that is not strict JSON: fail its command, or hand a service request to
@@ -354,7 +400,7 @@ class _CoreBase:
         )
 
     def _receive_native_result(self, corr_id: str, text: str) -> None:
-        frame = read_frame(text)
+        frame = read_frame(text)  # an answer: its envelope's value is wanted
         result = frame.value if frame.error is None else None
         if isinstance(result, dict) and isinstance(result.get("result"), dict):
             self._deliver(corr_id, result["result"])
@@ -368,14 +414,14 @@ class _CoreBase:
             self._fail_command(corr_id, f"invalid chat_send_cmd result {show(text, 80)}")
 
     def _receive_native_event(self, text: str) -> None:
-        frame = read_frame(text)
+        frame = read_frame(text, decode_envelopes=False)
         result = frame.value if isinstance(frame.value, dict) else None
         event = result.get("result") if result is not None else None
         if frame.error is not None:
             self._unreadable(frame, event, text)
             return
         if isinstance(event, dict) and isinstance(event.get("type"), str):
-            self._event(event, frame.envelopes.get(("result", "requestData")))
+            self._event(event, frame.envelopes.get(("result", "requestData")), None, frame)
             return
         if result is not None and "error" in result:
             self._event({"type": "chatError", "chatError": result["error"]})
@@ -385,7 +431,17 @@ class _CoreBase:
     def _deliver(self, corr_id: str, resp: dict[str, Any]) -> None:
         future = self._pending.get(corr_id)
         if future is None or future.done():
-            log.debug("answer to a command no longer waited for (corrId %s)", show(corr_id, 40))
+            # A core answering a command twice, or too late, or one never sent: worth a
+            # line each (the first ten, then every power of ten), not a silent drop.
+            self._stray_answers += 1
+            if self._stray_answers <= 10 or _power_of_ten(self._stray_answers):
+                log.warning(
+                    "chat core sent an answer (corrId %s, %s) to no pending command:"
+                    " ignored (%d so far)",
+                    show(corr_id, 40),
+                    show(resp.get("type"), 60),
+                    self._stray_answers,
+                )
             return
         future.set_result(resp)
 
@@ -395,21 +451,166 @@ class _CoreBase:
             future.set_exception(ChatCoreError(f"the chat core command failed: {reason}"))
 
     def _event(
-        self, event: dict[str, Any], envelope: str | None = None, error: str | None = None
+        self,
+        event: dict[str, Any],
+        envelope: str | None = None,
+        error: str | None = None,
+        frame: Frame | None = None,
     ) -> None:
-        log.debug("event %s", show(event.get("type"), 60))
-        if event.get("type") == "serviceRequest" and self._request_sinks:
+        kind = event.get("type")
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("event %s", show(kind, 60))
+        if kind == "serviceRequest":
             # Stamped here, as the frame is read: the core's window runs from now.
             arrival = asyncio.get_running_loop().time()
+            taken = False
             for sink in list(self._request_sinks):
                 try:
-                    sink.offer(event, envelope, error, arrival)
+                    taken = sink.offer(event, envelope, error, arrival) or taken
                 except Exception:  # pragma: no cover - defensive: the reader must go on
                     log.error("taking a serviceRequest failed", exc_info=True)
+            if not taken and self._expects_requests:
+                # Not lost: held for a later serve (the README's order: start, address,
+                # serve), for event_hold seconds.
+                self._hold(self._held_requests, _Held(event, envelope, error, arrival))
+            elif not taken:
+                # This connection never asked for service requests (another connection
+                # of the core may serve them): not held, so never answered from here.
+                log.info(
+                    "serviceRequest %s: no serve() on this connection, which did not start"
+                    " service requests: left to the core's other connections",
+                    show(event.get("requestId"), 80),
+                )
         if error is not None:
             return  # a lenient reading is for the responder's bad_request only
+        if frame is not None:
+            frame.decode_envelopes()  # the streams get the event's values
+        if kind == "newChatItems" and _has_call(event) and not self._calls_taken(event):
+            arrival = asyncio.get_running_loop().time()
+            self._hold(self._held_calls, _Held(event, None, None, arrival))
         for stream in list(self._subscribers):
             stream._put(event)
+
+    # -- events held for a later serve / serve_calls ------------------------------
+
+    def _calls_taken(self, event: dict[str, Any]) -> bool:
+        user = _event_user(event)
+        return any(stream.calls_user == user for stream in self._subscribers)
+
+    def _hold(self, held: deque[_Held], item: _Held) -> None:
+        if self._failure is not None:
+            return
+        held.append(item)
+        if len(held) > self._event_buffer or self._event_hold == 0:
+            self._expire_held(force=held)
+        else:
+            self._schedule_hold()
+
+    def _schedule_hold(self) -> None:
+        if self._hold_timer is not None:
+            return
+        firsts = [q[0].arrival for q in (self._held_requests, self._held_calls) if q]
+        if firsts:
+            loop = asyncio.get_running_loop()
+            self._hold_timer = loop.call_at(min(firsts) + self._event_hold, self._expire_held)
+
+    def _expire_held(self, force: deque[_Held] | None = None) -> None:
+        """Give up on held events older than ``event_hold`` (and on the oldest of a queue
+        past its bound): each logged at WARNING by its id, a request answered."""
+        if self._hold_timer is not None and force is None:
+            self._hold_timer = None
+        now = asyncio.get_running_loop().time()
+        for held, give_up in (
+            (self._held_requests, self._unserved_request),
+            (self._held_calls, self._unserved_call),
+        ):
+            while held and (
+                held[0].arrival + self._event_hold <= now
+                or (held is force and len(held) > self._event_buffer)
+            ):
+                give_up(held.popleft(), now)
+        self._schedule_hold()
+
+    def _take_held_requests(self, sink: _RequestSink) -> None:
+        """Offer ``sink`` (a responder starting) the held requests, oldest first; those it
+        takes are no longer held."""
+        kept: deque[_Held] = deque()
+        while self._held_requests:
+            item = self._held_requests.popleft()
+            if not sink.offer(item.event, item.envelope, item.error, item.arrival):
+                kept.append(item)
+        self._held_requests = kept
+
+    def _take_held_calls(self, stream: EventStream, user_id: int) -> None:
+        """Make ``stream`` serve_calls' stream for ``user_id`` and put the held
+        ``newChatItems`` of that user into it first, in the order they came."""
+        stream.calls_user = user_id
+        kept: deque[_Held] = deque()
+        for item in self._held_calls:
+            if _event_user(item.event) == user_id:
+                stream._put(item.event)
+            else:
+                kept.append(item)
+        self._held_calls = kept
+
+    def _unserved_request(self, item: _Held, now: float) -> None:
+        """A held request no responder took in time (answered by :mod:`._service`)."""
+        log.warning(
+            "serviceRequest %s waited %.1f s and no serve() took it: not answered",
+            show(item.event.get("requestId"), 80),
+            now - item.arrival,
+        )
+
+    def _unserved_call(self, item: _Held, now: float) -> None:
+        event = item.event
+        items = event.get("chatItems")
+        refs = [
+            _item_ref(entry)
+            for entry in (items if isinstance(items, list) else ())
+            if _is_call(entry)
+        ]
+        # A direct chat's /_call was sent to this user: WARNING. A group's may be meant for
+        # another member (a client that is no bot sees them all): INFO.
+        direct = any(
+            isinstance(entry, dict) and _path_type(entry) == "direct"
+            for entry in (items if isinstance(items, list) else ())
+        )
+        log.log(
+            logging.WARNING if direct else logging.INFO,
+            "/_call (chat item %s of user %s) waited %.1f s and no serve_calls() took it:"
+            " not answered",
+            ", ".join(refs[:5]) or "?",
+            show(_event_user(event), 20),
+            now - item.arrival,
+        )
+
+    def _drop_held(self) -> None:
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        if self._held_requests:
+            log.warning(
+                "%d serviceRequests held for a serve() cannot be answered (the first: %s)",
+                len(self._held_requests),
+                show(self._held_requests[0].event.get("requestId"), 80),
+            )
+        self._held_requests.clear()
+        self._held_calls.clear()
+
+    # -- back-pressure ------------------------------------------------------------
+
+    def _pause_reading(self, who: object) -> None:
+        """Stop reading the core's frames until every ``who`` resumes (the socket and
+        the core then carry the back-pressure)."""
+        if not self._pausers and self._failure is None:
+            self._transport.pause_reading()
+        self._pausers.add(who)
+
+    def _resume_reading(self, who: object) -> None:
+        if who in self._pausers:
+            self._pausers.discard(who)
+            if not self._pausers:
+                self._transport.resume_reading()
 
     def _lost(self, reason: str) -> None:
         if self._failure is not None:
@@ -427,6 +628,10 @@ class _CoreBase:
             stream._end()
         for sink in list(self._request_sinks):
             sink.lost(self._failure)
+        self._drop_held()
+        if self._pausers:
+            self._pausers.clear()
+            self._transport.resume_reading()  # so that the reader sees the end
 
     # -- commands -------------------------------------------------------------
 
@@ -446,34 +651,79 @@ class _CoreBase:
             raise SimplexRpcError("command: expected one line of text")
         if timeout is not None:
             timeout = check_seconds(timeout, "timeout")
-        if self._failure is not None:
-            raise ChatCoreClosed(str(self._failure))
         name = _command_name(cmd)
-        corr_id = str(next(self._counter))
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[corr_id] = future
-        log.debug("command %s: %s", corr_id, show(cmd, 300))
+        future = await self._post_command(cmd, timeout)
         try:
-            await self._transport.send(self, corr_id, cmd)
-            self._sent.add(corr_id)
-            try:
-                async with asyncio.timeout(timeout):
-                    resp = await future
-            except TimeoutError:
-                raise ChatCoreTimeout(
-                    f"the chat core did not answer {name} within {timeout:g} s"
-                ) from None
-            except ChatCoreClosed:
-                raise
-            except ChatCoreError as exc:
-                raise ChatCoreError(f"{name}: {exc}") from None
-        finally:
-            self._pending.pop(corr_id, None)
-            self._sent.discard(corr_id)
+            resp = await future
+        except ChatCoreClosed:
+            raise
+        except ChatCoreTimeout:
+            raise ChatCoreTimeout(
+                f"the chat core did not answer {name} within {timeout:g} s"
+            ) from None
+        except ChatCoreError as exc:
+            raise ChatCoreError(f"{name}: {exc}") from None
         if resp.get("type") == "chatCmdError":
             raise _core_error(name, resp.get("chatError"))
-        log.debug("answer %s: %s", corr_id, show(resp.get("type"), 60))
         return resp
+
+    async def _post_command(
+        self,
+        cmd: str,
+        timeout: float | None,
+        on_answer: Callable[[asyncio.Future[dict[str, Any]]], None] | None = None,
+    ) -> asyncio.Future[dict[str, Any]]:
+        """Send one command (checked by the caller) and return the future of its ``resp``,
+        without waiting for it: answers can be pipelined, their acknowledgements tracked.
+
+        The future fails with :class:`ChatCoreTimeout` when no answer comes in
+        ``timeout`` seconds (None: no limit), :class:`ChatCoreClosed` (or, once
+        sent, :class:`_AnswerLost`) when the connection ends, and
+        :class:`ChatCoreError` for an answer that cannot be read; a
+        ``chatCmdError`` is a result, for the caller to raise. ``on_answer`` is
+        called with the future once it is done.
+        """
+        if self._failure is not None:
+            raise ChatCoreClosed(str(self._failure))
+        corr_id = str(next(self._counter))
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._pending[corr_id] = future
+        debug = log.isEnabledFor(logging.DEBUG)
+        if debug:
+            log.debug("command %s: %s", corr_id, show(cmd, 300))
+        try:
+            await self._transport.send(self, corr_id, cmd)
+        except BaseException:
+            self._pending.pop(corr_id, None)
+            future.cancel()
+            raise
+        self._sent.add(corr_id)
+        timer = (
+            loop.call_later(timeout, self._time_out, future)
+            if timeout is not None and not future.done()
+            else None
+        )
+
+        def done(_: asyncio.Future[dict[str, Any]]) -> None:
+            if timer is not None:
+                timer.cancel()
+            self._pending.pop(corr_id, None)
+            self._sent.discard(corr_id)
+            if debug and not future.cancelled():
+                error = future.exception()
+                what = type(error).__name__ if error else show(future.result().get("type"), 60)
+                log.debug("answer %s: %s", corr_id, what)
+            if on_answer is not None:
+                on_answer(future)
+
+        future.add_done_callback(done)
+        return future
+
+    @staticmethod
+    def _time_out(future: asyncio.Future[dict[str, Any]]) -> None:
+        if not future.done():
+            future.set_exception(ChatCoreTimeout("no answer in time"))
 
     def events(self) -> EventStream:
         """Subscribe to the core's events (from now on); iterate the result."""
@@ -484,19 +734,27 @@ class _CoreBase:
             self._subscribers.add(stream)
         return stream
 
-    async def start(self, service_requests: bool = True, *, main: bool = True) -> bool:
+    async def start(
+        self,
+        service_requests: bool = True,
+        *,
+        main: bool = True,
+        timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
+    ) -> bool:
         """Start the chat, with service requests enabled or not; True if it was started now.
 
         Sends ``/_start main=on service_requests=on``: the syntax of simplex-chat
         ``bots/api/COMMANDS.md`` (StartChat, ``/_start main=on|off[ snd_files=off]
         [ service_requests=on]``), where the bare ``/_start`` takes no options.
         A chat already running answers ``chatRunning`` and keeps its settings:
-        then False is returned and a warning logged.
+        then False is returned and a warning logged. ``timeout`` bounds the wait
+        for the answer, as for :meth:`command`.
         """
         cmd = "/_start main=" + ("on" if main else "off")
         if service_requests:
             cmd += " service_requests=on"
-        resp = await self.command(cmd)
+            self._expects_requests = True
+        resp = await self.command(cmd, timeout=timeout)
         kind = resp.get("type")
         if kind == "chatStarted":
             log.info("chat started (service requests %s)", "on" if service_requests else "off")
@@ -509,3 +767,64 @@ class _CoreBase:
                 )
             return False
         raise ChatCoreError(f"unexpected answer {show(kind, 60)} to /_start")
+
+
+# ---------------------------------------------------------------------------
+# Held events
+
+
+class _Held:
+    """An event held for a later ``serve`` or ``serve_calls``, with its arrival time."""
+
+    __slots__ = ("arrival", "envelope", "error", "event")
+
+    def __init__(
+        self, event: dict[str, Any], envelope: str | None, error: str | None, arrival: float
+    ) -> None:
+        self.event = event
+        self.envelope = envelope
+        self.error = error
+        self.arrival = arrival
+
+
+def _event_user(event: dict[str, Any]) -> object:
+    user = event.get("user")
+    return user.get("userId") if isinstance(user, dict) else None
+
+
+def _is_call(entry: object) -> bool:
+    """An ``AChatItem`` (TYPES.md) that is a received text starting with ``/_call ``."""
+    if not isinstance(entry, dict):
+        return False
+    item = entry.get("chatItem")
+    content = item.get("content") if isinstance(item, dict) else None
+    if not isinstance(content, dict) or content.get("type") != "rcvMsgContent":
+        return False
+    message = content.get("msgContent")
+    text = message.get("text") if isinstance(message, dict) else None
+    return isinstance(text, str) and text.startswith("/_call ")
+
+
+def _path_type(entry: dict[str, Any]) -> object:
+    info = entry.get("chatInfo")
+    return info.get("type") if isinstance(info, dict) else None
+
+
+def _has_call(event: dict[str, Any]) -> bool:
+    items = event.get("chatItems")
+    return isinstance(items, list) and any(_is_call(entry) for entry in items)
+
+
+def _item_ref(entry: dict[str, Any]) -> str:
+    """``<chat>/<itemId>`` of an ``AChatItem``, for a log line."""
+    info = entry.get("chatInfo")
+    chat = "?"
+    if isinstance(info, dict):
+        record = info.get("contact") if info.get("type") == "direct" else info.get("groupInfo")
+        key = "contactId" if info.get("type") == "direct" else "groupId"
+        ident = record.get(key) if isinstance(record, dict) else None
+        chat = ("@" if info.get("type") == "direct" else "#") + show(ident, 20)
+    item = entry.get("chatItem")
+    meta = item.get("meta") if isinstance(item, dict) else None
+    item_id = meta.get("itemId") if isinstance(meta, dict) else None
+    return f"{chat}/{show(item_id, 20)}"

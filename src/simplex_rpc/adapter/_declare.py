@@ -25,8 +25,10 @@ from typing import Any, Literal
 from .._wire.redact import show
 from ..declarations import (
     ProtocolDeclaration,
+    _check_declared_versions,
     build_protocols,
     parse_audience,
+    parse_change_frequency,
     parse_protocols,
     parse_serves,
 )
@@ -47,7 +49,11 @@ class LinkDeclarations:
     group, or when the link data is not available), ``audience`` those of a
     group or channel (None for a contact address, or when nothing is
     available); ``business`` marks a business address (False when not
-    known). ``own`` is True for this user's own link.
+    known). ``change_frequency`` is a channel's ``changeFrequency`` from its
+    public group record, one of the Sitemaps changefreq values
+    (``declarations.CHANGE_FREQUENCIES``), or None when the record has none,
+    has a value outside them, or the link is a contact address. ``own`` is
+    True for this user's own link.
 
     ``source`` says where the declarations were read, so that "declares
     nothing" (empty ``protocols`` from a profile) is told apart from "nothing
@@ -71,6 +77,7 @@ class LinkDeclarations:
     business: bool
     own: bool = False
     source: Literal["link", "contact", "group"] | None = "link"
+    change_frequency: str | None = None
 
 
 def _declarations(
@@ -88,6 +95,8 @@ def _declarations(
             raise DeclarationError(f"protocols.{str(name)[:64]}: not a valid declaration")
         out[name] = parsed[name]
     build_protocols(out)  # checks the names
+    for name, declaration in out.items():
+        _check_declared_versions(name, declaration.versions)
     return out
 
 
@@ -160,7 +169,11 @@ class _Declarations(_CoreBase):
         profile and its other preferences stay as they were. With
         ``group_id``, the group's ``groupPreferences.protocols`` is written
         instead (``/_group_profile``; the user must own the group), without
-        ``rpc``, which is valid in preferences only. A profile's declarations
+        ``rpc``, which is valid in preferences only. The versions of ``mcp`` and
+        ``a2a`` must be in their bindings' form (MCP revisions from 2026-07-28
+        on, YYYY-MM-DD; A2A versions Major.Minor): anything else raises
+        :class:`DeclarationError` naming the entry, before anything is
+        written. A profile's declarations
         are also copied into each business chat where this user is the
         business (the protocol text: "protocols of the business profile MUST
         be copied into the chat's groupPreferences"), unless
@@ -262,6 +275,7 @@ class _Declarations(_CoreBase):
                     f"declare: no versions to declare for {show(name, 64)}; a declaration"
                     f" names the versions the bot serves (pass versions={{{name!r}: [...]}})"
                 )
+            _check_declared_versions(name, served[name])
         async with self._declaration_lock():
             current = await self.declared(user_id)
             for name, names in served.items():
@@ -280,10 +294,11 @@ class _Declarations(_CoreBase):
 
         Sends ``/_connect plan <userId> <link>`` and parses the link data: a
         contact address's profile ``preferences.protocols``, ``serves`` and
-        ``business``; a group's or channel's ``groupPreferences.protocols``
-        and ``publicGroup.audience``. When the plan carries no link data but
-        a contact or group this user already knows, that profile is read
-        instead; ``source`` says which was read, or None when nothing was.
+        ``business``; a group's or channel's ``groupPreferences.protocols``,
+        ``publicGroup.audience`` and ``publicGroup.changeFrequency``. When the
+        plan carries no link data but a contact or group this user already
+        knows, that profile is read instead; ``source`` says which was read,
+        or None when nothing was.
         Declarations that break the schema are dropped, unknown values
         ignored (the protocol text's MUSTs).
         """
@@ -389,6 +404,8 @@ def _group_plan(plan: Any) -> LinkDeclarations:
         business=False,
         own=_get(plan, "type") == "ownLink",
         source=source,
+        # "changeFrequency: in a channel only": read where the record has it.
+        change_frequency=parse_change_frequency(public if isinstance(public, dict) else {}),
     )
 
 

@@ -28,11 +28,21 @@ from .._wire import strict_json as _json
 #: The members whose value is a peer's envelope, in an object one level into the frame.
 ENVELOPE_MEMBERS: Final = frozenset({"requestData", "responseData"})
 
-# A JSON string (escapes included), or one structural character. Numbers and
-# literals are not tokens: the scan only needs the nesting and the member names.
-_TOKEN: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]', re.DOTALL)
+# One JSON string, escapes included, matched where it starts: never searched for. A
+# search tries again from every later quote, which is quadratic on an unterminated
+# string of escaped quotes (issue 21: 1.3 s for 16 KB). Unrolled, so matching is linear.
+_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_WS: Final = re.compile(r"[ \t\n\r]*")
+# A member's name and its colon; the brace that opens an object (and whether it closes at
+# once); the comma or brace after a value. Each matched where it starts.
+_MEMBER: Final = re.compile(r'[ \t\n\r]*("[^"\\]*(?:\\.[^"\\]*)*")[ \t\n\r]*:[ \t\n\r]*', re.DOTALL)
+_OPEN: Final = re.compile(r"\{[ \t\n\r]*(\})?")
+_AFTER: Final = re.compile(r"[ \t\n\r]*([,}])")
+# The next character that matters when brackets are counted: a quote or a bracket.
+_SPECIAL: Final = re.compile(r'["\[\]{}]')
 # The corrId of a frame that cannot be read, where the core puts it: first.
 _LEADING_CORR_ID: Final = re.compile(r'\A\s*\{\s*"corrId"\s*:\s*(?:"([^"\\]{1,64})"|(\d{1,20}))')
+_SKIPPER: Final = json.JSONDecoder()
 
 
 class _Ambiguous:
@@ -51,8 +61,10 @@ class Frame:
 
     ``value`` is the strictly parsed frame, each envelope member holding the
     envelope's value (or, when the envelope itself is not strict JSON, its
-    text, as the core's JSON-text form of an envelope). ``envelopes`` holds
-    the envelopes' texts as they came, by ``(outer member, member)``.
+    text, as the core's JSON-text form of an envelope); read with
+    ``decode_envelopes=False``, each envelope member holds None until
+    :meth:`decode_envelopes` is called. ``envelopes`` holds the envelopes'
+    texts as they came, by ``(outer member, member)``.
 
     When the frame is not strict JSON, ``error`` says why; ``value`` is then a
     lenient reading (a member given twice is :data:`AMBIGUOUS`) or None, and
@@ -63,6 +75,147 @@ class Frame:
     envelopes: dict[tuple[str, str], str] = field(default_factory=dict)
     error: str | None = None
     corr_id: str | None = None
+    decoded: bool = True
+
+    def decode_envelopes(self) -> None:
+        """Put each envelope's value into ``value`` (once): its strict reading, or its
+        text when it is not strict JSON (the JSON-text form: its reader reports why)."""
+        if self.decoded:
+            return
+        self.decoded = True
+        for (outer, member), envelope in self.envelopes.items():
+            holder = self.value[outer]
+            try:
+                holder[member] = _json.loads(envelope)
+            except _json.JsonError:
+                holder[member] = envelope
+
+
+class _Scan:
+    """One linear pass over a frame's text.
+
+    Every step adds the characters it looked at to ``work`` (a step that fails
+    counts the rest of the text), and no step looks back: so ``work`` bounds
+    the pass, and stays within a small multiple of the text's length.
+    """
+
+    __slots__ = ("n", "text", "work")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.n = len(text)
+        self.work = 0
+
+    def ws(self, pos: int) -> int:
+        match = _WS.match(self.text, pos)
+        end = match.end() if match is not None else pos
+        self.work += end - pos + 1
+        return end
+
+    def string(self, pos: int) -> tuple[str, int] | None:
+        """The string token at ``pos`` and where it ends (None: not a complete string)."""
+        match = _STRING.match(self.text, pos)
+        if match is None:
+            self.work += self.n - pos
+            return None
+        self.work += match.end() - pos
+        return match.group(), match.end()
+
+    def value_end(self, pos: int) -> int | None:
+        """Where the JSON value at ``pos`` ends, by the json module's scanner (in C); None
+        when it is not JSON there (the strict reader refuses it).
+
+        A value too deep for that scanner's recursion is followed by counting brackets:
+        it is still cut out, so that the rest of the frame (the requestId) can be read and
+        the request answered (its envelope's reader refuses the depth).
+        """
+        try:
+            end: int = _SKIPPER.raw_decode(self.text, pos)[1]
+        except ValueError:
+            self.work += self.n - pos
+            return None
+        except RecursionError:
+            self.work += self.n - pos
+            return self.bracket_end(pos)
+        self.work += end - pos
+        return end
+
+    def bracket_end(self, pos: int) -> int | None:
+        """Where the object or array at ``pos`` closes, counting brackets outside strings."""
+        text = self.text
+        depth = 0
+        while (match := _SPECIAL.search(text, pos)) is not None:
+            at = match.start()
+            self.work += at - pos + 1
+            char = text[at]
+            if char == '"':
+                token = self.string(at)
+                if token is None:
+                    return None
+                pos = token[1]
+                continue
+            pos = at + 1
+            if char in "[{":
+                depth += 1
+            else:
+                depth -= 1
+                if depth == 0:
+                    return pos
+        self.work += self.n - pos
+        return None
+
+    def members(
+        self, pos: int, cuts: list[tuple[int, int, str, str]], outer: str | None
+    ) -> int | None:
+        """Walk the object whose ``{`` is at ``pos``: at the frame's level (``outer`` None)
+        descend into each member that is an object; one level in, note the envelope
+        members (the first of each name only); skip every other value whole. Returns where
+        the object ends, or None when the text is not JSON there.
+
+        Each member is three steps: its name and colon (one match), its value (the json
+        module's scanner), the comma or brace after it (one match).
+        """
+        text = self.text
+        match = _OPEN.match(text, pos)
+        if match is None:  # pragma: no cover - the caller found the brace
+            return None
+        self.work += match.end() - pos
+        pos = match.end()
+        if match.group(1):
+            return pos  # {}
+        while True:
+            head = _MEMBER.match(text, pos)
+            if head is None:
+                self.work += self.n - pos
+                return None
+            self.work += head.end() - pos
+            token = head.group(1)
+            name = token[1:-1] if "\\" not in token else _name(token)
+            pos = head.end()
+            first = text[pos : pos + 1]
+            end: int | None
+            if outer is None and first == "{" and name is not None:
+                end = self.members(pos, cuts, name)
+            else:
+                end = self.value_end(pos)
+                if (
+                    end is not None
+                    and outer is not None
+                    and first in ("{", "[")
+                    and name in ENVELOPE_MEMBERS
+                    and not any(c[2:] == (outer, name) for c in cuts)
+                ):
+                    cuts.append((pos, end, outer, name))
+            if end is None:
+                return None
+            after = _AFTER.match(text, end)
+            if after is None:
+                self.work += self.n - end
+                return None
+            self.work += after.end() - end
+            pos = after.end()
+            if after.group(1) == "}":
+                return pos
 
 
 def _name(token: str) -> str | None:
@@ -76,54 +229,20 @@ def _name(token: str) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _cut_envelopes(text: str) -> tuple[str, list[tuple[str, str, str]]]:
+def _cut_envelopes(text: str, scan: _Scan | None = None) -> tuple[str, list[tuple[str, str, str]]]:
     """The frame with each envelope member's object or array replaced by ``null``,
-    and the cut texts as ``(outer member, member, text)``.
+    and the cut texts as ``(outer member, member, text)``: one linear pass.
 
     Only the first occurrence of a member is cut: a second one stays in the
     frame, where the strict reader refuses the duplicate name. A text that is
-    not JSON may be cut wrongly; the strict reading of the rest refuses it.
+    not JSON is not cut at all: the strict reader refuses it whole.
     """
-    if "\\u" not in text and not any(name in text for name in ENVELOPE_MEMBERS):
+    if "\\u" not in text and "requestData" not in text and "responseData" not in text:
         return text, []  # no member name, not even an escaped one
+    scan = scan if scan is not None else _Scan(text)
     cuts: list[tuple[int, int, str, str]] = []
-    depth = 0
-    last_string: str | None = None
-    outer: str | None = None
-    pending: tuple[str, int] | None = None  # (member, end of its ':')
-    pos = 0
-    while (match := _TOKEN.search(text, pos)) is not None:
-        token = match.group()
-        pos = match.end()
-        first = token[0]
-        was_pending, pending = pending, None
-        if first == '"':
-            last_string = token
-            continue
-        if first in "{[":
-            if (
-                was_pending is not None
-                and outer is not None
-                and text[was_pending[1] : match.start()].strip() == ""
-                and not any(c[2:] == (outer, was_pending[0]) for c in cuts)
-            ):
-                end = _value_end(text, match.start())
-                if end is not None:
-                    cuts.append((match.start(), end, outer, was_pending[0]))
-                    pos = end
-                    last_string = None
-                    continue
-            depth += 1
-        elif first in "}]":
-            depth -= 1
-        elif first == ":":
-            name = _name(last_string) if last_string is not None else None
-            if depth == 1:
-                outer = name
-            elif depth == 2 and name in ENVELOPE_MEMBERS:
-                pending = (name, match.end())
-        last_string = None
-    if not cuts:
+    pos = scan.ws(0)
+    if pos >= scan.n or text[pos] != "{" or scan.members(pos, cuts, None) is None or not cuts:
         return text, []
     pieces: list[str] = []
     found: list[tuple[str, str, str]] = []
@@ -136,41 +255,30 @@ def _cut_envelopes(text: str) -> tuple[str, list[tuple[str, str, str]]]:
     return "".join(pieces), found
 
 
-_SKIPPER: Final = json.JSONDecoder()
+def scan_work(text: str) -> int:
+    """How many characters the envelope scan of ``text`` looks at (for the tests: the
+    count that shows the pass is linear in the frame's length)."""
+    scan = _Scan(text)
+    _cut_envelopes(text, scan)
+    return scan.work
 
 
-def _value_end(text: str, start: int) -> int | None:
-    """Where the JSON object or array at ``start`` ends (the json module's scanner, in C);
-    None when it is not JSON there (the strict reader refuses it).
+def read_frame(text: str | bytes, *, decode_envelopes: bool = True) -> Frame:
+    """Read one frame of the core strictly (see the module's text); never raises.
 
-    A value too deep for the json module's recursion is followed by counting brackets:
-    it is still cut out, so that the rest of the frame (the requestId) can be read and
-    the request answered (its envelope's reader refuses the depth).
+    With ``decode_envelopes=False`` the envelopes are cut out and kept as text
+    only (their members hold None): a reader that parses the envelope's text
+    itself does not parse it twice (:meth:`Frame.decode_envelopes` fills them in).
     """
-    try:
-        return _SKIPPER.raw_decode(text, start)[1]
-    except ValueError:
-        return None
-    except RecursionError:
-        depth = 0
-        for match in _TOKEN.finditer(text, start):
-            first = match.group()[0]
-            if first in "{[":
-                depth += 1
-            elif first in "}]":
-                depth -= 1
-                if depth == 0:
-                    return match.end()
-        return None
-
-
-def read_frame(text: str | bytes) -> Frame:
-    """Read one frame of the core strictly (see the module's text); never raises."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             return Frame(None, error=f"invalid UTF-8 at byte offset {exc.start}")
+    if "\\u" not in text:
+        fast = _strict_whole(text)
+        if fast is not None:
+            return fast
     try:
         shell, cut = _cut_envelopes(text)
         value = _json.loads(shell)
@@ -180,14 +288,49 @@ def read_frame(text: str | bytes) -> Frame:
             if not isinstance(holder, dict) or holder.get(member, 0) is not None:
                 raise _json.JsonError(f"{member} is not where it was found")  # pragma: no cover
             envelopes[(outer, member)] = envelope
-            try:
-                holder[member] = _json.loads(envelope)
-            except _json.JsonError:
-                holder[member] = envelope  # the JSON-text form: its reader reports the error
-        return Frame(value, envelopes)
+        frame = Frame(value, envelopes, decoded=not envelopes)
+        if decode_envelopes:
+            frame.decode_envelopes()
+        return frame
     except _json.JsonError as exc:
         lenient = _lenient(text)
         return Frame(lenient, error=str(exc)[:200], corr_id=_corr_id(lenient, text))
+
+
+def _strict_whole(text: str) -> Frame | None:
+    """The common case in one strict reading of the whole frame: a frame that is strict
+    JSON as it is, each envelope member name written once (and unescaped). The envelope's
+    text is then found as the slice of its value; None sends the frame to the cut
+    (:func:`_cut_envelopes`): a frame the strict reader refuses whole (an envelope may
+    still be read on its own, with its own depth), or one whose names are ambiguous."""
+    try:
+        value = _json.loads(text)
+    except _json.JsonError:
+        return None
+    envelopes: dict[tuple[str, str], str] = {}
+    if not isinstance(value, dict):
+        return Frame(value)
+    for member in ENVELOPE_MEMBERS:
+        needle = f'"{member}"'
+        at = text.find(needle)
+        if at < 0:
+            continue
+        holders = [k for k, v in value.items() if isinstance(v, dict) and member in v]
+        if not holders:
+            continue  # deeper in the event, or a string: data, not an envelope
+        if len(holders) > 1 or text.find(needle, at + 1) >= 0:
+            return None  # more than one: the cut walks the frame
+        # The member one level in exists, and its name (no escape can spell it: the text
+        # has no \u) is written once: this is it.
+        match = _WS.match(text, at + len(needle))
+        colon = match.end() if match is not None else at + len(needle)
+        match = _WS.match(text, colon + 1)
+        start = match.end() if match is not None else colon + 1
+        if text[start : start + 1] not in ("{", "["):
+            continue  # a JSON string (the core's JSON-text form) or another value
+        end = _SKIPPER.raw_decode(text, start)[1]
+        envelopes[(holders[0], member)] = text[start:end]
+    return Frame(value, envelopes)
 
 
 def _lenient(text: str) -> Any:

@@ -9,8 +9,10 @@ the ``serviceResponse``. Command and event shapes: simplex-chat
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
+import logging
 import math
 import re
 import time
@@ -19,6 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
+from .._bindings import RPC_JSON_LIMIT
 from .._wire import strict_json as _json
 from .._wire.envelope import (
     MAX_UINT32,
@@ -33,7 +36,16 @@ from .._wire.keys import PublicKey, SigningKey
 from .._wire.redact import show
 from .._wire.seal import MAX_RESPONSE
 from ..errors import ChatCoreError, EnvelopeError, KeyFormatError, SimplexRpcError
-from ._core import _check_user_id, _CoreBase, _dump_command_json, check_seconds, log
+from ._core import (
+    DEFAULT_COMMAND_TIMEOUT,
+    _check_user_id,
+    _core_error,
+    _CoreBase,
+    _dump_command_json,
+    _Held,
+    check_seconds,
+    log,
+)
 from ._declare import _Declarations
 from ._errors import ChatCoreClosed, ChatCoreTimeout, _AnswerLost
 
@@ -84,7 +96,7 @@ class ServiceAddress:
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class ServiceRequest:
     """One request as the responder's handler sees it.
 
@@ -97,6 +109,13 @@ class ServiceRequest:
     signer: PublicKey | None
     request: Request
     user_id: int
+
+    def __repr__(self) -> str:
+        # The request may carry credentials: Request's repr names it without its content.
+        return (
+            f"ServiceRequest(request_id={show(self.request_id, 80)}, signer={self.signer!r},"
+            f" request={self.request!r}, user_id={self.user_id!r})"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -227,9 +246,34 @@ def _envelope_json(data: object, kind: str, member: str) -> str | bytes:
     raise EnvelopeError(f"{kind} envelope: {member} is neither a JSON object nor a string")
 
 
+class _ResponseTooLong(EnvelopeError):
+    """A ``responseData`` longer than ``MAX_RESPONSE``: refused before it is parsed."""
+
+
+def _response_too_long(text: str | bytes) -> str | None:
+    """Why a response's JSON is longer than a response can be, or None."""
+    # surrogatepass: a lone surrogate is counted here and refused by the strict parse.
+    size = len(text.encode("utf-8", "surrogatepass")) if isinstance(text, str) else len(text)
+    if size <= MAX_RESPONSE:
+        return None
+    return (
+        f"the chat core reported a response of {size} bytes, more than a response can"
+        f" carry (MAX_RESPONSE, {MAX_RESPONSE} bytes): not passed on"
+    )
+
+
 def _parse_response_data(data: object) -> Response:
-    """The response envelope from a ``serviceResponse``'s ``responseData``."""
-    return Response.parse(_envelope_json(data, "response", "responseData"))
+    """The response envelope from a ``serviceResponse``'s ``responseData``; else EnvelopeError.
+
+    A real core carries at most ``MAX_RESPONSE`` bytes of response JSON (the
+    padded block, wire.md section 4): a longer one is refused, naming its size
+    and the limit (``service_request`` raises it as :class:`ChatCoreError`).
+    """
+    text = _envelope_json(data, "response", "responseData")
+    too_long = _response_too_long(text)
+    if too_long is not None:
+        raise _ResponseTooLong(too_long)
+    return Response.parse(text)
 
 
 def _parse_request_data(data: object) -> Request:
@@ -310,7 +354,10 @@ class _ServiceRpc(_Declarations):
                 raise ChatCoreError(
                     f"unexpected answer {show(resp.get('type'), 60)} to /_service_request"
                 )
-            response = _parse_response_data(resp.get("responseData"))
+            try:
+                response = _parse_response_data(resp.get("responseData"))
+            except _ResponseTooLong as exc:  # no envelope a core can carry: the core's fault
+                raise ChatCoreError(str(exc)) from None
             error = response.error
             if error is None or error.is_final() or attempt >= retries:
                 return response
@@ -327,6 +374,54 @@ class _ServiceRpc(_Declarations):
             )
             await asyncio.sleep(error.retry_after)
 
+    def _unserved_request(self, item: _Held, now: float) -> None:
+        """A request held for a ``serve()`` that did not come within ``event_hold``: logged
+        at WARNING by its id and answered ``rate_limited`` (the requester may repeat it)."""
+        event = item.event
+        request_id = event.get("requestId")
+        user = event.get("user")
+        user_id = user.get("userId") if isinstance(user, dict) else None
+        answerable = (
+            isinstance(request_id, str)
+            and _REQUEST_ID.fullmatch(request_id) is not None
+            and type(user_id) is int
+            and user_id > 0
+            and self._failure is None
+        )
+        log.warning(
+            "serviceRequest %s for user %s waited %.1f s and no serve() took it: %s",
+            show(request_id, 80),
+            show(user_id, 20),
+            now - item.arrival,
+            f"answering rate_limited (retryAfter {_UNSERVED_RETRY_AFTER})"
+            if answerable
+            else "it cannot be answered",
+        )
+        if not answerable:
+            return
+        response = Response.failure(
+            ErrorCode.RATE_LIMITED, "no responder is serving yet", retry_after=_UNSERVED_RETRY_AFTER
+        )
+        cmd = f"/_service_response {user_id} {request_id} {response.to_json().decode()}"
+        task = asyncio.create_task(self._answer_unserved(cmd, str(request_id)))
+        self._own_answers.add(task)
+        task.add_done_callback(self._own_answers.discard)
+
+    async def _answer_unserved(self, cmd: str, request_id: str) -> None:
+        try:
+            resp = await self.command(cmd)
+        except ChatCoreError as exc:
+            log.warning(
+                "serviceRequest %s: the rate_limited answer failed: %s", show(request_id, 80), exc
+            )
+            return
+        if resp.get("type") != "serviceReplyAccepted":
+            log.warning(
+                "serviceRequest %s: the core answered %s to the rate_limited answer",
+                show(request_id, 80),
+                show(resp.get("type"), 60),
+            )
+
     async def serve(
         self,
         user_id: int,
@@ -337,7 +432,7 @@ class _ServiceRpc(_Declarations):
         concurrency: int = 32,
         handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
         rate_limit: RateLimit | None = None,
-        max_response_bytes: int = MAX_RESPONSE,
+        max_response_bytes: int = RPC_JSON_LIMIT,
         max_queue: int = DEFAULT_MAX_QUEUE,
         grace: float = DEFAULT_GRACE,
         declare: bool = False,
@@ -359,7 +454,10 @@ class _ServiceRpc(_Declarations):
         ``CancelledError`` the handler raises itself is a failure like any
         other). A result that is not JSON under the library's strict rules is
         answered ``internal``; a response longer than ``max_response_bytes``
-        (at most the block's ``MAX_RESPONSE``) ``too_large``. An answer the core
+        ``too_large``. By default that is 10,000 bytes of JSON (the protocol
+        text: "A request and a response SHOULD NOT exceed 10,000 bytes of
+        JSON"); passing up to the block's ``MAX_RESPONSE`` (11,101) allows
+        longer responses, explicitly. An answer the core
         refuses as too large is replaced by ``too_large``, and one it refuses
         for another reason by ``internal``, each tried once.
 
@@ -410,6 +508,7 @@ class _ServiceRpc(_Declarations):
         # arriving during the declaration's round trips is queued with its arrival
         # time, not lost; if declaring fails, stopping the responder answers it.
         self._request_sinks.add(responder)
+        self._take_held_requests(responder)
         runner = asyncio.create_task(responder.run())
         try:
             await self._declare_transport(user_id, sorted(responder.protocols), "rpc", versions)
@@ -447,6 +546,8 @@ class _Incoming:
     received: float  # the event loop's time when the frame was read
     deadline: float  # received + handler_timeout
     answering: bool = False  # its handler is done and its answer on the way
+    protocol: str | None = None  # once its envelope is read
+    timed_out: bool = False  # answered at its deadline: a later result is dropped
 
 
 class _Outcome:
@@ -500,11 +601,14 @@ class _IntervalLog:
         self.last = asyncio.get_running_loop().time()
 
 
-#: How many answers of the responder's own (rate_limited, internal) go to the core at once.
-_OUTBOX_SENDERS: Final = 16
-#: How many answers of the responder's own wait for a sender, at most: against a core
-#: slower than the flood, the requests past it are counted and logged, not held.
+#: How many answers wait to be written to the core, at most, before the responder stops
+#: reading the core's frames (back-pressure: the socket and the core hold the rest of a
+#: burst); reading goes on once half of them are written. Nothing is dropped.
 _MAX_OUTBOX: Final = 10_000
+#: Signer keys remembered decoded (a requester signs its requests with one key).
+_SIGNER_CACHE: Final = 1024
+#: The retryAfter of a request held for a serve() that did not come in time.
+_UNSERVED_RETRY_AFTER: Final = 5
 #: The retryAfter of the requests answered while serve stops: short, so that they retry.
 _STOP_RETRY_AFTER: Final = 3
 #: The answered requestIds remembered, at most (with the core's window of 180 s, a
@@ -571,7 +675,11 @@ class _Responder:
                 handler_timeout,
                 RESPONSE_WINDOW,
             )
-        if not isinstance(max_response_bytes, int) or not 1 <= max_response_bytes <= MAX_RESPONSE:
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or not 1 <= max_response_bytes <= MAX_RESPONSE
+        ):
             raise SimplexRpcError(f"max_response_bytes: expected 1 to {MAX_RESPONSE}")
         if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 0:
             raise SimplexRpcError("max_queue: expected a non-negative integer")
@@ -601,9 +709,20 @@ class _Responder:
         # handled again. Bounded by time (the core's window) and by count.
         self.seen: OrderedDict[str, float] = OrderedDict()
         self.memory = max(RESPONSE_WINDOW, self.handler_timeout) + 10.0
-        self.outbox: deque[tuple[str, Response, str]] = deque()
-        self.senders: set[asyncio.Task[None]] = set()
-        self.sending = 0  # answers the senders are sending now (not yet acknowledged)
+        # Every answer goes through the outbox to one writer, which sends it without
+        # waiting for the core's acknowledgement (pipelined); the acknowledgements are
+        # tracked as they come (``unacked``).
+        self.outbox: deque[_Answer] = deque()
+        self.writer: asyncio.Task[None] | None = None
+        self.unacked = 0  # answers written, their acknowledgement not yet read
+        self.drained = asyncio.Event()  # nothing in the outbox, nothing unacknowledged
+        self.drained.set()
+        self.paused = False  # the core's reading is paused by this responder
+        self.info = log.isEnabledFor(logging.INFO)
+        self.signers: dict[str, PublicKey] = {}
+        # The answers' acknowledgement futures by due time, in the order sent.
+        self.awaiting: dict[asyncio.Future[dict[str, Any]], float] = {}
+        self.ack_timer: asyncio.TimerHandle | None = None
         self.wakeup = asyncio.Event()
         self.failure: ChatCoreClosed | None = None
         self.stopping = False
@@ -617,17 +736,18 @@ class _Responder:
 
     def offer(
         self, event: dict[str, Any], envelope: str | None, error: str | None, arrival: float
-    ) -> None:
-        """Take one ``serviceRequest`` event (see :class:`._core._RequestSink`)."""
+    ) -> bool:
+        """Take one ``serviceRequest`` event (see :class:`._core._RequestSink`); False when
+        it is another user's."""
         user = event.get("user")
         if not isinstance(user, dict) or not _is_user(user.get("userId"), self.user_id):
-            return
+            return False
         request_id = event.get("requestId")
         if not isinstance(request_id, str) or not _REQUEST_ID.fullmatch(request_id):
             log.warning(
                 "serviceRequest with an unusable requestId %s: ignored", show(request_id, 80)
             )
-            return
+            return True
         self._forget(arrival)
         if request_id in self.seen:
             self.outcome.repeats += 1
@@ -635,7 +755,7 @@ class _Responder:
                 "repeated serviceRequests not handled again",
                 f"the first in this interval: requestId {show(request_id, 80)}",
             )
-            return
+            return True
         self.seen[request_id] = arrival
         incoming = _Incoming(
             request_id=request_id,
@@ -648,6 +768,9 @@ class _Responder:
         )
         if self.stopping:
             self._shed(incoming, _STOP_RETRY_AFTER, None)
+        elif incoming.deadline <= asyncio.get_running_loop().time():
+            # Held for this serve past its deadline: answered while the window is open.
+            self._shed(incoming, self._retry_after(), "answered rate_limited (no slot in time)")
         elif len(self.running) < self.concurrency and not self.queue:
             self._start(incoming)
         elif len(self.queue) >= self.max_queue:
@@ -655,6 +778,7 @@ class _Responder:
         else:
             self.queue.append(incoming)
             self.wakeup.set()
+        return True
 
     def lost(self, failure: ChatCoreClosed) -> None:
         self.failure = failure
@@ -679,10 +803,10 @@ class _Responder:
         response = Response.failure(
             ErrorCode.RATE_LIMITED, "the responder is overloaded", retry_after=retry_after
         )
-        if self._post(incoming.request_id, response, "shed"):
-            self.outcome.shed += 1
-            if why is not None:
-                self.overload.note(why)
+        self._post(incoming.request_id, response, None, "shed")
+        self.outcome.shed += 1
+        if why is not None:
+            self.overload.note(why)
 
     # -- running ------------------------------------------------------------------
 
@@ -691,7 +815,11 @@ class _Responder:
         if self.core._failure is not None:
             raise ChatCoreClosed(str(self.core._failure))
         self.core._request_sinks.add(self)
+        self.core._expects_requests = True
         log.info("serving %s for user %d", ", ".join(sorted(self.protocols)), self.user_id)
+        # The requests that came before serve (held by the core): taken now, oldest first,
+        # their deadlines counting from their arrival.
+        self.core._take_held_requests(self)
         try:
             await self._dispatch()
         except asyncio.CancelledError:
@@ -700,11 +828,15 @@ class _Responder:
             raise
         finally:
             self.core._request_sinks.discard(self)
+            self._resume()
+            if self.ack_timer is not None:
+                self.ack_timer.cancel()
+                self.ack_timer = None
             self.overload.flush()
             self.repeated.flush()
             if not self.stopped and self.failure is None:
                 self._report_abrupt()
-            tasks = [*self.running, *self.senders]
+            tasks = [*self.running, *([self.writer] if self.writer is not None else [])]
             for task in tasks:
                 task.cancel()
             if tasks:
@@ -740,8 +872,12 @@ class _Responder:
     def _report_abrupt(self) -> None:
         """serve stopped at once (a second cancellation during the graceful stop): what is
         left unanswered is counted in one line, not dropped silently."""
-        unsent = len(self.outbox) + self.sending
-        in_flight = sum(1 for incoming in self.running.values() if not incoming.answering)
+        unsent = len(self.outbox) + self.unacked
+        in_flight = sum(
+            1
+            for incoming in self.running.values()
+            if not (incoming.answering or incoming.timed_out)
+        )
         if unsent or in_flight or self.queue:
             log.warning(
                 "serving user %d stopped at once: %d requests in flight, %d waiting and %d"
@@ -801,13 +937,18 @@ class _Responder:
             self._post(
                 incoming.request_id,
                 _failure(ErrorCode.INTERNAL, "the responder stopped before finishing"),
+                None,
                 "cancelled",
             )
         # The last answers go out; a core that does not take them cannot hold the stop.
-        await self._wait_unless_lost(list(self.senders), max(self.grace, 1.0))
+        drained = asyncio.create_task(self.drained.wait())
+        try:
+            await self._wait_unless_lost([drained], max(self.grace, 1.0))
+        finally:
+            drained.cancel()
         if self.failure is not None:
             self._report_lost()
-        unsent = len(self.outbox) + self.sending
+        unsent = len(self.outbox) + self.unacked
         if unsent:
             self.outcome.unanswered += unsent
             log.warning(
@@ -816,7 +957,7 @@ class _Responder:
                 self.user_id,
                 unsent,
                 len(self.outbox),
-                self.sending,
+                self.unacked,
             )
             self.outbox.clear()
         self.overload.flush()
@@ -835,7 +976,7 @@ class _Responder:
         )
         self.stopped = True
 
-    async def _wait_unless_lost(self, tasks: list[asyncio.Task[None]], timeout: float) -> None:
+    async def _wait_unless_lost(self, tasks: list[asyncio.Task[Any]], timeout: float) -> None:
         """Wait up to ``timeout`` seconds for ``tasks``; not a moment longer once the
         connection is lost (nothing more can be sent: serve ends at once)."""
         loop = asyncio.get_running_loop()
@@ -870,71 +1011,118 @@ class _Responder:
     def _start(self, incoming: _Incoming) -> None:
         task = asyncio.create_task(self._answer(incoming))
         self.running[task] = incoming
-        task.add_done_callback(self._finished)
+        # The deadline is a timer of the loop, not a scope inside the handler: a handler
+        # that swallows its cancellation is still answered at its deadline.
+        timer = asyncio.get_running_loop().call_at(
+            incoming.deadline, self._deadline, incoming, task
+        )
+        task.add_done_callback(functools.partial(self._finished, timer))
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
+    def _finished(self, timer: asyncio.TimerHandle, task: asyncio.Task[None]) -> None:
+        timer.cancel()
         self.running.pop(task, None)
         self.wakeup.set()
 
-    def _post(self, request_id: str, response: Response, kind: str) -> bool:
-        """Queue an answer of the responder's own; a few senders take them to the core.
+    def _deadline(self, incoming: _Incoming, task: asyncio.Task[None]) -> None:
+        """The handler still runs at the request's deadline: answer now, cancel it, and
+        drop whatever it returns later."""
+        if task.done() or incoming.answering or self.failure is not None:
+            return
+        incoming.timed_out = True
+        protocol = incoming.protocol
+        code = ErrorCode.CONVERSATION_REQUIRED if protocol == "a2a" else ErrorCode.INTERNAL
+        log.warning(
+            "request %s: the handler did not finish within %g s of the request's arrival:"
+            " answering %s",
+            show(incoming.request_id, 80),
+            self.handler_timeout,
+            code.value,
+        )
+        self._post(
+            incoming.request_id,
+            _failure(code, "the responder did not finish in time"),
+            protocol,
+            "handled",
+        )
+        task.cancel()
 
-        False when the outbox is full (the core takes answers slower than they come):
-        the request is then counted and logged in the overload line, not held.
-        """
-        if len(self.outbox) >= _MAX_OUTBOX:
-            self.outcome.unanswered += 1
+    def _post(self, request_id: str, response: Response, protocol: str | None, kind: str) -> None:
+        """Queue an answer for the writer. Never dropped: at the outbox's bound the core's
+        frames stop being read until the writer has caught up (back-pressure)."""
+        self.outbox.append(_Answer(request_id, response, protocol, kind))
+        self.drained.clear()
+        if len(self.outbox) >= _MAX_OUTBOX and not self.paused:
+            self.paused = True
+            self.core._pause_reading(self)
             self.overload.note(
-                "not answered (the answers waiting for the core are at their bound"
-                f" of {_MAX_OUTBOX})"
+                f"waits for the core to take answers (the outbox at its bound of {_MAX_OUTBOX}:"
+                " reading paused)"
             )
-            return False
-        self.outbox.append((request_id, response, kind))
-        if len(self.senders) < _OUTBOX_SENDERS:
-            task = asyncio.create_task(self._drain())
-            self.senders.add(task)
-        return True
+        if self.writer is None:
+            self.writer = asyncio.create_task(self._write())
 
-    async def _drain(self) -> None:
+    def _resume(self) -> None:
+        if self.paused:
+            self.paused = False
+            self.core._resume_reading(self)
+
+    async def _write(self) -> None:
+        """Write the outbox's answers to the core, in order, each without waiting for its
+        acknowledgement (tracked by :meth:`_acked`)."""
         try:
             while self.outbox and self.failure is None:
-                request_id, response, kind = self.outbox.popleft()
-                self.sending += 1
+                answer = self.outbox.popleft()
                 try:
-                    await self._send(request_id, response, None, kind=kind)
+                    await self._send(answer)
                 except Exception:  # pragma: no cover - defensive: the other answers still go
-                    log.error("request %s: answering failed", show(request_id, 80), exc_info=True)
-                finally:
-                    self.sending -= 1
+                    self.outcome.failed += 1
+                    log.error(
+                        "request %s: answering failed", show(answer.request_id, 80), exc_info=True
+                    )
+                if self.paused and len(self.outbox) <= _MAX_OUTBOX // 2:
+                    self._resume()
         finally:
-            # Out of the set in the same step as the outbox was found empty: an answer
-            # posted after that starts a sender of its own (a done callback would come
-            # a step later, and the answer would wait in the outbox for ever).
-            task = asyncio.current_task()
-            if task is not None:
-                self.senders.discard(task)
+            # Cleared in the same step as the outbox was found empty: an answer posted
+            # after that starts a writer of its own.
+            self.writer = None
+            self._resume()
+            self._check_drained()
+
+    def _check_drained(self) -> None:
+        if not self.outbox and self.writer is None and self.unacked == 0:
+            self.drained.set()
 
     async def _answer(self, incoming: _Incoming) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
-            # Cancelled only when serve stops (or loses the connection): _stop answers
-            # and counts it.
+            # Cancelled when serve stops (or loses the connection): _stop answers and
+            # counts it; or at the deadline: _deadline has answered it.
             response, protocol = await self._respond(incoming)
+        except asyncio.CancelledError:
+            if incoming.timed_out:
+                return
+            raise
         except Exception:  # pragma: no cover - defensive: one request never stops the loop
             log.error("request %s: answering failed", show(incoming.request_id, 80), exc_info=True)
             response, protocol = _failure(ErrorCode.INTERNAL, "the responder failed"), None
         finally:
             # A running mean of the handlers' time (for retryAfter), slow to move.
             self.service_time += (loop.time() - started - self.service_time) / 16
+        if incoming.timed_out:
+            log.info(
+                "request %s: the handler returned after its deadline: its result is dropped",
+                show(incoming.request_id, 80),
+            )
+            return
         if self.failure is not None:
             self.outcome.failed += 1  # reported with the rest, by _report_lost or the summary
             return
         incoming.answering = True
-        await self._send(incoming.request_id, response, protocol, kind="handled")
+        self._post(incoming.request_id, response, protocol, "handled")
 
     async def _respond(self, incoming: _Incoming) -> tuple[Response, str | None]:
-        rid = show(incoming.request_id, 80)
+        rid = _Shown(incoming.request_id, 80)
         if incoming.frame_error is not None:
             log.info(
                 "request %s: the event is not strict JSON: %s", rid, show(incoming.frame_error, 120)
@@ -951,7 +1139,7 @@ class _Responder:
             if not isinstance(incoming.signer_key, str):
                 return _failure(ErrorCode.BAD_REQUEST, "the signer key is not a key"), None
             try:
-                signer = PublicKey.decode(incoming.signer_key)
+                signer = self._signer(incoming.signer_key)
             except KeyFormatError:
                 return _failure(ErrorCode.BAD_REQUEST, "the signer key is not an Ed25519 key"), None
         try:
@@ -964,6 +1152,7 @@ class _Responder:
             log.info("request %s: bad envelope: %s", rid, show(str(exc), 200))
             return _failure(ErrorCode.BAD_REQUEST, str(exc)[:300]), None
         protocol = request.protocol
+        incoming.protocol = protocol
         key_error = check_request_key(request, signer)
         if key_error is not None:
             return Response(error=key_error), protocol
@@ -995,35 +1184,22 @@ class _Responder:
                     Response.failure(ErrorCode.RATE_LIMITED, "too many requests", retry_after=wait),
                     protocol,
                 )
-        log.debug(
-            "request %s: protocol %s, signer %s",
-            rid,
-            show(protocol, 40),
-            signer.encode() if signer else "none",
-        )
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "request %s: protocol %s, signer %s",
+                rid,
+                show(protocol, 40),
+                signer.encode() if signer else "none",
+            )
         service_request = ServiceRequest(
             request_id=incoming.request_id, signer=signer, request=request, user_id=self.user_id
         )
         try:
             # The core's window runs from the frame's arrival, not from when a
-            # concurrency slot freed up: so does the deadline.
-            async with asyncio.timeout_at(incoming.deadline) as deadline:
-                result = self.handler(service_request)
-                if inspect.isawaitable(result):
-                    result = await result
-        except TimeoutError:
-            if not deadline.expired():
-                log.error("request %s: the handler raised TimeoutError", rid)
-                return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
-            code = ErrorCode.CONVERSATION_REQUIRED if protocol == "a2a" else ErrorCode.INTERNAL
-            log.warning(
-                "request %s: the handler did not finish within %g s of the request's arrival:"
-                " answering %s",
-                rid,
-                self.handler_timeout,
-                code.value,
-            )
-            return _failure(code, "the responder did not finish in time"), protocol
+            # concurrency slot freed up: so does the deadline (a timer, see _start).
+            result = self.handler(service_request)
+            if inspect.isawaitable(result):
+                result = await result
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -1043,7 +1219,18 @@ class _Responder:
                 return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
         return response, protocol
 
-    def _payload(self, rid: str, response: Response) -> tuple[Response, bytes]:
+    def _signer(self, text: str) -> PublicKey:
+        """The verified signer's key from its text; the few keys a requester signs with
+        are decoded once (at most ``_SIGNER_CACHE`` remembered)."""
+        key = self.signers.get(text)
+        if key is None:
+            key = PublicKey.decode(text)
+            if len(self.signers) >= _SIGNER_CACHE:
+                self.signers.clear()
+            self.signers[text] = key
+        return key
+
+    def _payload(self, rid: object, response: Response) -> tuple[Response, bytes]:
         """The answer's JSON under the library's strict rules and the size limit:
         a result they refuse is answered internal, one too long too_large."""
         try:
@@ -1071,90 +1258,185 @@ class _Responder:
             payload = response.to_json()
         return response, payload
 
-    async def _send(
-        self, request_id: str, response: Response, protocol: str | None, *, kind: str
-    ) -> None:
-        """Send one answer; every way it can end is counted, and logged unless it is a
-        shed answer taken by the core (those are counted in the overload lines)."""
-        rid = show(request_id, 80)
-        response, payload = self._payload(rid, response)
-        tried_internal = response.error is not None and response.error.code == "internal"
-        tried_too_large = False
-        while True:
-            try:
-                await self._command(request_id, payload)
-                break
-            except _AnswerLost as exc:
-                self.outcome.failed += 1
-                log.warning(
-                    "request %s: answer sent, acknowledgement lost (%s): the core may have"
-                    " delivered it",
-                    rid,
-                    exc,
-                )
+    async def _send(self, answer: _Answer) -> None:
+        """Write one answer (APISendServiceResponse, simplex-chat ``bots/api/COMMANDS.md``,
+        "Service commands": ``/_service_response <userId> <requestId> <json>``) and
+        track its acknowledgement; every way it can end is counted, and logged unless
+        it is a shed answer taken by the core (those are in the overload lines)."""
+        rid = _Shown(answer.request_id, 80)
+        if answer.payload is None:
+            answer.response, answer.payload = self._payload(rid, answer.response)
+        cmd = f"/_service_response {self.user_id} {answer.request_id} {answer.payload.decode()}"
+        try:
+            # No timer per answer: the acknowledgements are awaited in the order sent, and
+            # one sweep (_sweep_acks) fails those older than DEFAULT_COMMAND_TIMEOUT.
+            future = await self.core._post_command(
+                cmd, None, functools.partial(self._acked, answer)
+            )
+        except ChatCoreClosed as exc:
+            self.outcome.failed += 1
+            log.warning("request %s: no answer could be sent: %s", rid, exc)
+            return
+        self.unacked += 1
+        if not future.done():
+            loop = asyncio.get_running_loop()
+            self.awaiting[future] = loop.time() + DEFAULT_COMMAND_TIMEOUT
+            if self.ack_timer is None:
+                self.ack_timer = loop.call_at(self.awaiting[future], self._sweep_acks)
+
+    def _sweep_acks(self) -> None:
+        """Fail the answers whose acknowledgement is past due (oldest first), then wait for
+        the next one's due time."""
+        self.ack_timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        while self.awaiting:
+            future, due = next(iter(self.awaiting.items()))
+            if due > now:
+                self.ack_timer = loop.call_at(due, self._sweep_acks)
                 return
-            except ChatCoreClosed as exc:
-                self.outcome.failed += 1
-                log.warning("request %s: no answer could be sent: %s", rid, exc)
-                return
-            except _NotAccepted as exc:
+            del self.awaiting[future]
+            if not future.done():
+                future.set_exception(ChatCoreTimeout("no acknowledgement in time"))
+
+    def _acked(self, answer: _Answer, future: asyncio.Future[dict[str, Any]]) -> None:
+        """The core's reply to one answer: counted, logged, or tried once more."""
+        self.unacked -= 1
+        self.awaiting.pop(future, None)
+        try:
+            self._outcome_of(answer, future)
+        finally:
+            self._check_drained()
+
+    def _outcome_of(self, answer: _Answer, future: asyncio.Future[dict[str, Any]]) -> None:
+        rid = _Shown(answer.request_id, 80)
+        if future.cancelled():  # pragma: no cover - nothing cancels these futures
+            self.outcome.failed += 1
+            return
+        exc = future.exception()
+        if exc is None:
+            resp = future.result()
+            if resp.get("type") == "chatCmdError":
+                exc = _core_refusal(resp.get("chatError"))
+            elif resp.get("type") != "serviceReplyAccepted":
                 # Neither a refusal nor an acceptance: sending again could answer twice.
                 self.outcome.failed += 1
                 log.warning(
-                    "request %s: answer sent, not acknowledged (%s): the core may have"
-                    " delivered it",
+                    "request %s: answer sent, not acknowledged (the core answered %s, not"
+                    " serviceReplyAccepted): the core may have delivered it",
                     rid,
-                    exc,
+                    show(resp.get("type"), 60),
                 )
                 return
-            except ChatCoreTimeout as exc:
-                self.outcome.failed += 1
-                log.warning(
-                    "request %s: answer sent, no acknowledgement (%s): the core may have"
-                    " delivered it",
-                    rid,
-                    exc,
-                )
-                return
-            except ChatCoreError as exc:
-                # The core's padded block is the final word on size: an answer it
-                # cannot pad is replaced by too_large, once; an answer refused for
-                # another reason by internal, once.
-                if exc.type_path.endswith("/LARGE") and not tried_too_large:
-                    log.warning("request %s: the core found the response too large", rid)
-                    response = _failure(ErrorCode.TOO_LARGE, "the response exceeds the size limit")
-                    tried_too_large = True
-                elif not tried_internal:
-                    log.warning(
-                        "request %s: the core refused the answer (%s): answering internal",
+        if exc is None:
+            if answer.kind == "handled":
+                self.outcome.answered += 1
+                if self.info:
+                    error = answer.response.error
+                    log.info(
+                        "request %s (%s): answered with %s",
                         rid,
-                        exc,
+                        _Shown(answer.protocol, 40),
+                        "response" if error is None else _Shown(f"error {error.code}", 60),
                     )
-                    response = _failure(ErrorCode.INTERNAL, "the responder failed")
-                    tried_internal = True
-                else:
-                    self.outcome.failed += 1
-                    log.warning("request %s: the core refused the answer: %s", rid, exc)
-                    return
-                payload = response.to_json()
-        if kind == "handled":
-            self.outcome.answered += 1
-            outcome = "response" if response.error is None else f"error {response.error.code}"
-            log.info(
-                "request %s (%s): answered with %s", rid, show(protocol, 40), show(outcome, 60)
+            return
+        if isinstance(exc, _AnswerLost):
+            self.outcome.failed += 1
+            log.warning(
+                "request %s: answer sent, acknowledgement lost (%s): the core may have"
+                " delivered it",
+                rid,
+                exc,
             )
+        elif isinstance(exc, ChatCoreClosed):
+            self.outcome.failed += 1
+            log.warning("request %s: no answer could be sent: %s", rid, exc)
+        elif isinstance(exc, ChatCoreTimeout):
+            self.outcome.failed += 1
+            log.warning(
+                "request %s: answer sent, no acknowledgement (the chat core did not answer"
+                " /_service_response within %g s): the core may have delivered it",
+                rid,
+                DEFAULT_COMMAND_TIMEOUT,
+            )
+        elif isinstance(exc, ChatCoreError):
+            # The core's padded block is the final word on size: an answer it cannot pad
+            # is replaced by too_large, once; an answer refused for another reason by
+            # internal, once.
+            error = answer.response.error
+            tried_internal = answer.tried_internal or (
+                error is not None and error.code == "internal"
+            )
+            if exc.type_path.endswith("/LARGE") and not answer.tried_too_large:
+                log.warning("request %s: the core found the response too large", rid)
+                replacement = _failure(ErrorCode.TOO_LARGE, "the response exceeds the size limit")
+                self._retry(answer, replacement, too_large=True)
+            elif not tried_internal:
+                log.warning(
+                    "request %s: the core refused the answer (%s): answering internal", rid, exc
+                )
+                self._retry(answer, _failure(ErrorCode.INTERNAL, "the responder failed"))
+            else:
+                self.outcome.failed += 1
+                log.warning("request %s: the core refused the answer: %s", rid, exc)
+        else:  # pragma: no cover - defensive
+            self.outcome.failed += 1
+            log.error("request %s: answering failed: %s", rid, type(exc).__name__)
 
-    async def _command(self, request_id: str, payload: bytes) -> None:
-        # APISendServiceResponse (simplex-chat bots/api/COMMANDS.md, "Service
-        # commands"): requestId is a string, and the core's reply is
-        # serviceReplyAccepted; any other reply is not an acceptance.
-        resp = await self.core.command(
-            f"/_service_response {self.user_id} {request_id} {payload.decode('utf-8')}"
-        )
-        if resp.get("type") != "serviceReplyAccepted":
-            raise _NotAccepted(
-                f"the core answered {show(resp.get('type'), 60)}, not serviceReplyAccepted"
-            )
+    def _retry(self, answer: _Answer, response: Response, *, too_large: bool = False) -> None:
+        retry = _Answer(answer.request_id, response, answer.protocol, answer.kind)
+        retry.tried_internal = answer.tried_internal or not too_large
+        retry.tried_too_large = answer.tried_too_large or too_large
+        retry.payload = response.to_json()
+        if self.failure is not None:
+            self.outcome.failed += 1
+            return
+        self.outbox.appendleft(retry)
+        self.drained.clear()
+        if self.writer is None:
+            self.writer = asyncio.create_task(self._write())
+
+
+class _Answer:
+    """One answer on its way: to the outbox, to the core, to its acknowledgement."""
+
+    __slots__ = (
+        "kind",
+        "payload",
+        "protocol",
+        "request_id",
+        "response",
+        "tried_internal",
+        "tried_too_large",
+    )
+
+    def __init__(
+        self, request_id: str, response: Response, protocol: str | None, kind: str
+    ) -> None:
+        self.request_id = request_id
+        self.response = response
+        self.protocol = protocol
+        self.kind = kind  # "handled", "shed" or "cancelled"
+        self.payload: bytes | None = None
+        self.tried_internal = False
+        self.tried_too_large = False
+
+
+class _Shown:
+    """:func:`show` of a value, computed only when a log line is emitted."""
+
+    __slots__ = ("limit", "value")
+
+    def __init__(self, value: object, limit: int) -> None:
+        self.value = value
+        self.limit = limit
+
+    def __str__(self) -> str:
+        return show(self.value, self.limit)
+
+
+def _core_refusal(chat_error: object) -> ChatCoreError:
+    return _core_error("/_service_response", chat_error)
 
 
 class _NotAccepted(ChatCoreError):

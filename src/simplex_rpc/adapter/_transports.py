@@ -23,6 +23,9 @@ from .._wire.redact import RedactingLogger, redact, redact_tree, show
 from ..errors import ChatCoreError
 from ._errors import ChatCoreClosed, _loads_core
 
+#: The json module's string encoder without ASCII escaping (what json.dumps uses for a str).
+_encode_string = json.JSONEncoder(ensure_ascii=False).encode
+
 _ws_log = RedactingLogger(logging.getLogger("websockets.client"))
 
 
@@ -51,6 +54,11 @@ class _Transport(Protocol):
 
     async def send(self, core: CoreSink, corr_id: str, cmd: str) -> None: ...
 
+    def pause_reading(self) -> None:
+        """Stop handing frames to the core until :meth:`resume_reading`."""
+
+    def resume_reading(self) -> None: ...
+
     async def close(self) -> None: ...
 
 
@@ -76,6 +84,17 @@ class _WebSocketTransport:
         }
         self._ws: Any = None
         self._reader: asyncio.Task[None] | None = None
+        # Set while frames are read; cleared for back-pressure: the reader stops taking
+        # messages, websockets' queue fills and stops reading the socket, the core's
+        # writes wait.
+        self._reading = asyncio.Event()
+        self._reading.set()
+
+    def pause_reading(self) -> None:
+        self._reading.clear()
+
+    def resume_reading(self) -> None:
+        self._reading.set()
 
     async def open(self, core: CoreSink) -> None:
         from websockets.asyncio.client import connect
@@ -97,8 +116,11 @@ class _WebSocketTransport:
 
         reason = "closed"
         try:
+            reading = self._reading
             async for message in self._ws:
                 core._receive(message)
+                if not reading.is_set():
+                    await reading.wait()
         except ConnectionClosed as exc:
             reason = f"closed (code {exc.rcvd.code if exc.rcvd else 1006})"
         except Exception as exc:  # pragma: no cover - defensive: keep failing pending commands
@@ -112,7 +134,9 @@ class _WebSocketTransport:
     async def send(self, core: CoreSink, corr_id: str, cmd: str) -> None:
         from websockets.exceptions import ConnectionClosed
 
-        message = json.dumps({"corrId": corr_id, "cmd": cmd}, ensure_ascii=False)
+        # {"corrId", "cmd"} written directly: the command is the only text to escape
+        # (the json module's string encoder), the corrId one of ours (JSON-escaped too).
+        message = f'{{"corrId":{_encode_string(corr_id)},"cmd":{_encode_string(cmd)}}}'
         if not message.isascii():
             try:
                 message.encode("utf-8")
@@ -159,6 +183,14 @@ class _NativeTransport:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._reading = threading.Event()  # cleared for back-pressure: no event is polled
+        self._reading.set()
+
+    def pause_reading(self) -> None:
+        self._reading.clear()
+
+    def resume_reading(self) -> None:
+        self._reading.set()
 
     async def open(self, core: CoreSink) -> None:
         self._loop = asyncio.get_running_loop()
@@ -177,6 +209,8 @@ class _NativeTransport:
 
     def _read(self, core: CoreSink) -> None:
         while not self._stop.is_set():
+            if not self._reading.wait(self._poll_us / 1e6):
+                continue  # paused: the library keeps the events meanwhile
             try:
                 text = self._handle.chat_recv_msg_wait(self._poll_us)
             except Exception as exc:
@@ -207,6 +241,7 @@ class _NativeTransport:
 
     async def close(self) -> None:
         self._stop.set()
+        self._reading.set()
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join)
         if self._executor is not None:

@@ -42,6 +42,7 @@ from ._common import (
     emit_json,
     load_json,
     load_sign_key,
+    parse_header,
     positive_seconds,
     ready,
     run_until_signal,
@@ -122,17 +123,18 @@ def echo_handler(request: ServiceRequest) -> Any:
     return request.request.request
 
 
-def load_object(spec: str) -> Any:
-    """Import ``MODULE:NAME`` (a dotted module or a ``.py`` path) and return the attribute."""
+def load_object(spec: str, what: str = "--mcp-module") -> Any:
+    """Import ``MODULE:NAME`` (a dotted module or a ``.py`` path) and return the attribute;
+    errors name the option ``what``."""
     module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr:
-        raise CliError(f"--mcp-module: {spec!r} is not MODULE:NAME")
+        raise CliError(f"{what}: {spec!r} is not MODULE:NAME")
     try:
         if module_name.endswith(".py") or "/" in module_name:
             path = Path(module_name)
             loader_spec = importlib.util.spec_from_file_location(path.stem, path)
             if loader_spec is None or loader_spec.loader is None:
-                raise CliError(f"--mcp-module: cannot load {module_name!r}")
+                raise CliError(f"{what}: cannot load {module_name!r}")
             module = importlib.util.module_from_spec(loader_spec)
             loader_spec.loader.exec_module(module)
         else:
@@ -140,21 +142,20 @@ def load_object(spec: str) -> Any:
     except CliError:
         raise
     except (ImportError, OSError) as exc:
-        raise CliError(f"--mcp-module: cannot import {module_name!r}: {_first_line(exc)}") from None
+        raise CliError(f"{what}: cannot import {module_name!r}: {_first_line(exc)}") from None
     except SyntaxError as exc:
         raise CliError(
-            f"--mcp-module: {module_name!r} has a syntax error at line {exc.lineno}: {exc.msg}"
+            f"{what}: {module_name!r} has a syntax error at line {exc.lineno}: {exc.msg}"
         ) from None
     except Exception as exc:
         # The module's own code failed while it was imported: its error, in one line.
         raise CliError(
-            f"--mcp-module: importing {module_name!r} raised {type(exc).__name__}:"
-            f" {_first_line(exc)}"
+            f"{what}: importing {module_name!r} raised {type(exc).__name__}: {_first_line(exc)}"
         ) from None
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise CliError(f"--mcp-module: {module_name!r} has no {attr!r}") from None
+        raise CliError(f"{what}: {module_name!r} has no {attr!r}") from None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -174,6 +175,47 @@ def _mcp_server(spec: str) -> Any:
                 f"--mcp-module: {spec!r} raised {type(exc).__name__}: {_first_line(exc)}"
             ) from None
     return obj
+
+
+def check_upstream_arguments(args: argparse.Namespace) -> None:
+    """The one-line errors of ``--mcp-stdio -- COMMAND``, ``--mcp-url`` and ``--header``."""
+    command = list(getattr(args, "upstream_command", None) or [])
+    if args.mcp_stdio and not command:
+        raise CliError(
+            "--mcp-stdio: give the server's command after --, for example"
+            " --mcp-stdio -- npx -y @modelcontextprotocol/server-everything"
+        )
+    if command and not args.mcp_stdio:
+        raise CliError(
+            f"unexpected arguments {' '.join(command)[:80]!r}: a command after --"
+            " is the server of --mcp-stdio"
+        )
+    url = args.mcp_url
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise CliError("--mcp-url: expected an http:// or https:// URL")
+    http_upstream = url is not None or getattr(args, "a2a_url", None) is not None
+    if getattr(args, "headers", None) and not http_upstream:
+        raise CliError("--header: goes with an HTTP upstream (--mcp-url)")
+
+
+def _upstream(args: argparse.Namespace) -> Any:
+    """The :class:`simplex_rpc.mcp.Upstream` of ``--mcp-stdio`` or ``--mcp-url``."""
+    try:
+        from ..mcp import Upstream
+    except ImportError as exc:
+        raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
+    logger = logging.getLogger("simplex_rpc.mcp.upstream")
+    if not logger.handlers and not logging.getLogger().handlers:
+        # The upstream's changes of state and its stderr are the operator's log.
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("simplex-rpc serve: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    tools = args.conversation_tool
+    if args.mcp_stdio:
+        command, *rest = args.upstream_command
+        return Upstream.stdio(command, rest, conversation_tools=tools)
+    return Upstream.http(args.mcp_url, headers=args.headers, conversation_tools=tools)
 
 
 async def echo_call(call: IncomingCall, send: ReplySink) -> str:
@@ -236,11 +278,14 @@ class _Service:
     """What ``serve`` serves, made before it connects: the handlers and their protocols."""
 
     protocols: list[str]
-    context: AbstractAsyncContextManager[tuple[Any, Any]]  # (rpc handler, chat handler)
+    #: Opened once connected, with the user's address link (an A2A card names it):
+    #: yields (rpc handler, chat handler).
+    open: Callable[[str], AbstractAsyncContextManager[tuple[Any, Any]]]
+    needs_link: bool = False
 
 
 @contextlib.asynccontextmanager
-async def _echo_service() -> AsyncIterator[tuple[Any, Any]]:
+async def _echo_service(link: str) -> AsyncIterator[tuple[Any, Any]]:
     yield echo_handler, echo_call
 
 
@@ -269,7 +314,30 @@ def prepare_serve(args: argparse.Namespace) -> _Service:
                 "--declare: the echo responder serves no protocol versions to declare;"
                 " declare an --mcp-module server"
             )
-        return _Service(_protocols(args, "echo"), _echo_service())
+        return _Service(_protocols(args, "echo"), _echo_service)
+    if getattr(args, "mcp_stdio", False) or getattr(args, "mcp_url", None) is not None:
+        upstream = _upstream(args)  # built now; its server starts once connected
+
+        @contextlib.asynccontextmanager
+        async def upstream_open(link: str) -> AsyncIterator[tuple[Any, Any]]:
+            async with upstream:
+                yield upstream.rpc_handler, upstream
+
+        return _Service(_protocols(args, "mcp"), upstream_open)
+    if getattr(args, "a2a_url", None) is not None or getattr(args, "a2a_module", None) is not None:
+        protocols = _protocols(args, "a2a")
+        try:
+            from ..a2a import _gateway  # noqa: F401 - the extra is named before connecting
+        except ImportError as exc:
+            raise CliError(f"needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})") from None
+        handler = None if args.a2a_module is None else load_object(args.a2a_module, "--a2a-module")
+
+        @contextlib.asynccontextmanager
+        async def a2a_open(link: str) -> AsyncIterator[tuple[Any, Any]]:
+            async with _a2a_bridge(args, link, handler) as bridge:
+                yield bridge.rpc_handler, bridge
+
+        return _Service(protocols, a2a_open, needs_link=True)
     protocols = _protocols(args, "mcp")
     try:
         # Imported first: without the extra, this names it, before the user's module
@@ -284,11 +352,11 @@ def prepare_serve(args: argparse.Namespace) -> _Service:
         raise CliError(f"--mcp-module: {args.mcp_module!r} is not an MCP server: {exc}") from None
 
     @contextlib.asynccontextmanager
-    async def entered() -> AsyncIterator[tuple[Any, Any]]:
+    async def entered(link: str) -> AsyncIterator[tuple[Any, Any]]:
         async with bridge:
             yield bridge.rpc_handler, bridge
 
-    return _Service(protocols, entered())
+    return _Service(protocols, entered)
 
 
 #: The adapter's summary line of a graceful stop (adapter/_service.py, _Responder._stop).
@@ -328,6 +396,29 @@ class _StopSummary(logging.Filter):
         )
 
 
+@contextlib.asynccontextmanager
+async def _a2a_bridge(
+    args: argparse.Namespace, link: str, handler: Any = None
+) -> AsyncIterator[Any]:
+    """The A2aBridge of ``--a2a-url`` (a gateway to an HTTP agent) or ``--a2a-module``."""
+    try:
+        from ..a2a import _gateway
+    except ImportError as exc:
+        raise CliError(f"needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})") from None
+    # A one-shot task over Service RPC waits up to 160 s, or less under a shorter
+    # --deadline, so that conversation_required arrives before the handler is cut.
+    rpc_deadline = min(_gateway.DEFAULT_RPC_DEADLINE, 0.9 * args.deadline)
+    if args.a2a_url is not None:
+        async with _gateway.gateway(
+            args.a2a_url, link, headers=args.headers, rpc_deadline=rpc_deadline
+        ) as bridge:
+            yield bridge
+        return
+    if handler is None:
+        handler = load_object(args.a2a_module, "--a2a-module")
+    yield _gateway.module_bridge(handler, link, rpc_deadline=rpc_deadline)
+
+
 async def run_serve(
     args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
 ) -> int:
@@ -337,6 +428,8 @@ async def run_serve(
     Cancelling (SIGTERM or SIGINT, through ``run_until_signal``) is the adapter's
     graceful stop; then one summary line goes to stderr.
     """
+    if args.headers and args.a2a_url is None and getattr(args, "mcp_url", None) is None:
+        raise CliError("--header: only with an HTTP upstream (--mcp-url, --a2a-url)")
     service = prepare_serve(args)
     options: dict[str, Any] = {
         "concurrency": args.concurrency,
@@ -352,18 +445,19 @@ async def run_serve(
     if not adapter_log.isEnabledFor(logging.INFO):
         adapter_log.setLevel(logging.INFO)  # the summary is an INFO record
     try:
-        async with service.context as (rpc_handler, chat_handler):
-            async with ChatCore.connect(args.core) as core:
-                if args.start:
-                    await core.start(service_requests=True)
-                link = ""
-                if args.address:
-                    address = await core.service_address(args.user)
-                    link = address.link
+        async with ChatCore.connect(args.core) as core:
+            if args.start:
+                await core.start(service_requests=True)
+            link = ""
+            if args.address or service.needs_link:
+                address = await core.service_address(args.user)
+                link = address.link
+            async with service.open(link) as (rpc_handler, chat_handler):
 
                 def on_serving() -> None:
                     # Printed once serving: a caller that waits for these lines can call.
-                    ready(args, address=link or None, serving=service.protocols)
+                    shown = link if args.address else None
+                    ready(args, address=shown, serving=service.protocols)
                     if on_ready is not None:
                         on_ready(link)
 
@@ -419,6 +513,7 @@ def _cmd_call_chat(args: argparse.Namespace) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     setup_logging("serve")
+    check_upstream_arguments(args)
     return run_until_signal(run_serve(args))
 
 
@@ -428,14 +523,21 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 async def run_simulator(
     args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
 ) -> int:
-    """Run a CoreSimulator until cancelled; its URL is the ready line ``listening: URL``.
+    """Run a CoreSimulator until cancelled; its URL is the ready line ``listening: URL``,
+    or with ``--world`` the world is built and one JSON line printed
+    (:meth:`CoreSimulator.load_world`'s result).
 
     A port or host it cannot listen on (in use, not an address of this machine, a
     name that does not resolve) is one line naming it, exit status 2.
     """
-    from ..testing import CoreSimulator
+    from .._wire import strict_json as _json
+    from ..testing import CoreSimulator, read_world
 
-    simulator = CoreSimulator(host=args.host, port=args.port, response_window=args.response_window)
+    world = read_world(args.world) if getattr(args, "world", None) is not None else None
+    users = tuple(sorted(world.user_ids)) if world is not None else (1,)
+    simulator = CoreSimulator(
+        host=args.host, port=args.port, response_window=args.response_window, users=users
+    )
     try:
         await simulator.__aenter__()
     except OverflowError:  # pragma: no cover - the argument's type bounds the port
@@ -454,7 +556,10 @@ async def run_simulator(
             file=sys.stderr,
             flush=True,
         )
-        ready(args, listening=simulator.url)
+        if world is not None:
+            print(_json.dumps(simulator.load_world(world)).decode("utf-8"), flush=True)
+        else:
+            ready(args, listening=simulator.url)
         if on_ready is not None:
             on_ready(simulator.url)
         await asyncio.Event().wait()
@@ -557,9 +662,12 @@ def register(subparsers: Any) -> None:
         "serve",
         help="answer Service RPC requests through a chat core",
         description="Answer serviceRequest events of the chat core until stopped: an echo"
-        " responder, or an MCP server (MODULE:NAME, a server object or a function that"
-        " builds one) served through McpBridge. Every argument is checked and the server"
-        " built before connecting. Once serving, the ready lines go to stdout"
+        " responder, an MCP server (MODULE:NAME, a server object or a function that"
+        " builds one) served through McpBridge, any MCP server as an upstream (the command"
+        " after --: --mcp-stdio -- COMMAND [ARG...], or --mcp-url URL [--header 'Name:"
+        " value']...), or an A2A agent (--a2a-url, --a2a-module). Every argument is"
+        " checked and the server built before connecting. Once serving, the ready lines go"
+        " to stdout"
         " ('address: LINK' with --address, 'serving: PROTOCOLS'; one JSON object with"
         " --json); logs go to stderr. SIGTERM or Ctrl-C is a graceful stop (exit 0) with"
         " one summary line: answered, shed, refused, unanswered.",
@@ -573,6 +681,44 @@ def register(subparsers: Any) -> None:
         "--mcp-module",
         metavar="MOD:NAME",
         help="serve this MCP SDK server (dotted module or .py path, and attribute)",
+    )
+    what.add_argument(
+        "--mcp-stdio",
+        action="store_true",
+        help="serve the MCP server that the command after -- runs (any language), over its"
+        " stdin and stdout; restarted with backoff if it exits",
+    )
+    what.add_argument(
+        "--mcp-url",
+        metavar="URL",
+        help="serve the MCP server at this Streamable HTTP endpoint (any language)",
+    )
+    p.add_argument(
+        "--header",
+        dest="headers",
+        action="append",
+        type=parse_header,
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an HTTP header sent with every request to an HTTP upstream (--mcp-url,"
+        " --a2a-url; repeatable), for example a credential; never logged",
+    )
+    p.add_argument(
+        "upstream_command",
+        nargs="*",
+        metavar="COMMAND",
+        help="with --mcp-stdio, after --: the MCP server's command and its arguments",
+    )
+    what.add_argument(
+        "--a2a-url",
+        metavar="URL",
+        help="front the A2A agent at URL over its JSON-RPC HTTP binding (its Agent Card at"
+        " the well-known URI under URL, or URL itself when it ends in .json)",
+    )
+    what.add_argument(
+        "--a2a-module",
+        metavar="MOD:NAME",
+        help="serve this a2a-sdk RequestHandler in process (or a function that makes one)",
     )
     p.add_argument(
         "--protocol",
@@ -706,6 +852,12 @@ def register(subparsers: Any) -> None:
         default=180.0,
         metavar="S",
         help="seconds a responder has to answer (default 180, as the core)",
+    )
+    p.add_argument(
+        "--world",
+        metavar="FILE",
+        help="build the users, addresses, contacts and groups FILE (TOML or JSON) declares,"
+        " then print one JSON line: each user's URL and the ids made (docs/adapter.md)",
     )
     add_ready_option(p)
     p.set_defaults(handler=_cmd_simulator)

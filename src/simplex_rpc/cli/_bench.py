@@ -829,6 +829,10 @@ def _handle(args: argparse.Namespace) -> int:
         from . import _bench_adapter
 
         return _bench_adapter.handle(args)
+    if args.suite == "gateway":  # tools/call through serve --mcp-stdio: _bench_gateway
+        from . import _bench_gateway
+
+        return _bench_gateway.handle(args)
     only = [k for k in (args.only or "").split(",") if k]
     report = run_bench(quick=args.quick, rounds=args.rounds, only=only)
     if args.json:
@@ -872,8 +876,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "suite",
         nargs="?",
-        choices=("adapter",),
-        help="adapter: the Service RPC responder under load and faults instead",
+        choices=("adapter", "gateway"),
+        help="adapter: the Service RPC responder under load and faults instead; gateway: an"
+        " MCP tools/call through serve --mcp-stdio against the SDK client's direct call",
     )
     parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
     add_json_option(parser, "machine-readable output")

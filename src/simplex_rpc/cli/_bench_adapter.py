@@ -19,7 +19,16 @@ Scenarios (``N`` requests, 1,000 by default, 200 with ``--quick``):
   shed with ``rate_limited``;
 * ``repeats``: the core reports every ``requestId`` twice at once, and every
   other one a third time after its answer;
-* ``drop``: the responder's connection is dropped a quarter into the burst.
+* ``drop``: the responder's connection is dropped a quarter into the burst;
+* ``edge``: the cost of the library's edge. A loopback core in a process of
+  its own keeps 64 ``serviceRequest`` events outstanding (4 ``N`` in all, half
+  carrying ``signerKey`` and a matching ``requestKey``) and acknowledges each
+  ``/_service_response`` at once. It is driven two ways, interleaved, three
+  rounds each: by ``ChatCore.serve`` with a trivial handler, and by the
+  ``null`` baseline row, a plain websockets client doing only ``json.loads``
+  of each frame, ``json.dumps`` of an envelope and one ``/_service_response``
+  per request. The edge ratio is the null responder's rate over serve's
+  (medians); its target is at most ``EDGE_TARGET``.
 
 Counts: ``ok`` responses, ``errors`` (error answers other than
 ``rate_limited``), ``shed`` (``rate_limited`` answers), ``lost`` (requests the
@@ -54,8 +63,13 @@ from ._machine import machine
 
 __all__ = ["SCENARIOS", "Outcome", "handle", "run_scenarios"]
 
-#: The scenario keys, in the order of the report.
-SCENARIOS: Final = ("unsigned", "signed", "faults", "overflow", "repeats", "drop")
+#: The scenario keys, in the order of the report (``edge`` also reports the ``null`` row).
+SCENARIOS: Final = ("unsigned", "signed", "faults", "overflow", "repeats", "drop", "edge")
+#: The edge's target: serve takes at most this many times the null responder's time.
+EDGE_TARGET: Final = 2.0
+#: Requests the edge's core keeps outstanding, and the rounds of each responder.
+EDGE_OUTSTANDING: Final = 64
+EDGE_ROUNDS: Final = 3
 FULL_REQUESTS: Final = 1000
 QUICK_REQUESTS: Final = 200
 #: The requester's wait (the protocol's ``timeout``): long enough never to cut an answer short.
@@ -83,6 +97,8 @@ class Outcome:
     wrong: int = 0
     log_lines: int = 0
     note: str = ""
+    rate: float | None = None  # the edge rows: the median rate of their rounds
+    ratio: float | None = None  # the edge row: the null responder's rate over serve's
 
     @property
     def shed(self) -> int:
@@ -95,6 +111,8 @@ class Outcome:
 
     @property
     def per_second(self) -> float:
+        if self.rate is not None:
+            return self.rate
         return self.answered / self.seconds if self.seconds > 0 else 0.0
 
     def quantile(self, q: float) -> float | None:
@@ -140,6 +158,11 @@ class Outcome:
             "log_lines": self.log_lines,
             "connected": self.connected,
             "note": self.note,
+            **(
+                {"edge_ratio": round(self.ratio, 3), "edge_target": EDGE_TARGET}
+                if self.ratio
+                else {}
+            ),
         }
 
 
@@ -354,6 +377,158 @@ async def _repeated_ids(outcome: Outcome) -> None:
     outcome.duplicated = sum(count - 1 for count in answers.values())
 
 
+# -- the edge: serve against a null responder ---------------------------------------------------
+
+
+def _edge_events(count: int) -> list[str]:
+    """The core's ``serviceRequest`` frames: half unsigned, half with ``signerKey`` and the
+    matching ``requestKey`` (the core verified the signature: simplex-chat EVENTS.md)."""
+    public = SigningKey.generate().public_key.encode()
+    user = {"userId": 1, "localDisplayName": "bob", "profile": {"displayName": "bob"}}
+    frames = []
+    for n in range(count):
+        event: dict[str, Any] = {"type": "serviceRequest", "user": user, "requestId": f"e{n}"}
+        data: dict[str, Any] = {"protocol": "mcp", "request": {"n": n}}
+        if n % 2:
+            event["signerKey"] = public
+            data["requestKey"] = public
+        event["requestData"] = data
+        frames.append(json.dumps({"resp": event}, separators=(",", ":")))
+    return frames
+
+
+def _edge_core_main(ports: Any, count: int) -> None:
+    """The edge's loopback core, in a process of its own (``multiprocessing``)."""
+    asyncio.run(_edge_core(ports, count))
+
+
+async def _edge_core(ports: Any, count: int) -> None:
+    from websockets.asyncio.server import serve
+
+    frames = _edge_events(count)
+    accepted = {"type": "serviceReplyAccepted", "user": {"userId": 1}, "connectionId": "c"}
+
+    async def core(ws: Any) -> None:
+        sent = 0
+        answered: Counter[str] = Counter()
+        started = 0.0
+        async for message in ws:
+            msg = json.loads(message)
+            cmd: str = msg["cmd"]
+            if cmd == "/_bench_go":
+                await ws.send(json.dumps({"corrId": msg["corrId"], "resp": {"type": "cmdOk"}}))
+                started = time.perf_counter()
+                for _ in range(min(EDGE_OUTSTANDING, count)):
+                    await ws.send(frames[sent])
+                    sent += 1
+                continue
+            if not cmd.startswith("/_service_response "):
+                await ws.send(json.dumps({"corrId": msg["corrId"], "resp": {"type": "cmdOk"}}))
+                continue
+            request_id = cmd.split(" ", 3)[2]
+            answered[request_id] += 1
+            await ws.send(json.dumps({"corrId": msg["corrId"], "resp": accepted}))
+            if len(answered) == count and answered[request_id] == 1:
+                done = {
+                    "type": "benchDone",
+                    "seconds": time.perf_counter() - started,
+                    "answered": len(answered),
+                    "duplicated": sum(c - 1 for c in answered.values()),
+                }
+                await ws.send(json.dumps({"resp": done}))
+            elif sent < count and answered[request_id] == 1:
+                await ws.send(frames[sent])
+                sent += 1
+
+    async with serve(core, "127.0.0.1", 0, max_size=None) as server:
+        ports.put(server.sockets[0].getsockname()[1])
+        await asyncio.Future()
+
+
+async def _null_responder(url: str) -> dict[str, Any]:
+    """The floor: one websockets client, ``json.loads`` of each frame, ``json.dumps`` of an
+    envelope and of one ``/_service_response`` command per request."""
+    from websockets.asyncio.client import connect
+
+    async with connect(url, max_size=None) as ws:
+        await ws.send(json.dumps({"corrId": "0", "cmd": "/_bench_go"}))
+        n = 0
+        async for message in ws:
+            resp = json.loads(message)["resp"]
+            kind = resp.get("type")
+            if kind == "serviceRequest":
+                n += 1
+                payload = json.dumps(
+                    {"response": resp["requestData"]["request"]}, separators=(",", ":")
+                )
+                cmd = f"/_service_response 1 {resp['requestId']} {payload}"
+                await ws.send(json.dumps({"corrId": str(n), "cmd": cmd}))
+            elif kind == "benchDone":
+                result: dict[str, Any] = resp
+                return result
+    raise ChatCoreError("the edge's core closed before the round ended")  # pragma: no cover
+
+
+async def _edge_handler(request: ServiceRequest) -> Any:
+    return request.request.request
+
+
+async def _serve_responder(url: str) -> dict[str, Any]:
+    """``ChatCore.serve`` with a trivial handler, against the same core."""
+    async with ChatCore.connect(url) as core:
+        stream = core.events()
+        serving = asyncio.create_task(core.serve(1, _edge_handler, protocols=["mcp"]))
+        await asyncio.sleep(0)
+        try:
+            await core.command("/_bench_go")
+            async for event in stream:
+                if event.get("type") == "benchDone":
+                    return event
+        finally:
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await serving
+    raise ChatCoreError("the edge's core closed before the round ended")  # pragma: no cover
+
+
+def _run_edge(n: int) -> tuple[Outcome, Outcome]:
+    """The null and the serve rows, from ``EDGE_ROUNDS`` interleaved rounds of ``n``."""
+    import multiprocessing
+
+    null = Outcome("null", f"null responder (baseline): {n} requests, 64 outstanding", n, True)
+    edge = Outcome("edge", f"ChatCore.serve: {n} requests, 64 outstanding", n, True)
+    context = multiprocessing.get_context("spawn")
+    ports = context.Queue()
+    process = context.Process(target=_edge_core_main, args=(ports, n), daemon=True)
+    process.start()
+    try:
+        url = f"ws://127.0.0.1:{ports.get(timeout=60)}"
+        rates: dict[str, list[float]] = {"null": [], "edge": []}
+        for _ in range(EDGE_ROUNDS):
+            for outcome, responder in ((edge, _serve_responder), (null, _null_responder)):
+                result = asyncio.run(asyncio.wait_for(responder(url), REQUEST_TIMEOUT * 4))
+                seconds = float(result["seconds"])
+                rates[outcome.scenario].append(n / seconds if seconds > 0 else 0.0)
+                outcome.duplicated += int(result["duplicated"])
+                outcome.lost += n - int(result["answered"])
+                outcome.seconds += seconds
+    finally:
+        process.terminate()
+        process.join(10)
+    null_rate = statistics.median(rates["null"])
+    edge_rate = statistics.median(rates["edge"])
+    null.ok = edge.ok = n
+    null.rate, edge.rate = null_rate, edge_rate
+    edge.ratio = null_rate / edge_rate if edge_rate > 0 else float("inf")
+    verdict = "within" if edge.ratio <= EDGE_TARGET else "OVER"
+    edge.note = (
+        f"edge ratio {edge.ratio:.2f}x the null responder's time per request, {verdict} the"
+        f" target of at most {EDGE_TARGET:g}x (medians of {EDGE_ROUNDS} interleaved rounds:"
+        f" serve {edge_rate:.0f}/s, null {null_rate:.0f}/s)"
+    )
+    return null, edge
+
+
 # -- running ----------------------------------------------------------------------------------
 
 
@@ -420,6 +595,21 @@ def run_scenarios(
         fail("requests: at least 4 per scenario")
     outcomes: list[Outcome] = []
     for key in keys:
+        if key == "edge":
+            if progress is not None:
+                print(
+                    f"  edge: serve against the null responder, {4 * n} requests ...",
+                    file=progress,
+                    flush=True,
+                )
+            with _counting_logs() as logs:
+                try:
+                    null, edge = _run_edge(4 * n)
+                except (OSError, SimplexRpcError, TimeoutError) as exc:
+                    fail(f"scenario edge: {type(exc).__name__}: {exc}")
+            edge.log_lines = logs.count
+            outcomes += [null, edge]
+            continue
         outcome, run = _scenario(key, n)
         if progress is not None:
             print(f"  {key}: {outcome.title} ...", file=progress, flush=True)

@@ -20,6 +20,7 @@ import urllib.parse
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from .._bindings import BindingError, header_field
 from .._wire import strict_json as _json
 from ..errors import KeyFormatError
 
@@ -319,3 +320,38 @@ def core_url(text: str) -> str:
             " for example ws://127.0.0.1:5225"
         )
     return text
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """An argparse ``type=`` for ``--header 'Name: value'``: the pair ``(name, value)``.
+
+    A name that is not an HTTP token, a missing colon or a value with control
+    characters is a usage error (exit status 2), one line that never repeats
+    the value (it may be a credential).
+    """
+    try:
+        return header_field(text, "--header")
+    except BindingError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--header: ")) from None
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """An argparse ``type=`` for ``--listen HOST:PORT`` (``[::1]:PORT`` for IPv6).
+
+    ``PORT`` is 0 to 65535 (0 picks a free port). Other text is a usage error
+    (exit status 2).
+    """
+    host, sep, port_text = text.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host:
+        raise argparse.ArgumentTypeError(
+            f"{text[:64]!r}: expected HOST:PORT, for example 127.0.0.1:0"
+        )
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{port_text[:16]!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is not from 0 to 65535")
+    return host, port

@@ -1,8 +1,9 @@
 """The ``mcp-proxy`` subcommand: an MCP host's local server for a bot over SimpleX.
 
 ``simplex-rpc mcp-proxy --core ws://127.0.0.1:5225 TARGET`` serves MCP on
-stdin and stdout and forwards every request to the bot at ``TARGET``
-(``simplex_rpc.mcp._proxy``). It needs the ``mcp`` extra, imported only when
+stdin and stdout (or, with ``--listen HOST:PORT``, as a Streamable HTTP server
+at ``http://HOST:PORT/mcp``) and forwards every request to the bot at
+``TARGET`` (``simplex_rpc.mcp._proxy``). It needs the ``mcp`` extra, imported only when
 the command runs.
 """
 
@@ -14,7 +15,15 @@ import sys
 from typing import Any
 
 from .._wire.keys import SigningKey
-from ._common import EXIT_OK, CliError, core_url, load_sign_key, positive_seconds, whole_number
+from ._common import (
+    EXIT_OK,
+    CliError,
+    core_url,
+    listen_address,
+    load_sign_key,
+    positive_seconds,
+    whole_number,
+)
 
 VIAS = ("rpc", "chat", "auto")
 """The ``--via`` choices (``simplex_rpc.mcp._client.VIAS``, without importing the SDK)."""
@@ -54,7 +63,19 @@ def _cmd_mcp_proxy(args: argparse.Namespace) -> int:
         stream=sys.stderr,
         format="simplex-rpc mcp-proxy: %(message)s",
     )
-    anyio.run(_mcp_proxy.run_proxy, connect, args.target)
+    if args.listen is None:
+        anyio.run(_mcp_proxy.run_proxy, connect, args.target)
+        return EXIT_OK
+    host, port = args.listen
+
+    def listening(url: str) -> None:
+        # The line a host's launcher (or a test) waits for: the URL to configure.
+        print(f"listening: {url}", flush=True)
+
+    try:
+        anyio.run(_mcp_proxy.run_proxy_http, connect, args.target, host, port, listening)
+    except OSError as exc:
+        raise CliError(f"--listen {host}:{port}: {exc.strerror or exc}") from None
     return EXIT_OK
 
 
@@ -62,8 +83,9 @@ def register(subparsers: Any) -> None:
     """Add ``mcp-proxy`` to the ``simplex-rpc`` parser."""
     p = subparsers.add_parser(
         "mcp-proxy",
-        help="serve a SimpleX bot's MCP tools to a local MCP host over stdio",
-        description="A stdio MCP server for an MCP host (desktop app, IDE): every request is"
+        help="serve a SimpleX bot's MCP tools to a local MCP host (stdio, or HTTP with --listen)",
+        description="A stdio MCP server for an MCP host (desktop app, IDE), or with --listen a"
+        " Streamable HTTP one for hosts that take a URL: every request is"
         " forwarded to the bot at TARGET through the chat core. The host may speak any MCP"
         " revision, the initialize handshake of revisions before 2026-07-28 included."
         " Needs the mcp extra.",
@@ -115,6 +137,14 @@ def register(subparsers: Any) -> None:
         dest="start",
         action="store_false",
         help="do not send /_start main=on first (a running core answers chatRunning)",
+    )
+    p.add_argument(
+        "--listen",
+        type=listen_address,
+        default=None,
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio, for hosts that"
+        " take a URL (port 0 picks one); prints 'listening: URL' on stdout once ready",
     )
     p.add_argument("--verbose", action="store_true", help="log connections on standard error")
     p.set_defaults(handler=_cmd_mcp_proxy)

@@ -10,7 +10,9 @@ need a conversation.
 
 :class:`McpBridge` (extra ``simplex-rpc[mcp]``) serves a server written with
 the official ``mcp`` SDK behind both transports; :class:`SimplexTransport`
-is the SDK client's transport to such a bot. They are imported on first
+is the SDK client's transport to such a bot; :class:`Upstream` serves any
+MCP server, a command over stdio or a Streamable HTTP URL, the same way. They
+are imported on first
 use, and left out of ``__all__`` so that ``import *`` works without the SDK.
 """
 
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from ._bridge import McpBridge as McpBridge
     from ._client import SERVICE_RPC_ERROR as SERVICE_RPC_ERROR
     from ._client import SimplexTransport as SimplexTransport
+    from ._upstream import Upstream as Upstream
 
 __all__ = list(_binding.__all__)
 
@@ -34,6 +37,7 @@ _SDK_NAMES: Final = {
     "McpBridge": "_bridge",
     "SimplexTransport": "_client",
     "SERVICE_RPC_ERROR": "_client",
+    "Upstream": "_upstream",
 }
 
 # The bridge and the client transport need the SDK; imported only when asked for.

@@ -6,6 +6,7 @@ bridge and the client transport of the package use them.
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -13,6 +14,7 @@ from typing import Any, Final
 from .. import _bindings as _bridge
 from .._bindings import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
     RPC_JSON_LIMIT,
     BindingError,
@@ -27,6 +29,7 @@ from .._wire.envelope import ErrorCode, Response
 __all__ = [
     "CLIENT_CAPABILITIES_KEY",
     "INTERNAL_ERROR",
+    "INVALID_PARAMS",
     "INVALID_REQUEST",
     "MIN_REVISION",
     "PROTOCOL",
@@ -73,6 +76,14 @@ def revision_of(message: object) -> str | None:
     return revision if isinstance(revision, str) else None
 
 
+def _is_date(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 def check_revisions(supported: Iterable[str]) -> tuple[str, ...]:
     """``supported`` as a tuple, checked: MCP revisions (YYYY-MM-DD) from 2026-07-28 on.
 
@@ -83,7 +94,11 @@ def check_revisions(supported: Iterable[str]) -> tuple[str, ...]:
         raise BindingError("supported: expected a list of revisions, got a string")
     out: list[str] = []
     for i, revision in enumerate(supported):
-        if not isinstance(revision, str) or not _REVISION.fullmatch(revision):
+        if (
+            not isinstance(revision, str)
+            or not _REVISION.fullmatch(revision)
+            or not _is_date(revision)
+        ):
             raise BindingError(f"supported[{i}]: {revision!r} is not an MCP revision (YYYY-MM-DD)")
         if revision < MIN_REVISION:
             raise BindingError(
@@ -113,9 +128,7 @@ def unsupported_revision(
     ``error.data`` lists the served revisions (``supported``) and, when the
     request named one, the ``requested`` revision, as the MCP SDK writes it.
     """
-    data: dict[str, Any] = {"supported": list(check_revisions(supported))}
-    if requested is not None:
-        data["requested"] = requested
+    data = _version_data(check_revisions(supported), requested)
     return error_response(
         request_id, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version", data
     )
@@ -124,16 +137,26 @@ def unsupported_revision(
 def check_request(message: object, *, supported: Iterable[str]) -> dict[str, Any] | None:
     """None for a valid JSON-RPC 2.0 request of a served revision; else the error response.
 
+    The answers are the MCP SDK's, error object for error object (its modern
+    request ladder, ``mcp.shared.inbound.classify_inbound_request``, and its
+    modern connection's answer to ``initialize``), in the SDK's order:
+
     * ``-32600`` (Invalid Request) for a message that is not a JSON-RPC 2.0
       request: not an object, ``jsonrpc`` other than ``"2.0"``, no ``id`` (a
       notification), an id that is not a string or an integer (MCP forbids
       ``null``), no method, or ``params`` that is not an object. The id is
       the request's when it is a valid one, else ``null``.
-    * ``-32022`` (UnsupportedProtocolVersionError) when the revision in
-      ``_meta`` is not in ``supported``, or the request names none (revisions
-      before 2026-07-28 do not, and ``initialize`` is their handshake), with
-      ``data.supported`` and ``data.requested`` (the named revision, or for
-      ``initialize`` its ``protocolVersion``).
+    * ``-32022`` (UnsupportedProtocolVersionError) for ``initialize``, the
+      handshake that begins the revisions before 2026-07-28, which this
+      binding does not carry: ``data.supported`` and, when the request offers
+      one, ``data.requested`` (its ``protocolVersion``).
+    * ``-32602`` (Invalid params) when ``params._meta`` is not an object that
+      carries both ``io.modelcontextprotocol/protocolVersion`` and
+      ``io.modelcontextprotocol/clientCapabilities``, or when the protocol
+      version in it is not a string: the envelope is malformed, which is not
+      a version to negotiate.
+    * ``-32022`` when the revision is a string not in ``supported``, with
+      ``data.supported`` and ``data.requested``.
 
     Params themselves are not validated: that is the server's ``-32602``.
     """
@@ -142,16 +165,47 @@ def check_request(message: object, *, supported: Iterable[str]) -> dict[str, Any
     if reason is not None:
         return error_response(_request_id(message), INVALID_REQUEST, f"Invalid Request: {reason}")
     assert isinstance(message, Mapping)
-    revision = revision_of(message)
+    params = message.get("params")
     if message["method"] == "initialize":
-        params = message.get("params") or {}
-        offered = params.get("protocolVersion")
-        return unsupported_revision(
-            message["id"], served, offered if isinstance(offered, str) else None
+        offered = params.get("protocolVersion") if isinstance(params, Mapping) else None
+        return error_response(
+            message["id"],
+            UNSUPPORTED_PROTOCOL_VERSION,
+            # The SDK's words (mcp.server.runner, a modern connection's answer).
+            "connection is serving the 2026-07-28 protocol;"
+            " the initialize handshake is not accepted",
+            _version_data(served, offered if isinstance(offered, str) else None),
         )
-    if revision is None or revision not in served:
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    if not isinstance(meta, Mapping):
+        return error_response(
+            message["id"],
+            INVALID_PARAMS,
+            "params._meta must be an object carrying the required"
+            f" {PROTOCOL_VERSION_KEY!r} and {CLIENT_CAPABILITIES_KEY!r} envelope keys",
+        )
+    missing = [key for key in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if key not in meta]
+    if missing:
+        return error_response(
+            message["id"],
+            INVALID_PARAMS,
+            f"params._meta is missing the required envelope key(s): {', '.join(missing)}",
+        )
+    revision = meta[PROTOCOL_VERSION_KEY]
+    if not isinstance(revision, str):
+        return error_response(
+            message["id"], INVALID_PARAMS, "the protocol-version envelope value must be a string"
+        )
+    if revision not in served:
         return unsupported_revision(message["id"], served, revision)
     return None
+
+
+def _version_data(served: Iterable[str], requested: str | None) -> dict[str, Any]:
+    data: dict[str, Any] = {"supported": list(served)}
+    if requested is not None:
+        data["requested"] = requested
+    return data
 
 
 def make_request(

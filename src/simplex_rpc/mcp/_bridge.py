@@ -1,19 +1,21 @@
 """McpBridge: a server written with the official ``mcp`` SDK behind SimpleX.
 
 The SDK (2.x) answers a 2026-07-28 request in one exchange: its HTTP entry
-classifies the request (``classify_inbound_request``: the ``_meta`` envelope,
-then ``-32022`` for a revision it does not serve), builds a born-ready
+classifies the request (``classify_inbound_request``: ``-32602`` for a
+malformed ``_meta`` envelope, then ``-32022`` for a revision it does not
+serve), builds a born-ready
 ``Connection`` from the envelope and runs ``serve_one``, the single-exchange
 driver, under a dispatch context that refuses server-to-client requests. The
 bridge does the same without HTTP: the same SDK calls, with a dispatch
 context whose notifications go to the caller as replies in a conversation.
-The SDK does the dispatch, the validation, the results and ``-32022``.
+The SDK does the dispatch, the validation, the results, ``-32602`` and
+``-32022``.
 
 What the bridge adds is the binding: ``-32600`` for what is not a request,
-``-32022`` for ``initialize`` and for a request that names no revision (over
-HTTP the SDK routes those to its handshake transport; the binding carries
-none), the size rules of each transport, and ``conversation_required`` for
-the tools marked as needing a conversation.
+``-32022`` for ``initialize`` (over HTTP the SDK routes it to its handshake
+transport, which the binding does not carry; the answer is the one of the
+SDK's modern connection), the size rules of each transport, and
+``conversation_required`` for the tools marked as needing a conversation.
 """
 
 from __future__ import annotations
@@ -220,9 +222,10 @@ class McpBridge:
         """The JSON-RPC response to one request, a result or an error.
 
         ``-32600`` for a message that is not a request (see
-        :func:`simplex_rpc.mcp.check_request`), ``-32022`` for ``initialize``
-        and for a request without a revision; everything else is the SDK's
-        answer, ``-32022`` for an unserved revision included. An exception in
+        :func:`simplex_rpc.mcp.check_request`), ``-32022`` for ``initialize``;
+        everything else is the SDK's answer: ``-32602`` for a malformed
+        ``_meta`` envelope (a request without one included) and ``-32022`` for
+        an unserved revision. An exception in
         a handler is the SDK's ``-32603`` without its text.
         """
         refused = self._refusal(message)
@@ -274,8 +277,14 @@ class McpBridge:
             JSONRPCRequest.model_validate(message)
         except ValidationError:  # pragma: no cover - check_request refuses these first
             return error_response(None, INVALID_REQUEST, "Invalid Request")
-        if message["method"] == "initialize" or mcp.revision_of(message) is None:
+        if message["method"] == "initialize":
+            # Over HTTP the SDK routes initialize to its handshake transport, which
+            # the binding does not carry: its modern connection's -32022 instead.
             return problem
+        if problem is not None:
+            # A malformed envelope (-32602) or an unserved revision (-32022): the SDK's
+            # ladder answers it itself, with the same error check_request gives.
+            return None
         if message["method"] in NOT_SERVED:
             return error_response(
                 message["id"],
@@ -283,7 +292,6 @@ class McpBridge:
                 f"Method not found: {message['method']} is an open-ended stream,"
                 " not served over SimpleX",
             )
-        # An unserved revision is left to the SDK, which answers -32022 itself.
         return None
 
     async def chat_handler(

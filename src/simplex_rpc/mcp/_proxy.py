@@ -24,7 +24,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import anyio
 import mcp_types as types
@@ -44,7 +44,14 @@ from .._wire.redact import RedactingLogger, redact
 from ..adapter import ChatCore
 from ._client import SimplexTransport, Via
 
-__all__ = ["PROXY_NAME", "Upstream", "build_server", "run_proxy", "upstream_client"]
+__all__ = [
+    "PROXY_NAME",
+    "Upstream",
+    "build_server",
+    "run_proxy",
+    "run_proxy_http",
+    "upstream_client",
+]
 
 log = RedactingLogger(logging.getLogger("simplex_rpc.mcp_proxy"))
 
@@ -58,6 +65,12 @@ def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+class ClientSource(Protocol):
+    """Where the forwards get their SDK client: the proxy's bot, or the gateway's upstream."""
+
+    async def client(self) -> Client: ...
 
 
 class Upstream:
@@ -240,7 +253,7 @@ def _modern(ctx: ServerRequestContext[Any]) -> bool:
     return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
-def build_server(upstream: Upstream) -> Server[Any]:
+def build_server(upstream: ClientSource) -> Server[Any]:
     """The SDK server the host talks to: each request forwarded through ``upstream``.
 
     A tool, resource or prompt that needs the user's input: a 2026-07-28 host
@@ -383,10 +396,12 @@ def connector(
 
     @contextlib.asynccontextmanager
     async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
-        async with ChatCore.connect(core_url) as core:
+        # --timeout bounds the connection step too: a core that does not answer fails the
+        # attempt (and the request waiting for it) in that time, not the 60 s of /_start.
+        async with ChatCore.connect(core_url, open_timeout=timeout) as core:
             if start:
                 # A core that is running already answers chatRunning and is unchanged.
-                await core.start(service_requests=False)
+                await core.start(service_requests=False, timeout=timeout)
             transport = SimplexTransport(
                 core,
                 user_id,
@@ -411,3 +426,64 @@ async def run_proxy(connect: Connect, target: str) -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         tg.cancel_scope.cancel()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+async def run_proxy_http(
+    connect: Connect,
+    target: str,
+    host: str,
+    port: int,
+    on_listening: Callable[[str], None],
+) -> None:
+    """Serve the proxy as a Streamable HTTP MCP server at ``http://HOST:PORT/mcp``.
+
+    The SDK's own server app (``Server.streamable_http_app``, with its DNS
+    rebinding protection for a loopback host) under uvicorn. ``port`` 0 picks
+    a free port; ``on_listening`` gets the endpoint's URL once uvicorn accepts
+    connections. Runs until cancelled, or until uvicorn stops on SIGINT or
+    SIGTERM (it then raises the signal again, as the command's own).
+    """
+    import socket
+
+    import uvicorn
+
+    upstream = Upstream(connect, target)
+    server = build_server(upstream)
+    app = server.streamable_http_app(host=host)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP named: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose
+    # proto says TCP, and an accepted socket inherits it; without it each keep-alive
+    # response waits ~40 ms for the client's delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    bound = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    http = uvicorn.Server(config)
+    url = f"http://{_url_host(host)}:{bound}/mcp"
+
+    async def announce() -> None:
+        while not http.started:
+            await anyio.sleep(0.01)
+        on_listening(url)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(upstream.run)
+            tg.start_soon(announce)
+            try:
+                await http.serve(sockets=[sock])
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        sock.close()

@@ -19,6 +19,15 @@ protocol text ("Service RPC transport") says the core does:
 * it accepts a response within ``response_window`` seconds (180 by default)
   of the request and refuses a later one.
 
+Beyond Service RPC it models the chat core a bot sees: users and profiles,
+contact addresses with their settings (auto-accept, auto-reply), contacts made
+with ``/_connect`` and ``/_accept`` (or refused with ``/_reject``), groups
+made with ``/_group``, ``/_add`` and ``/_join``, messages with quotes and
+mentions, each side's events, and records complete to ``bots/api/TYPES.md``.
+A world (users, addresses, contacts, groups) can be described in a file:
+:func:`read_world`, :meth:`CoreSimulator.load_world`, and
+``simplex-rpc simulator --world FILE``.
+
 Each URL path is one simulated core (``ws://127.0.0.1:PORT/alice`` and
 ``.../bob`` are two; the bare URL is the core ``default``), each with the
 users given (user 1 by default), not started until ``/_start``. Error objects
@@ -40,7 +49,7 @@ import queue
 import re
 import secrets
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -50,12 +59,25 @@ from .._wire import strict_json as _json
 from .._wire.keys import SigningKey
 from .._wire.redact import RedactingLogger, show
 from ..errors import KeyFormatError, PaddingError
-from ._chat import ChatWorld, Party, _chat_error, _cmd_error, _store_error, active_user
+from ._chat import (
+    ChatWorld,
+    ContactRequest,
+    Party,
+    _chat_error,
+    _cmd_error,
+    _store_error,
+    active_user,
+    collect_later,
+    later,
+    stop_collecting,
+    unknown_command,
+)
+from ._world import World, WorldError, check_world, read_world, ref_of
 
 PartyRef = str | tuple[str, int]
 """A user of a simulated core: ``("alice", 2)``, or ``"alice"`` for its user 1."""
 
-__all__ = ["CoreSimulator", "SimulatorStats"]
+__all__ = ["CoreSimulator", "SimulatorStats", "World", "WorldError", "read_world"]
 
 log = RedactingLogger(logging.getLogger("simplex_rpc.testing"))
 _ws_log = RedactingLogger(logging.getLogger("websockets.server"))
@@ -76,21 +98,45 @@ _SERVICE_REQUEST: Final = re.compile(
 _SERVICE_RESPONSE: Final = re.compile(
     r"/_service_response (?P<user>\d+) (?P<rid>\S+) (?P<json>.+)", re.DOTALL
 )
-_ADDRESS: Final = re.compile(r"/_address (?P<user>\d+)(?: pq_ratchet=(?P<pq>on|off))?")
+_BACKLOG: Final = 1024  # the core's outputQ holds tbqSize (1024) events
+_N: Final = r"[0-9]{1,18}"  # A.decimal of an Int64 id (ASCII digits only)
+# The parser's lines (chatCommandP, src/Simplex/Chat/Library/Commands.hs) and
+# COMMANDS.md's syntax of the Service RPC core, which adds pq_ratchet:
+# "/_address " *> (APICreateMyAddress <$> A.decimal)  /  /_address <userId>[ pq_ratchet=on|off]
+_ADDRESS: Final = re.compile(rf"/_address (?P<user>{_N})(?: pq_ratchet=(?P<pq>on|off))?")
+# "/_address_settings " *> (APISetAddressSettings <$> A.decimal <* A.space <*> jsonP)
 _ADDRESS_SETTINGS: Final = re.compile(
-    r"/_address_settings (?P<user>\d+)(?: pq_ratchet=(?P<pq>on|off))? (?P<json>.+)", re.DOTALL
+    rf"/_address_settings (?P<user>{_N})(?: pq_ratchet=(?P<pq>on|off))? (?P<json>.+)", re.DOTALL
 )
-_CONNECT_PLAN: Final = re.compile(r"/_connect plan (?P<user>\d{1,18}) (?P<link>\S+)")
+# "/_connect plan " *> (APIConnectPlan <$> A.decimal <* A.space <*> strP)
+_CONNECT_PLAN: Final = re.compile(rf"/_connect plan (?P<user>{_N}) (?P<link>\S+)")
+# "/_connect " *> (APIConnect <$> A.decimal <*> incognitoOnOffP <* A.space <*> connLinkP)
+# connLinkP = do (ACR m cReq) <- strP; sLink_ <- optional (A.space *> strP)
+# incognitoOnOffP = (A.space *> "incognito=" *> onOffP) <|> pure False
+_CONNECT: Final = re.compile(
+    rf"/_connect (?P<user>{_N})(?: incognito=(?P<incognito>on|off))?"
+    r" (?P<link>\S+)(?: (?P<short>\S+))?"
+)
+# "/_accept" *> (APIAcceptContact <$> incognitoOnOffP <* A.space <*> A.decimal)
+_ACCEPT: Final = re.compile(rf"/_accept(?: incognito=(?P<incognito>on|off))? (?P<id>{_N})")
+# "/_reject " *> (APIRejectContact <$> A.decimal)
+_REJECT: Final = re.compile(rf"/_reject (?P<id>{_N})")
 _GROUP_LINK: Final = re.compile(r"simplex:/g#(?P<token>[A-Za-z0-9_-]{24})\?h=simulator\.local")
-_USER_COMMAND: Final = re.compile(r"/_(?P<name>show_address|delete_address) (?P<user>\d+)")
-_START_OPTIONS: Final = {
-    "main=on": ("main", True),
-    "main=off": ("main", False),
-    "snd_files=on": ("snd_files", True),
-    "snd_files=off": ("snd_files", False),
-    "service_requests=on": ("service_requests", True),
-    "service_requests=off": ("service_requests", False),
-}
+# "/_show_address " *> (APIShowMyAddress <$> A.decimal)
+# "/_delete_address " *> (APIDeleteMyAddress <$> A.decimal)
+_USER_COMMAND: Final = re.compile(rf"/_(?P<name>show_address|delete_address) (?P<user>{_N})")
+# "/_start " *> do mainApp <- "main=" *> onOffP; enableSndFiles <- " snd_files=" *> onOffP
+#   <|> pure mainApp; largeLinkData <- " large_link_data=" *> onOffP <|> pure False
+# "/_start" $> StartChat {mainApp = True, enableSndFiles = True, largeLinkData = False}
+# and, last, " service_requests=on|off" (COMMANDS.md of the Service RPC core, StartChat).
+_START: Final = re.compile(
+    r"/_start(?: main=(?P<main>on|off)(?: snd_files=(?:on|off))?(?: large_link_data=(?:on|off))?"
+    r"(?: service_requests=(?P<service>on|off))?)?"
+)
+# ("/user" <|> "/u") $> ShowActiveUser
+_SHOW_USER: Final = frozenset({"/user", "/u"})
+# parseChatCommand = A.parseOnly chatCommandP . B.dropWhileEnd isSpace
+_SPACE: Final = " \t\n\r\f\v"
 
 
 def _link_token(link: str) -> str | None:
@@ -111,6 +157,54 @@ def _frame(message: dict[str, Any]) -> str:
     except UnicodeEncodeError:
         return json.dumps(message)
     return text
+
+
+def _request(message: str | bytes) -> tuple[str, str] | None:
+    """``(corrId, cmd)`` of a frame, or None when it is not a request.
+
+    Server.hs decodes ``ChatSrvRequest {corrId :: Text, remoteHostId :: Maybe
+    RemoteHostId, cmd :: Text}`` with ``J.decodeStrict'``.
+    """
+    try:
+        msg = _json.loads(message)
+    except _json.JsonError:
+        return None
+    if not isinstance(msg, dict):
+        return None
+    corr_id, cmd, host = msg.get("corrId"), msg.get("cmd"), msg.get("remoteHostId")
+    if not isinstance(corr_id, str) or not isinstance(cmd, str):
+        return None
+    if host is not None and (isinstance(host, bool) or not isinstance(host, int)):
+        return None
+    return corr_id, cmd
+
+
+def _address_settings_of(text: str) -> dict[str, Any] | None:
+    """``AddressSettings`` (TYPES.md) decoded from ``text``, or None when it is not one:
+    ``businessAddress`` (bool), ``autoAccept?`` (``AutoAccept`` ``{acceptIncognito}``),
+    ``autoReply?`` (a ``MsgContent``)."""
+    try:
+        value = _json.loads(text)
+    except _json.JsonError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("businessAddress"), bool):
+        return None
+    auto = value.get("autoAccept")
+    if auto is not None and (
+        not isinstance(auto, dict) or not isinstance(auto.get("acceptIncognito", False), bool)
+    ):
+        return None
+    reply = value.get("autoReply")
+    if reply is not None and (
+        not isinstance(reply, dict) or not isinstance(reply.get("type"), str)
+    ):
+        return None
+    settings: dict[str, Any] = {"businessAddress": value["businessAddress"]}
+    if auto is not None:
+        settings["autoAccept"] = {"acceptIncognito": bool(auto.get("acceptIncognito", False))}
+    if reply is not None:
+        settings["autoReply"] = reply
+    return settings
 
 
 def _agent_error(agent_error: dict[str, Any]) -> dict[str, Any]:
@@ -171,6 +265,9 @@ class _Core:
     started: bool = False
     service_requests: bool = False
     sessions: list[_Session] = field(default_factory=list)
+    backlog: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=_BACKLOG))
+    """Events sent while no client was connected, for the next one (Server.hs: each client's
+    ``output`` reads the core's one ``outputQ``, so events wait there for a client)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -264,7 +361,7 @@ class CoreSimulator:
         self._finished: OrderedDict[str, str] = OrderedDict()  # request id -> "answered"/"expired"
         self._connections: dict[Any, _Session] = {}
         self._link_ids = 0
-        self._chat = ChatWorld(emit=self._emit_to_core, stats=self.stats)
+        self._chat = ChatWorld(emit=self._emit_to_core, stats=self.stats, users=self.users)
 
     def __repr__(self) -> str:
         state = f"at {self.url}" if self._server is not None else "stopped"
@@ -373,12 +470,17 @@ class CoreSimulator:
         *,
         business: bool = False,
         preferences: dict[str, Any] | None = None,
+        roles: dict[PartyRef, str] | None = None,
     ) -> dict[Party, int]:
-        """Create a group of ``owner`` (role owner) and ``members``; return each one's group id.
+        """Create a group of ``owner`` (role owner) and ``members``, all joined; return each
+        one's group id.
 
-        The result maps ``(core, user id)`` to the id the group has there:
-        that user sends to ``#<id>``. ``preferences`` become the profile's
-        ``groupPreferences``; a business chat copies the owner's protocols.
+        The result maps ``(core, user id)`` to the id the group has there, for
+        the owner and every member: ``{("alice", 1): 1, ("bob", 1): 3}``; that
+        user sends to ``#<id>``. ``roles`` gives members a role other than
+        ``member`` (``observer``, ``author``, ``moderator``, ``admin``,
+        ``owner``). ``preferences`` become the profile's ``groupPreferences``; a
+        business chat copies the owner's protocols.
         """
         return self._chat.group(
             name,
@@ -386,7 +488,97 @@ class CoreSimulator:
             [self._party(m) for m in members],
             business=business,
             preferences=preferences,
+            roles={self._party(k): v for k, v in (roles or {}).items()},
         )
+
+    def create_address(
+        self,
+        who: PartyRef,
+        *,
+        pq_ratchet: bool = False,
+        settings: dict[str, Any] | None = None,
+    ) -> dict[str, str]:
+        """Create ``who``'s contact address, as ``/_address`` does (with ratchet keys when
+        ``pq_ratchet``), with ``settings`` (``AddressSettings``: ``businessAddress``,
+        ``autoAccept``, ``autoReply``); return its ``CreatedConnLink``:
+        ``{"connFullLink": ..., "connShortLink": ...}``."""
+        core_name, user_id = self._party(who)
+        resp = self._create_address(self._core(core_name), user_id, "on" if pq_ratchet else None)
+        if resp["type"] != "userContactLinkCreated":
+            raise ValueError(f"create_address: {core_name} user {user_id} has an address already")
+        if settings is not None:
+            checked = _address_settings_of(json.dumps(settings))
+            if checked is None:
+                raise ValueError("create_address: settings: not an AddressSettings object")
+            address = self._address_of(self._core(core_name), user_id)
+            assert address is not None
+            address.settings = checked
+        link: dict[str, str] = resp["connLinkContact"]
+        return link
+
+    def load_world(self, world: World | dict[str, Any]) -> dict[str, Any]:
+        """Build ``world`` (a :class:`World` from :func:`read_world`, or its decoded tree);
+        return what ``simplex-rpc simulator --world`` prints::
+
+            {"url": "ws://127.0.0.1:5225",
+             "users": {"alice": {"url": "ws://127.0.0.1:5225/alice", "userId": 1,
+                                 "displayName": "Alice",
+                                 "address": {"connFullLink": ..., "connShortLink": ...},
+                                 "contacts": {"bob": 1},
+                                 "groups": {"team": 1}}}}
+
+        ``users`` is keyed by the world's user names (``core``, or ``core:N`` for
+        user N); ``contacts`` maps a peer's name to the contact id at this user
+        (it sends to ``@<id>``), ``groups`` a group's name to its id at this user
+        (``#<id>``); ``address`` is there for a user with one. Raises
+        :class:`WorldError` for a world that breaks the format or declares a user
+        id the simulator does not have (``CoreSimulator(users=...)``).
+        """
+        if self._server is None:
+            raise RuntimeError("start the simulator first")
+        spec = world if isinstance(world, World) else check_world(world)
+        missing = sorted(spec.user_ids - self.users)
+        if missing:
+            raise WorldError(
+                f"world: user {missing[0]} is not among the simulator's users "
+                f"{sorted(self.users)} (CoreSimulator(users=...))"
+            )
+        made: dict[str, dict[str, Any]] = {}
+        for user in spec.users:
+            if user.profile is not None:
+                self.set_profile(user.party, user.profile)
+            entry: dict[str, Any] = {
+                "url": self.url_for(user.party[0]),
+                "userId": user.party[1],
+                "displayName": self._chat.profile(user.party)["displayName"],
+            }
+            if user.address is not None:
+                link = self.create_address(
+                    user.party,
+                    pq_ratchet=user.address["pq_ratchet"],
+                    settings=user.address["settings"],
+                )
+                if user.address["link_data"]:
+                    self.set_link_data(link["connShortLink"], **user.address["link_data"])
+                entry["address"] = link
+            entry["contacts"], entry["groups"] = {}, {}
+            made[user.ref] = entry
+        for a, b in spec.contacts:
+            at_a, at_b = self.connect(a, b)
+            made[ref_of(a)]["contacts"][ref_of(b)] = at_a
+            made[ref_of(b)]["contacts"][ref_of(a)] = at_b
+        for group in spec.groups:
+            ids = self.create_group(
+                group.name,
+                group.owner,
+                [p for p, _ in group.members],
+                business=group.business,
+                preferences=group.preferences,
+                roles={p: role for p, role in group.members},
+            )
+            for party, group_id in ids.items():
+                made[ref_of(party)]["groups"][group.name] = group_id
+        return {"url": self.url, "users": made}
 
     def group_link(self, who: PartyRef, group_id: int) -> str:
         """A group link of ``who``'s group ``group_id`` (for ``/_connect plan``)."""
@@ -407,11 +599,18 @@ class CoreSimulator:
         await self._emit_to_core(core, event)
 
     async def _emit_to_core(self, core_name: str, event: dict[str, Any]) -> None:
-        core = self._cores.get(core_name)
-        if core is None:
+        core = self._core(core_name)
+        if not core.sessions:
+            core.backlog.append(event)  # the oldest goes when it is full
             return
         for session in list(core.sessions):
             await session.emit(event)
+
+    def _take_backlog(self, core: _Core) -> list[dict[str, Any]]:
+        """The events that waited for a client of ``core`` (handed to the first one)."""
+        events = list(core.backlog)
+        core.backlog.clear()
+        return events
 
     def _connect_plan(self, core: _Core, user_id: int, link: str) -> dict[str, Any]:
         # APIConnectPlan (COMMANDS.md): connectionPlan with ConnectionPlan (TYPES.md).
@@ -446,8 +645,9 @@ class CoreSimulator:
             plan = {"type": "known", "contact": self._chat.contact_record(party, known)}
         elif _SHORT_LINK.fullmatch(link) is None:
             # The link data goes with the short link: a full link's plan is "ok"
-            # with contactSLinkData_ null (ContactShortLinkData?, TYPES.md).
-            plan = {"type": "ok", "contactSLinkData_": None}
+            # without contactSLinkData_ (ContactShortLinkData?, TYPES.md; the core
+            # omits a Nothing field).
+            plan = {"type": "ok"}
         else:
             data: dict[str, Any] = {
                 "profile": self._chat.profile(owner),
@@ -498,18 +698,19 @@ class CoreSimulator:
 
         session = self._open_session(name, emit)
         self._connections[ws] = session
+        for event in self._take_backlog(session.core):
+            await emit(event)
         tasks: set[asyncio.Task[None]] = set()
         try:
             async for message in ws:
-                try:
-                    msg = json.loads(message)
-                    corr_id = msg["corrId"]
-                    cmd = msg["cmd"]
-                    if not isinstance(cmd, str):
-                        raise TypeError("cmd")
-                except (ValueError, KeyError, TypeError):
+                request = _request(message)
+                if request is None:
                     log.warning("simulator: not a command: %s", show(message))
+                    # Server.hs: Nothing -> sendError Nothing Nothing "invalid request".
+                    with contextlib.suppress(ConnectionClosed):
+                        await ws.send(_frame({"resp": _command_error("invalid request")}))
                     continue
+                corr_id, cmd = request
                 task = asyncio.create_task(self._answer(ws, session, corr_id, cmd))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
@@ -524,36 +725,54 @@ class CoreSimulator:
     async def _answer(self, ws: Any, session: _Session, corr_id: object, cmd: str) -> None:
         from websockets.exceptions import ConnectionClosed
 
-        resp = await self.run_command(session, cmd)
+        resp, steps = await self._command(session, cmd)
         with contextlib.suppress(ConnectionClosed):
             await ws.send(_frame({"corrId": corr_id, "resp": resp}))
+        for step in steps:
+            await step()
 
     # -- commands -----------------------------------------------------------
 
     async def run_command(self, session: _Session, cmd: str) -> dict[str, Any]:
-        """Run one command for ``session``; return the ``resp`` object."""
+        """Run one command for ``session``, and the events it defers; return the ``resp``."""
+        resp, steps = await self._command(session, cmd)
+        for step in steps:
+            await step()
+        return resp
+
+    async def _command(self, session: _Session, cmd: str) -> tuple[dict[str, Any], list[Any]]:
+        """Run one command; return its ``resp`` and the steps to run once it is sent."""
         log.debug("simulator %s: %s", session.core.name, show(cmd, 300))
+        steps, token = collect_later()
         try:
-            return await self._run(session, cmd)
+            return await self._run(session, cmd.rstrip(_SPACE)), steps
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # pragma: no cover - a bug in the simulator, reported as such
             log.error("simulator: command failed", exc_info=True)
-            return _chat_error("exception", message=type(exc).__name__)
+            return _chat_error("exception", message=type(exc).__name__), []
+        finally:
+            stop_collecting(token)
 
     async def _run(self, session: _Session, cmd: str) -> dict[str, Any]:
         core = session.core
-        if cmd == "/_start" or cmd.startswith("/_start "):
-            return self._start(core, cmd)
+        if m := _START.fullmatch(cmd):
+            return self._start(core, m)
         if cmd == "/_stop":
             core.started = False
             core.service_requests = False
             return {"type": "chatStopped"}
-        if cmd == "/user":
+        if cmd in _SHOW_USER:
             user = (core.name, active_user(core.users))
             return {"type": "activeUser", "user": self._chat.user(user)}
         if m := _CONNECT_PLAN.fullmatch(cmd):
             return self._connect_plan(core, int(m["user"]), m["link"])
+        if m := _CONNECT.fullmatch(cmd):
+            return self._connect(core, m)
+        if m := _ACCEPT.fullmatch(cmd):
+            return self._accept(core, int(m["id"]), m["incognito"] == "on")
+        if m := _REJECT.fullmatch(cmd):
+            return self._reject(core, int(m["id"]))
         if cmd.startswith("/_service_request "):
             return await self._service_request(session, cmd)
         if cmd.startswith("/_service_response "):
@@ -580,19 +799,14 @@ class CoreSimulator:
         chat = await self._chat.run(core.name, core.users, cmd)
         if chat is not None:
             return chat
-        return _command_error("unknown command")
+        # A form the parser refuses, or one the simulator does not implement.
+        return unknown_command()
 
-    def _start(self, core: _Core, cmd: str) -> dict[str, Any]:
-        options: dict[str, bool] = {}
-        for token in cmd.split(" ")[1:]:
-            option = _START_OPTIONS.get(token)
-            if option is None:
-                return _command_error("invalid /_start option")
-            options[option[0]] = option[1]
+    def _start(self, core: _Core, m: re.Match[str]) -> dict[str, Any]:
         if core.started:
             return {"type": "chatRunning"}
         core.started = True
-        core.service_requests = options.get("service_requests", False)
+        core.service_requests = m["service"] == "on"
         return {"type": "chatStarted"}
 
     def _address_of(self, core: _Core, user_id: int) -> _Address | None:
@@ -631,12 +845,9 @@ class CoreSimulator:
         address = self._address_of(core, user_id)
         if address is None:
             return _store_error("userContactLinkNotFound")
-        try:
-            settings = _json.loads(text)
-        except _json.JsonError:
-            return _command_error("address settings are not JSON")
-        if not isinstance(settings, dict):
-            return _command_error("address settings must be a JSON object")
+        settings = _address_settings_of(text)
+        if settings is None:
+            return unknown_command()  # jsonP: not an AddressSettings
         address.settings = settings
         if pq is not None and address.ratchet_key is None:
             address.ratchet_key = secrets.token_urlsafe(16)
@@ -644,6 +855,187 @@ class CoreSimulator:
             "type": "userContactLinkUpdated",
             "user": self._chat.user((core.name, user_id)),
             "contactLink": address.contact_link(),
+        }
+
+    def _connect(self, core: _Core, m: re.Match[str]) -> dict[str, Any]:
+        """APIConnect through a contact address (COMMANDS.md): ``sentInvitation``, or
+        ``contactAlreadyExists``; the owner's core reports ``receivedContactRequest``, or
+        accepts at once when its address auto-accepts (EVENTS.md)."""
+        user_id = int(m["user"])
+        if user_id not in core.users:
+            return _store_error("userNotFound", userId=user_id)
+        party = (core.name, user_id)
+        if m["incognito"] == "on":
+            return _command_error("incognito: the simulator has no incognito profiles")
+        links = [m["link"]] + ([m["short"]] if m["short"] is not None else [])
+        if any(_GROUP_LINK.fullmatch(link) for link in links):
+            return unknown_command()  # joining through a group link is not simulated
+        tokens = {_link_token(link) for link in links}
+        if None in tokens or len(tokens) != 1:
+            return _chat_error("invalidConnReq")
+        (token,) = tokens
+        address = self._addresses.get(str(token))
+        if address is None:
+            # The address's queue is gone: the router refuses the connection.
+            return _agent_error(
+                {"type": "SMP", "serverAddress": f"smp://{_HOST}", "smpErr": {"type": "AUTH"}}
+            )
+        owner = (address.core.name, address.user_id)
+        if owner == party:
+            return _chat_error("invalidConnReq")  # one's own address (its plan: ownLink)
+        known = self._chat.contact_between(party, owner)
+        if known is not None:
+            return {
+                "type": "contactAlreadyExists",
+                "user": self._chat.user(party),
+                "contact": self._chat.contact_record(party, known),
+            }
+        if address.settings.get("businessAddress"):
+            # A business address makes a business chat (a group) per customer;
+            # over the wire the simulator does not make those (create_group(business=True)).
+            return _command_error("business addresses: not simulated by /_connect")
+        # A repeated request of the same requester is the same request (the core
+        # matches it by its xContactId): the owner is told again, with the same id.
+        request = next(
+            (r for r in self._chat.requests if (r.owner, r.requester) == (owner, party)), None
+        )
+        if request is None:
+            request = ContactRequest(
+                owner=owner,
+                requester=party,
+                # contactRequestId: numbered per core, as the core's database does.
+                request_id=self._chat.next_id((owner[0], 0), "request"),
+                link_id=address.link_id,
+            )
+            self._chat.requests.append(request)
+        if "autoAccept" in address.settings:
+            contact = self._make_contact(request)
+            self._chat.emit_later(
+                [
+                    (
+                        owner[0],
+                        {
+                            "type": "acceptingContactRequest",
+                            "user": self._chat.user(owner),
+                            "contact": self._chat.contact_record(owner, contact),
+                        },
+                    )
+                ]
+            )
+            self._connected_later(request, contact, address.settings.get("autoReply"))
+        else:
+            self._chat.emit_later(
+                [
+                    (
+                        owner[0],
+                        {
+                            "type": "receivedContactRequest",
+                            "user": self._chat.user(owner),
+                            "contactRequest": self._chat.request_record(request),
+                        },
+                    )
+                ]
+            )
+        return {
+            "type": "sentInvitation",
+            "user": self._chat.user(party),
+            "connection": self._chat.pending_connection(party),
+        }
+
+    def _request_of(self, core: _Core, request_id: int) -> ContactRequest | None:
+        # APIAcceptContact and APIRejectContact name no user: the core finds the
+        # request, and its user, by the request's id (getContactRequest').
+        return next(
+            (
+                r
+                for r in self._chat.requests
+                if r.owner[0] == core.name and r.request_id == request_id
+            ),
+            None,
+        )
+
+    def _make_contact(self, request: ContactRequest) -> Any:
+        self._chat.requests.remove(request)
+        contact = self._chat.new_contact(request.owner, request.requester)
+        contact.request_id[request.owner] = request.request_id
+        return contact
+
+    def _connected_later(
+        self, request: ContactRequest, contact: Any, auto_reply: dict[str, Any] | None
+    ) -> None:
+        """The events of a contact connecting, after the command that accepted it (EVENTS.md):
+        the owner ``contactSndReady`` and ``contactConnected``; the requester
+        ``contactConnecting`` and ``contactConnected``; then the address's auto-reply."""
+        owner, requester = request.owner, request.requester
+        chat = self._chat
+        events = [
+            (
+                owner[0],
+                {
+                    "type": "contactSndReady",
+                    "user": chat.user(owner),
+                    "contact": chat.contact_record(owner, contact),
+                },
+            ),
+            (
+                requester[0],
+                {
+                    "type": "contactConnecting",
+                    "user": chat.user(requester),
+                    "contact": chat.contact_record(requester, contact),
+                },
+            ),
+            (
+                owner[0],
+                {
+                    "type": "contactConnected",
+                    "user": chat.user(owner),
+                    "contact": chat.contact_record(owner, contact),
+                },
+            ),
+            (
+                requester[0],
+                {
+                    "type": "contactConnected",
+                    "user": chat.user(requester),
+                    "contact": chat.contact_record(requester, contact),
+                },
+            ),
+        ]
+        chat.emit_later(events)
+        if auto_reply is not None:
+
+            async def reply() -> None:
+                await chat.deliver(owner, "@", contact, dict(auto_reply), echo=True)
+
+            later(reply)
+
+    def _accept(self, core: _Core, request_id: int, incognito: bool) -> dict[str, Any]:
+        """APIAcceptContact: ``acceptingContactRequest`` with the new contact (COMMANDS.md)."""
+        request = self._request_of(core, request_id)
+        if request is None:
+            return _store_error("contactRequestNotFound", contactRequestId=request_id)
+        if incognito:
+            return _command_error("incognito: the simulator has no incognito profiles")
+        contact = self._make_contact(request)
+        self._connected_later(request, contact, None)
+        return {
+            "type": "acceptingContactRequest",
+            "user": self._chat.user(request.owner),
+            "contact": self._chat.contact_record(request.owner, contact),
+        }
+
+    def _reject(self, core: _Core, request_id: int) -> dict[str, Any]:
+        """APIRejectContact: ``contactRequestRejected``; "The user who sent the request is
+        **not notified**" (COMMANDS.md)."""
+        request = self._request_of(core, request_id)
+        if request is None:
+            return _store_error("contactRequestNotFound", contactRequestId=request_id)
+        self._chat.requests.remove(request)
+        return {
+            "type": "contactRequestRejected",
+            "user": self._chat.user(request.owner),
+            "contactRequest": self._chat.request_record(request),
         }
 
     def _resolve(self, target: str) -> _Address | dict[str, Any]:
@@ -797,6 +1189,8 @@ class _NativeHandle:
         self._events: queue.Queue[str] = queue.Queue()
         self._closed = threading.Event()
         self._session = sim._open_session(core, self._emit)
+        for event in sim._take_backlog(self._session.core):
+            self._events.put(_frame({"result": event}))
 
     def __repr__(self) -> str:
         return f"<simulator native handle on core {self._session.core.name}>"

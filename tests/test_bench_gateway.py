@@ -1,0 +1,30 @@
+"""``simplex-rpc bench gateway`` (issue "Across the process boundary", Benchmark): a
+``tools/call`` through ``serve --mcp-stdio`` and the simulator, and with the SDK's client
+straight to the same stdio server, interleaved in one run, with the ratio against the 3x
+target. Reported, not asserted: the test checks the report, never a time."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from simplex_rpc.cli import main
+from simplex_rpc.cli._bench_gateway import TARGET, WAYS, report_text, run_gateway_bench
+
+
+def test_the_report_has_every_way_its_ratio_and_the_target() -> None:
+    report = asyncio.run(asyncio.wait_for(run_gateway_bench(3), 120))
+    assert report["calls"] == 3 and report["target"] == TARGET == 3.0
+    assert report["failures"] == dict.fromkeys(WAYS, 0)
+    assert all(report["median_ms"][way] is not None for way in WAYS)
+    assert set(report["ratio"]) == {"rpc", "chat"} == set(report["met"])
+    text = report_text(report)
+    assert "target <= 3x" in text and "serve --mcp-stdio" in text
+
+
+def test_bench_gateway_refuses_the_backend_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "gateway", "--rounds", "3"]) == 2
+    assert "not to bench gateway" in capsys.readouterr().err
