@@ -206,6 +206,15 @@ TABLE: list[Row] = [
     # -- bench
     row("bench-only-unknown", "bench", "--only", "nosuch", needle="nosuch"),
     row("bench-rounds-zero", "bench", "--rounds", "0", needle="--rounds"),
+    # -- a2a-proxy
+    row("a2a-proxy-without-the-a2a-extra", "a2a-proxy", "--core", C, "simplex:/a#x",
+        needle="simplex-rpc[a2a]", block=("a2a",)),
+    row("a2a-proxy-listen-bad", "a2a-proxy", "--core", C, "--listen", "nope", "simplex:/a#x",
+        needle="--listen"),
+    row("a2a-proxy-sign-key-missing", "a2a-proxy", "--core", C, "--sign-key", "@{tmp}/nope",
+        "simplex:/a#x", needle="cannot read"),
+    row("a2a-proxy-sign-key-public", "a2a-proxy", "--core", C, "--sign-key",
+        "@{tmp}/public.key", "simplex:/a#x", needle="this is a public key"),
     # -- mcp-proxy
     row("mcp-proxy-without-the-mcp-extra", "mcp-proxy", "--core", C, "simplex:/a#x",
         needle="simplex-rpc[mcp]", block=("mcp",)),
