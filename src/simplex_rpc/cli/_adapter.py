@@ -205,12 +205,14 @@ def _upstream(args: argparse.Namespace) -> Any:
     except ImportError as exc:
         raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
     logger = logging.getLogger("simplex_rpc.mcp.upstream")
-    if not logger.handlers and not logging.getLogger().handlers:
-        # The upstream's changes of state and its stderr are the operator's log.
+    if not logger.handlers:
+        # The upstream's changes of state and its stderr are the operator's log, INFO
+        # included: its own stderr handler (not propagated to serve's WARNING one).
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("simplex-rpc serve: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
+        logger.propagate = False
     tools = args.conversation_tool
     if args.mcp_stdio:
         command, *rest = args.upstream_command
