@@ -26,6 +26,7 @@ demo: $(STAMP)
 test: $(STAMP) lint typecheck
 	$(PY) -m pytest -q
 	SIMPLEX_RPC_PURE=1 $(PY) -m pytest -q
+	$(CLI) vectors check vectors
 	$(CLI) vectors check
 
 lint: $(STAMP)
@@ -36,8 +37,10 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 	MYPYPATH=src $(PY) tests/typing/check_consumer.py
 
+# vectors/ is the source of truth; the package ships a byte-identical copy (package data).
 vectors: $(STAMP)
 	$(CLI) vectors generate vectors
+	$(CLI) vectors generate src/simplex_rpc/vectors/data
 
 # The distribution (issue 13): the sdist, then from it one cp311-abi3 wheel for every
 # CPython >= 3.11, repaired by auditwheel to a manylinux tag, compiled without debug

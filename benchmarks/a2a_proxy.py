@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         processes.append(upstream)
         sim, sim_url = _start(
             [PY, "-m", "simplex_rpc", "simulator", "--port", "0"],
-            r"core simulator at (ws://\S+)",
+            r"^listening: (ws://\S+)",
             "the simulator",
         )
         processes.append(sim)
@@ -130,7 +130,6 @@ def main(argv: list[str] | None = None) -> int:
             ],
             r"^address: (\S+)",
             "the bot",
-            stderr=True,
         )
         processes.append(bot)
         proxy, proxy_url = _start(

@@ -5,11 +5,16 @@ C backend did not load, its cases are skipped with the real reason, unless
 ``SIMPLEX_RPC_BUILD_C=1`` says it must be there, which makes them fail.
 ``c_backend`` is the C backend alone, under the same rule, for tests that
 compare the two backends in one process.
+
+The short summary folds skips by reason alone (``pytest_runtest_logreport``
+below): the pure-backend run of ``make test`` says "C backend unavailable"
+once, with the count, instead of once per test line (issue 22).
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +46,18 @@ def c_backend() -> _backend.Backend:
 def ad() -> bytes:
     """A 112-byte AD, the shape of the agent's: two X448 keys, sender's first."""
     return bytes(range(56)) + bytes(range(100, 156))
+
+
+_CONFTEST = str(Path(__file__).resolve())
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Fold the short summary's skips by reason: one ``SKIPPED [N]`` line per reason.
+
+    pytest folds skips by (file, line, reason); a skip's place is the test's, so one
+    reason gives a line per test function. The place is set to this file with no
+    line, leaving the reason and the count; ``-v`` still names each skipped test.
+    """
+    if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        _path, _line, reason = report.longrepr
+        report.longrepr = (_CONFTEST, None, reason)  # type: ignore[assignment]

@@ -157,12 +157,12 @@ def network(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Network]:
                         *("--a2a-url", upstream_url, "--header", f"X-Api-Key: {SECRET}"),
                         *("--chat", "--declare", "--address"),
                     ],
-                    stdout=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     text=True,
                 )
                 assert bot.stderr is not None
-                link = read_line(bot.stderr, r"^address: (\S+)", "the bot")
+                link = read_line(bot.stdout, r"^address: (\S+)", "the bot")
 
                 def drain() -> None:
                     assert bot is not None and bot.stderr is not None
@@ -319,12 +319,12 @@ def test_a_task_not_finished_in_time_over_service_rpc_is_conversation_required(
             *(PY, "-m", "simplex_rpc", "serve", "--core", f"{network.url}/frank"),
             *("--a2a-url", upstream_url, "--address", "--deadline", "3"),
         ],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        link = read_line(bot.stderr, r"^address: (\S+)", "the bot")
+        link = read_line(bot.stdout, r"^address: (\S+)", "the bot")
         local = Network(**{**network.__dict__, "link": link})
 
         async def main() -> Any:
@@ -349,12 +349,12 @@ def test_an_upstream_that_went_away_is_answered_and_logged(network: Network) -> 
             *("--a2a-url", upstream_url, "--address", "--chat"),
             *("--header", f"Authorization: Bearer {SECRET}"),
         ],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        link = read_line(bot.stderr, r"^address: (\S+)", "the bot")
+        link = read_line(bot.stdout, r"^address: (\S+)", "the bot")
         local = Network(**{**network.__dict__, "link": link})
         stop(upstream)
 
@@ -600,12 +600,12 @@ def test_the_card_url_may_be_given_whole(network: Network) -> None:
             *(PY, "-m", "simplex_rpc", "serve", "--core", f"{network.url}/henry"),
             *("--a2a-url", f"{network.upstream}/.well-known/agent-card.json", "--address"),
         ],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        link = read_line(bot.stderr, r"^address: (\S+)", "the bot")
+        link = read_line(bot.stdout, r"^address: (\S+)", "the bot")
         local = Network(**{**network.__dict__, "link": link})
 
         async def main() -> Any:
@@ -629,12 +629,12 @@ def test_an_sdk_agent_in_process_serves_a_one_shot_task(network: Network) -> Non
             *(PY, "-m", "simplex_rpc", "serve", "--core", f"{network.url}/erin"),
             *("--a2a-module", f"{UPSTREAM}:build_handler", "--address", "--declare"),
         ],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        link = read_line(bot.stderr, r"^address: (\S+)", "the in-process bot")
+        link = read_line(bot.stdout, r"^address: (\S+)", "the in-process bot")
         local = Network(**{**network.__dict__, "link": link})
 
         async def main() -> Any:

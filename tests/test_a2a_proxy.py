@@ -70,12 +70,12 @@ def network() -> Iterator[Network]:
                     *(PY, "-m", "simplex_rpc", "serve", "--core", f"{world.url}/bot"),
                     *("--a2a-module", f"{UPSTREAM}:build_handler", "--chat", "--address"),
                 ],
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,  # the ready lines (issue 22)
                 stderr=subprocess.PIPE,
                 text=True,
             )
             processes.append(bot)
-            link = read_line(bot.stderr, r"^address: (\S+)", "the bot")
+            link = read_line(bot.stdout, r"^address: (\S+)", "the bot")
             rpc_proxy, rpc_url = start_proxy("--core", f"{world.url}/alice", link)
             processes.append(rpc_proxy)
             chat_proxy, chat_url = start_proxy(

@@ -105,6 +105,7 @@ def call(bg: Background, *args: str) -> list[str]:
 
 def test_call_prints_the_response(capsys: pytest.CaptureFixture[str]) -> None:
     with serving("--echo") as bg:
+        capsys.readouterr()  # the responder's ready lines (stdout)
         assert main(call(bg, "echo", '{"q": [1, 2]}')) == 0
     assert json.loads(capsys.readouterr().out) == {"response": {"q": [1, 2]}}
 
@@ -114,6 +115,7 @@ def test_call_signed_with_a_key_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     key_file = tmp_path / "key.txt"
     key_file.write_text(key.encode() + "\n")
     with serving("--echo") as bg:
+        capsys.readouterr()  # the responder's ready lines (stdout)
         status = main(call(bg, "echo", "7", "--sign-key", f"@{key_file}", "--request-key"))
     out, err = capsys.readouterr()
     assert status == 0 and json.loads(out) == {"response": 7}
@@ -122,6 +124,7 @@ def test_call_signed_with_a_key_file(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_call_exit_status_1_for_an_error_response(capsys: pytest.CaptureFixture[str]) -> None:
     with serving("--echo") as bg:
+        capsys.readouterr()  # the responder's ready lines (stdout)
         assert main(call(bg, "mcp", "{}")) == 1
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "unsupported_protocol"
 
@@ -130,6 +133,7 @@ def test_call_reports_refusals_in_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     with serving("--echo") as bg:
+        capsys.readouterr()  # the responder's ready lines (stdout)
         assert main(["call", "--core", bg.url, "--timeout", "2", "nowhere", "echo", "{}"]) == 2
         err = capsys.readouterr().err.splitlines()[-1]  # the responder printed its address before
         assert err.startswith("simplex-rpc call: chat core refused /_service_request")
@@ -148,6 +152,7 @@ def test_call_reports_refusals_in_one_line(
 
 def test_call_with_a_version(capsys: pytest.CaptureFixture[str]) -> None:
     with serving("--echo", "--protocol", "echo") as bg:
+        capsys.readouterr()  # the responder's ready lines (stdout)
         assert main(call(bg, "echo", "1", "--version", '"1.0"', "--retries", "1")) == 0
     assert json.loads(capsys.readouterr().out) == {"response": 1}
 
@@ -156,6 +161,7 @@ def test_serve_an_mcp_server_module(capsys: pytest.CaptureFixture[str]) -> None:
     """--mcp-module: an MCP SDK server behind McpBridge (the protocol text's MCP example)."""
     request: dict[str, Any] = mcp_tools_call_request()["request"]
     with serving("--mcp-module", f"{EXAMPLE}:build_server", "--conversation-tool", "catalog") as bg:
+        capsys.readouterr()  # the responder's ready lines (stdout)
         assert main(call(bg, "mcp", json.dumps(request))) == 0
         answer = json.loads(capsys.readouterr().out)["response"]
         assert answer["id"] == 1
@@ -276,4 +282,7 @@ def test_simulator_subcommand_serves_until_cancelled(capsys: pytest.CaptureFixtu
             await task
 
     asyncio.run(scenario())
-    assert "core simulator at ws://127.0.0.1:" in capsys.readouterr().out
+    # The ready line is for programs (stdout); the note for people goes to stderr.
+    out, err = capsys.readouterr()
+    assert out.startswith("listening: ws://127.0.0.1:")
+    assert "one simulated core per URL path" in err

@@ -44,6 +44,7 @@ def call_chat(bg: Background, *args: str) -> list[str]:
 def test_call_chat_prints_each_reply_as_a_json_line(capsys: pytest.CaptureFixture[str]) -> None:
     """serve --chat answers /_call with the same handler; call-chat prints the replies."""
     with bot("--echo", "--protocol", "echo") as bg:
+        capsys.readouterr()  # the responder's ready lines (stdout)
         assert main(call_chat(bg, "@1", "echo", json.dumps(REQUEST))) == 0
         assert main(call_chat(bg, "#1", "echo", json.dumps(REQUEST), "--member", "bob")) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -59,6 +60,7 @@ def test_call_chat_refusals_are_one_line_with_status_2(
     big = tmp_path / "big.json"
     big.write_text(json.dumps({"x": "y" * 16_000}))
     with bot("--echo") as bg:
+        capsys.readouterr()  # the responder's ready lines (stdout)
         assert main(call_chat(bg, "@1", "echo", f"@{big}")) == 2
         assert "does not fit" in capsys.readouterr().err
         assert main(call_chat(bg, "#1", "echo", "{}", "--member", "nobody")) == 2
@@ -72,6 +74,7 @@ def test_serve_chat_with_an_mcp_server(capsys: pytest.CaptureFixture[str]) -> No
     """serve --chat --mcp-module answers /_call mcp through McpBridge."""
     pytest.importorskip("mcp.server")
     with bot("--mcp-module", f"{EXAMPLE}:build_server") as bg:
+        capsys.readouterr()  # the responder's ready lines (stdout)
         request = mcp.make_request("tools/list", id=1)
         assert main(call_chat(bg, "@1", "mcp", json.dumps(request))) == 0
     (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
@@ -103,8 +106,10 @@ def test_serve_chat_ends_with_one_line_when_the_core_goes_away(
     with Background(responder):
         assert finished.wait(20)
     assert status == [2]
+    # The adapter's log line of the lost connection (stderr), then the one error line.
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "connection to the chat core" in err[0]
+    assert err[-1].startswith("simplex-rpc serve: ") and "connection to the chat core" in err[-1]
+    assert len(err) <= 2 and not any("Traceback" in line for line in err), err
 
 
 def test_serve_chat_declare_declares_both_transports_with_the_servers_versions(
@@ -115,6 +120,7 @@ def test_serve_chat_declare_declares_both_transports_with_the_servers_versions(
     responder serves no versions, so --declare is refused for it."""
     pytest.importorskip("mcp.server")
     with bot("--mcp-module", f"{EXAMPLE}:build_server", "--declare") as bg:
+        capsys.readouterr()  # the responder's ready lines (stdout)
         # Ready means declared and listening: the profile is already written, and a
         # /_call sent now is answered.
         assert bg.sim is not None

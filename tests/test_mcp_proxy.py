@@ -81,17 +81,17 @@ def network() -> Iterator[Network]:
     )
     bot: subprocess.Popen[str] | None = None
     try:
-        url = _read_until(sim.stdout, r"core simulator at (ws://\S+)", "the simulator")
+        url = _read_until(sim.stdout, r"^listening: (ws://\S+)", "the simulator")
         bot = subprocess.Popen(
             [
                 *(PY, "-m", "simplex_rpc", "serve", "--core", f"{url}/bob"),
                 *("--mcp-module", BOT, "--address", "--conversation-tool", "catalog"),
             ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,  # the ready lines (issue 22)
+            stderr=subprocess.DEVNULL,
             text=True,
         )
-        link = _read_until(bot.stderr, r"^address: (\S+)", "the bot")
+        link = _read_until(bot.stdout, r"^address: (\S+)", "the bot")
         yield Network(url=url, link=link)
     finally:
         for process in (bot, sim):

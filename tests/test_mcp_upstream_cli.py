@@ -98,7 +98,7 @@ def serving(sim: SimulatorThread, *upstream: str) -> Iterator[tuple[Program, str
     """``simplex-rpc serve`` for core ``bot`` with the given upstream options; its address."""
     program = Program("serve", "--core", f"{sim.url}/bot", "--address", *upstream)
     try:
-        link = program.wait_for("err", "address: ")
+        link = program.wait_for("out", "address: ")  # a ready line, on stdout
         yield program, link
     finally:
         program.stop()

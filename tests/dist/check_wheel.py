@@ -5,7 +5,8 @@ checks need pyelftools (auditwheel's dependency, in the dist tools' venv). Check
 
 * one sdist and one wheel; the wheel is ``cp311-abi3-manylinux_*`` (``--pure``:
   ``py3-none-any`` with no extension module);
-* the wheel holds LICENSE, ``py.typed``, the extension (unless pure), and no tests;
+* the wheel holds LICENSE, ``py.typed``, the extension (unless pure), the vectors
+  (``simplex_rpc/vectors/data/``), and no tests;
 * the sdist holds LICENSE, the C sources and the vectors, and no test suite,
   no Makefile and no ``docs/HELPERS.md``;
 * the extension carries no build path: no RPATH or RUNPATH, no DWARF (so no
@@ -74,6 +75,12 @@ def check_wheel(path: Path, pure: bool) -> list[str]:
             problems.append(f"{path.name}: no LICENSE")
         if "simplex_rpc/py.typed" not in names:
             problems.append(f"{path.name}: no simplex_rpc/py.typed")
+        # The vectors ship as package data: `simplex-rpc vectors check` with no directory.
+        for kind in ("keys", "signatures", "padding", "frames", "envelopes"):
+            for suffix in ("json", "cbor"):
+                shipped = f"simplex_rpc/vectors/data/{kind}.{suffix}"
+                if shipped not in names:
+                    problems.append(f"{path.name}: no {shipped}")
         tests = [n for n in names if n.startswith("tests/") or "/tests/" in n or "conftest" in n]
         problems += [f"{path.name}: ships test file {n}" for n in tests]
         modules = [n for n in names if n.endswith(".so")]

@@ -16,8 +16,8 @@ import sys
 from typing import Any
 
 from .._wire.keys import SigningKey
-from ..errors import KeyFormatError, SimplexRpcError
-from ._common import EXIT_OK, CliError, positive_seconds, read_input, whole_number
+from ..errors import SimplexRpcError
+from ._common import EXIT_OK, CliError, core_url, load_sign_key, positive_seconds, whole_number
 
 VIAS = ("rpc", "chat", "auto")
 """The ``--via`` choices (``simplex_rpc.a2a._proxy.PROXY_VIAS``, without importing the SDK)."""
@@ -37,12 +37,8 @@ def _listen(text: str) -> tuple[str, int]:
 
 
 def _load_sign_key(spec: str) -> SigningKey:
-    text = read_input(spec, what="--sign-key").strip()
-    try:
-        return SigningKey.decode(text)
-    except KeyFormatError as exc:
-        # The decoder's messages never contain the key; the text itself is not echoed.
-        raise CliError(f"--sign-key: {exc}") from None
+    # The messages never contain the key; a key file others can read is warned about.
+    return load_sign_key(spec)
 
 
 async def _run(args: argparse.Namespace, settings: Any) -> None:
@@ -108,6 +104,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--core",
         required=True,
+        type=core_url,
         metavar="URL",
         help="the chat core's WebSocket API, for example ws://127.0.0.1:5225",
     )

@@ -13,29 +13,40 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import importlib
 import importlib.util
 import inspect
 import json
 import logging
+import re
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._wire.envelope import UNSET, Request
+from .._wire.envelope import UNSET, Request, check_protocol_name
 from .._wire.keys import SigningKey
 from ..adapter import ChatCore, IncomingCall, RateLimit, ReplySink, ServiceRequest
-from ..errors import KeyFormatError
+from ..adapter._chat import check_chat_ref
+from ..errors import EnvelopeError
 from ._common import (
     EXIT_INVALID,
     EXIT_OK,
     CliError,
+    add_ready_option,
+    core_url,
     emit_json,
     load_json,
+    load_sign_key,
     parse_header,
     positive_seconds,
-    read_input,
+    ready,
+    run_until_signal,
+    setup_logging,
     whole_number,
 )
 
@@ -64,11 +75,7 @@ def _rate_limit(text: str) -> RateLimit:
 
 
 def _load_sign_key(spec: str) -> SigningKey:
-    text = read_input(spec, what="--sign-key").strip()
-    try:
-        return SigningKey.decode(text)
-    except KeyFormatError as exc:
-        raise CliError(f"--sign-key: {exc}") from None
+    return load_sign_key(spec)
 
 
 # -- call ---------------------------------------------------------------------
@@ -135,18 +142,38 @@ def load_object(spec: str, what: str = "--mcp-module") -> Any:
     except CliError:
         raise
     except (ImportError, OSError) as exc:
-        raise CliError(f"{what}: cannot import {module_name!r}: {exc}") from None
+        raise CliError(f"{what}: cannot import {module_name!r}: {_first_line(exc)}") from None
+    except SyntaxError as exc:
+        raise CliError(
+            f"{what}: {module_name!r} has a syntax error at line {exc.lineno}: {exc.msg}"
+        ) from None
+    except Exception as exc:
+        # The module's own code failed while it was imported: its error, in one line.
+        raise CliError(
+            f"{what}: importing {module_name!r} raised {type(exc).__name__}: {_first_line(exc)}"
+        ) from None
     try:
         return getattr(module, attr)
     except AttributeError:
         raise CliError(f"{what}: {module_name!r} has no {attr!r}") from None
 
 
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's text, at most 200 characters."""
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]
+
+
 def _mcp_server(spec: str) -> Any:
     obj = load_object(spec)
     # A factory (for example ``build_server``) is called to make the server.
     if inspect.isfunction(obj):
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise CliError(
+                f"--mcp-module: {spec!r} raised {type(exc).__name__}: {_first_line(exc)}"
+            ) from None
     return obj
 
 
@@ -178,12 +205,14 @@ def _upstream(args: argparse.Namespace) -> Any:
     except ImportError as exc:
         raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
     logger = logging.getLogger("simplex_rpc.mcp.upstream")
-    if not logger.handlers and not logging.getLogger().handlers:
-        # The upstream's changes of state and its stderr are the operator's log.
+    if not logger.handlers:
+        # The upstream's changes of state and its stderr are the operator's log, INFO
+        # included: its own stderr handler (not propagated to serve's WARNING one).
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("simplex-rpc serve: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
+        logger.propagate = False
     tools = args.conversation_tool
     if args.mcp_stdio:
         command, *rest = args.upstream_command
@@ -217,11 +246,8 @@ async def _serving(
         # Declared once, both transports, before either loop runs: the two
         # loops never write the profile (/_profile replaces it whole).
         versions = getattr(chat_handler, "supported", None)
-        if not versions:
-            raise CliError(
-                "--declare: the echo responder serves no protocol versions to declare;"
-                " declare an --mcp-module server"
-            )
+        if not versions:  # pragma: no cover - prepare_serve refuses --declare with --echo
+            raise CliError("--declare: the server serves no protocol versions to declare")
         await core._declare_transport(
             args.user,
             protocols,
@@ -249,8 +275,133 @@ async def _serving(
         raise group.exceptions[0] from None
 
 
+@dataclass
+class _Service:
+    """What ``serve`` serves, made before it connects: the handlers and their protocols."""
+
+    protocols: list[str]
+    #: Opened once connected, with the user's address link (an A2A card names it):
+    #: yields (rpc handler, chat handler).
+    open: Callable[[str], AbstractAsyncContextManager[tuple[Any, Any]]]
+    needs_link: bool = False
+
+
 @contextlib.asynccontextmanager
-async def _a2a_bridge(args: argparse.Namespace, link: str) -> AsyncIterator[Any]:
+async def _echo_service(link: str) -> AsyncIterator[tuple[Any, Any]]:
+    yield echo_handler, echo_call
+
+
+def _protocols(args: argparse.Namespace, default: str) -> list[str]:
+    """The ``--protocol`` names (or ``default``), each checked: no duplicates."""
+    names = args.protocol or [default]
+    try:
+        checked = [check_protocol_name(name, "--protocol") for name in names]
+    except EnvelopeError as exc:
+        raise CliError(str(exc)) from None
+    if len(set(checked)) != len(checked):
+        raise CliError("--protocol: a protocol is named twice")
+    return checked
+
+
+def prepare_serve(args: argparse.Namespace) -> _Service:
+    """Check every argument of ``serve``, import the module and build the server.
+
+    Runs before ``serve`` connects to the core (issue 22): a mistake is one line and
+    exit status 2, and the core is not started (``/_start ... service_requests=on``
+    would stay in effect for every later start) for a command that cannot serve.
+    """
+    if args.echo:
+        if args.declare:
+            raise CliError(
+                "--declare: the echo responder serves no protocol versions to declare;"
+                " declare an --mcp-module server"
+            )
+        return _Service(_protocols(args, "echo"), _echo_service)
+    if getattr(args, "mcp_stdio", False) or getattr(args, "mcp_url", None) is not None:
+        upstream = _upstream(args)  # built now; its server starts once connected
+
+        @contextlib.asynccontextmanager
+        async def upstream_open(link: str) -> AsyncIterator[tuple[Any, Any]]:
+            async with upstream:
+                yield upstream.rpc_handler, upstream
+
+        return _Service(_protocols(args, "mcp"), upstream_open)
+    if getattr(args, "a2a_url", None) is not None or getattr(args, "a2a_module", None) is not None:
+        protocols = _protocols(args, "a2a")
+        try:
+            from ..a2a import _gateway  # noqa: F401 - the extra is named before connecting
+        except ImportError as exc:
+            raise CliError(f"needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})") from None
+        handler = None if args.a2a_module is None else load_object(args.a2a_module, "--a2a-module")
+
+        @contextlib.asynccontextmanager
+        async def a2a_open(link: str) -> AsyncIterator[tuple[Any, Any]]:
+            async with _a2a_bridge(args, link, handler) as bridge:
+                yield bridge.rpc_handler, bridge
+
+        return _Service(protocols, a2a_open, needs_link=True)
+    protocols = _protocols(args, "mcp")
+    try:
+        # Imported first: without the extra, this names it, before the user's module
+        # fails on its own `import mcp`.
+        from ..mcp import McpBridge
+    except ImportError as exc:
+        raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
+    server = _mcp_server(args.mcp_module)
+    try:
+        bridge = McpBridge(server, conversation_tools=args.conversation_tool)
+    except (TypeError, ValueError) as exc:
+        raise CliError(f"--mcp-module: {args.mcp_module!r} is not an MCP server: {exc}") from None
+
+    @contextlib.asynccontextmanager
+    async def entered(link: str) -> AsyncIterator[tuple[Any, Any]]:
+        async with bridge:
+            yield bridge.rpc_handler, bridge
+
+    return _Service(protocols, entered)
+
+
+#: The adapter's summary line of a graceful stop (adapter/_service.py, _Responder._stop).
+_ADAPTER_SUMMARY = re.compile(
+    r"stopped serving user \d+: (?P<answered>\d+) answered, (?P<shed>\d+) shed,"
+    r" (?P<cancelled>\d+) cancelled \((?P<repeats>\d+) repeats ignored, (?P<failed>\d+)"
+    r" answers not taken by the core, (?P<unanswered>\d+) not answered\)"
+)
+
+
+class _StopSummary(logging.Filter):
+    """Takes the adapter's summary record of a graceful stop, for the command's own line.
+
+    The command prints one summary line in the terms of issue 22: answered, shed,
+    refused (in flight past the grace: cancelled and answered internal) and unanswered
+    (no answer reached the core). A record it does not recognise passes unchanged.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict[str, int] | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        match = _ADAPTER_SUMMARY.search(record.getMessage())
+        if match is None:
+            return True
+        self.counts = {key: int(value) for key, value in match.groupdict().items()}
+        return False
+
+    def line(self) -> str | None:
+        c = self.counts
+        if c is None:
+            return None
+        return (
+            f"stopped: {c['answered']} answered, {c['shed']} shed, {c['cancelled']} refused,"
+            f" {c['unanswered'] + c['failed']} unanswered"
+        )
+
+
+@contextlib.asynccontextmanager
+async def _a2a_bridge(
+    args: argparse.Namespace, link: str, handler: Any = None
+) -> AsyncIterator[Any]:
     """The A2aBridge of ``--a2a-url`` (a gateway to an HTTP agent) or ``--a2a-module``."""
     try:
         from ..a2a import _gateway
@@ -265,73 +416,62 @@ async def _a2a_bridge(args: argparse.Namespace, link: str) -> AsyncIterator[Any]
         ) as bridge:
             yield bridge
         return
-    handler = load_object(args.a2a_module, "--a2a-module")
+    if handler is None:
+        handler = load_object(args.a2a_module, "--a2a-module")
     yield _gateway.module_bridge(handler, link, rpc_deadline=rpc_deadline)
 
 
 async def run_serve(
     args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
 ) -> int:
-    """Run the responder of ``args`` until cancelled or the connection ends."""
+    """Run the responder of ``args`` until cancelled or the connection ends.
+
+    Everything is checked and built before connecting (:func:`prepare_serve`).
+    Cancelling (SIGTERM or SIGINT, through ``run_until_signal``) is the adapter's
+    graceful stop; then one summary line goes to stderr.
+    """
     if args.headers and args.a2a_url is None and getattr(args, "mcp_url", None) is None:
-        raise CliError("--header: only with an HTTP upstream (--a2a-url)")
-    rate_limit = args.rate_limit
-    async with ChatCore.connect(args.core) as core:
-        if args.start:
-            await core.start(service_requests=True)
-        link = ""
-        if args.address:
-            address = await core.service_address(args.user)
-            link = address.link
-        options: dict[str, Any] = {
-            "concurrency": args.concurrency,
-            "handler_timeout": args.deadline,
-            "rate_limit": rate_limit,
-            "max_queue": args.max_queue,
-            "grace": args.grace,
-        }
-        def ready() -> None:
-            # Printed once serving: a caller that waits for this line can call at once.
-            if link:
-                print(f"address: {link}", file=sys.stderr, flush=True)
-            if on_ready is not None:
-                on_ready(link)
+        raise CliError("--header: only with an HTTP upstream (--mcp-url, --a2a-url)")
+    service = prepare_serve(args)
+    options: dict[str, Any] = {
+        "concurrency": args.concurrency,
+        "handler_timeout": args.deadline,
+        "rate_limit": args.rate_limit,
+        "max_queue": args.max_queue,
+        "grace": args.grace,
+    }
+    adapter_log = logging.getLogger("simplex_rpc.adapter")
+    summary = _StopSummary()
+    adapter_log.addFilter(summary)
+    level = adapter_log.level
+    if not adapter_log.isEnabledFor(logging.INFO):
+        adapter_log.setLevel(logging.INFO)  # the summary is an INFO record
+    try:
+        async with ChatCore.connect(args.core) as core:
+            if args.start:
+                await core.start(service_requests=True)
+            link = ""
+            if args.address or service.needs_link:
+                address = await core.service_address(args.user)
+                link = address.link
+            async with service.open(link) as (rpc_handler, chat_handler):
 
-        if args.echo:
-            protocols = args.protocol or ["echo"]
-            await _serving(core, args, echo_handler, echo_call, protocols, options, ready)
-        if args.mcp_stdio or args.mcp_url is not None:
-            upstream = _upstream(args)
-            async with upstream:
-                await _serving(
-                    core,
-                    args,
-                    upstream.rpc_handler,
-                    upstream,
-                    args.protocol or ["mcp"],
-                    options,
-                    ready,
-                )
-        if args.a2a_url is not None or args.a2a_module is not None:
-            # The Agent Card names the bot's contact address link (its SimpleX interface).
-            card_link = link or (await core.service_address(args.user)).link
-            async with _a2a_bridge(args, card_link) as a2a_bridge:
-                await _serving(
-                    core,
-                    args,
-                    a2a_bridge.rpc_handler,
-                    a2a_bridge,
-                    args.protocol or ["a2a"],
-                    options,
-                    ready,
-                )
-        from ..mcp import McpBridge
+                def on_serving() -> None:
+                    # Printed once serving: a caller that waits for these lines can call.
+                    shown = link if args.address else None
+                    ready(args, address=shown, serving=service.protocols)
+                    if on_ready is not None:
+                        on_ready(link)
 
-        server = _mcp_server(args.mcp_module)
-        async with McpBridge(server, conversation_tools=args.conversation_tool) as bridge:
-            await _serving(
-                core, args, bridge.rpc_handler, bridge, args.protocol or ["mcp"], options, ready
-            )
+                await _serving(
+                    core, args, rpc_handler, chat_handler, service.protocols, options, on_serving
+                )
+    finally:
+        adapter_log.removeFilter(summary)
+        adapter_log.setLevel(level)
+        line = summary.line()
+        if line is not None:
+            print(f"simplex-rpc serve: {line}", file=sys.stderr, flush=True)
     return EXIT_OK  # pragma: no cover - serve returns only by raising
 
 
@@ -343,6 +483,12 @@ async def run_call_chat(args: argparse.Namespace) -> int:
     request = load_json(args.json, what="JSON")
     if not isinstance(request, dict):
         raise CliError("JSON: the request must be a JSON object")
+    # Checked before connecting: a mistake does not start the core.
+    check_chat_ref(args.chat, "CHAT")
+    try:
+        check_protocol_name(args.protocol, "PROTOCOL")
+    except EnvelopeError as exc:
+        raise CliError(str(exc)) from None
     count = 0
     async with ChatCore.connect(args.core) as core:
         if args.start:
@@ -368,8 +514,9 @@ def _cmd_call_chat(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    setup_logging("serve")
     check_upstream_arguments(args)
-    return asyncio.run(run_serve(args))
+    return run_until_signal(run_serve(args))
 
 
 # -- simulator ------------------------------------------------------------------
@@ -378,31 +525,64 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 async def run_simulator(
     args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
 ) -> int:
-    """Run a CoreSimulator until cancelled; print its URL, or with ``--world`` build the
-    world and print one JSON line (:meth:`CoreSimulator.load_world`'s result)."""
+    """Run a CoreSimulator until cancelled; its URL is the ready line ``listening: URL``,
+    or with ``--world`` the world is built and one JSON line printed
+    (:meth:`CoreSimulator.load_world`'s result).
+
+    A port or host it cannot listen on (in use, not an address of this machine, a
+    name that does not resolve) is one line naming it, exit status 2.
+    """
     from .._wire import strict_json as _json
     from ..testing import CoreSimulator, read_world
 
     world = read_world(args.world) if getattr(args, "world", None) is not None else None
     users = tuple(sorted(world.user_ids)) if world is not None else (1,)
-    async with CoreSimulator(
+    simulator = CoreSimulator(
         host=args.host, port=args.port, response_window=args.response_window, users=users
-    ) as sim:
+    )
+    try:
+        await simulator.__aenter__()
+    except OverflowError:  # pragma: no cover - the argument's type bounds the port
+        raise CliError(f"--port: {args.port} is not a port (0 to 65535)") from None
+    except socket.gaierror as exc:
+        raise CliError(f"--host: cannot resolve {args.host!r}: {exc.strerror}") from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.EADDRINUSE:
+            reason = f"port {args.port} is in use"
+        raise CliError(f"cannot listen on {args.host!r} port {args.port}: {reason}") from None
+    try:
+        print(
+            f"simplex-rpc simulator: one simulated core per URL path: {simulator.url}/NAME"
+            " (not the chat core: no network, no encryption; for tests)",
+            file=sys.stderr,
+            flush=True,
+        )
         if world is not None:
-            print(_json.dumps(sim.load_world(world)).decode("utf-8"), flush=True)
+            print(_json.dumps(simulator.load_world(world)).decode("utf-8"), flush=True)
         else:
-            print(
-                f"core simulator at {sim.url} (one simulated core per path: {sim.url}/NAME)",
-                flush=True,
-            )
+            ready(args, listening=simulator.url)
         if on_ready is not None:
-            on_ready(sim.url)
+            on_ready(simulator.url)
         await asyncio.Event().wait()
+    finally:
+        await simulator.__aexit__(None, None, None)
     return EXIT_OK  # pragma: no cover - runs until interrupted
 
 
 def _cmd_simulator(args: argparse.Namespace) -> int:
-    return asyncio.run(run_simulator(args))
+    return run_until_signal(run_simulator(args))
+
+
+def _port(text: str) -> int:
+    """An argparse ``type=``: a TCP port, 0 (any free port) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:32]!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535; 0 for any)")
+    return value
 
 
 # -- registration ---------------------------------------------------------------
@@ -412,9 +592,11 @@ def _core_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--core",
         required=True,
+        type=core_url,
         metavar="URL",
         help="the chat core's WebSocket API, for example ws://127.0.0.1:5225"
-        " (simplex-chat -p 5225)",
+        " (simplex-chat -p 5225; no path needed: the simulator alone uses the path, to"
+        " pick one of its simulated cores)",
     )
     p.add_argument(
         "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
@@ -439,8 +621,9 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--sign-key",
         metavar="KEY",
-        help="sign with this private key (sign_key= text, @FILE or -); prefer @FILE:"
-        " a key on the command line is visible to other users of the machine",
+        help="sign with this private key: use @FILE (a 0600 file, as keygen -o writes;"
+        " a file others can read is warned about); also sign_key= text or -, but a key"
+        " on the command line is visible to other users of the machine",
     )
     p.add_argument(
         "--request-key",
@@ -480,11 +663,16 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "serve",
         help="answer Service RPC requests through a chat core",
-        description="Answer serviceRequest events of the chat core until interrupted: an echo"
+        description="Answer serviceRequest events of the chat core until stopped: an echo"
         " responder, an MCP server (MODULE:NAME, a server object or a function that"
-        " builds one) served through McpBridge, or any MCP server as an upstream: the"
-        " command after -- (--mcp-stdio -- COMMAND [ARG...]) or a Streamable HTTP URL"
-        " (--mcp-url URL [--header 'Name: value']...).",
+        " builds one) served through McpBridge, any MCP server as an upstream (the command"
+        " after --: --mcp-stdio -- COMMAND [ARG...], or --mcp-url URL [--header 'Name:"
+        " value']...), or an A2A agent (--a2a-url, --a2a-module). Every argument is"
+        " checked and the server built before connecting. Once serving, the ready lines go"
+        " to stdout"
+        " ('address: LINK' with --address, 'serving: PROTOCOLS'; one JSON object with"
+        " --json); logs go to stderr. SIGTERM or Ctrl-C is a graceful stop (exit 0) with"
+        " one summary line: answered, shed, refused, unanswered.",
     )
     _core_options(p)
     what = p.add_mutually_exclusive_group(required=True)
@@ -556,7 +744,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--address",
         action="store_true",
-        help="make sure the user's address has ratchet keys; print its link on stderr",
+        help="make sure the user's address has ratchet keys; print its link on stdout,"
+        " as the ready line 'address: LINK'",
     )
     p.add_argument(
         "--concurrency", type=_positive_int, default=32, metavar="N", help="requests at once"
@@ -597,8 +786,9 @@ def register(subparsers: Any) -> None:
         type=_grace,
         default=5.0,
         metavar="S",
-        help="on Ctrl-C, seconds for the requests in flight to finish (default 5)",
+        help="on SIGTERM or Ctrl-C, seconds for the requests in flight to finish (default 5)",
     )
+    add_ready_option(p)
     p.set_defaults(handler=_cmd_serve)
 
     p = subparsers.add_parser(
@@ -612,8 +802,11 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--core",
         required=True,
+        type=core_url,
         metavar="URL",
-        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225",
+        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225"
+        " (simplex-chat -p 5225; no path needed: the simulator alone uses the path, to"
+        " pick one of its simulated cores)",
     )
     p.add_argument(
         "--user",
@@ -653,7 +846,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument(
-        "--port", type=int, default=5225, help="port to listen on (default 5225; 0 for any)"
+        "--port", type=_port, default=5225, help="port to listen on (default 5225; 0 for any)"
     )
     p.add_argument(
         "--response-window",
@@ -668,6 +861,7 @@ def register(subparsers: Any) -> None:
         help="build the users, addresses, contacts and groups FILE (TOML or JSON) declares,"
         " then print one JSON line: each user's URL and the ids made (docs/adapter.md)",
     )
+    add_ready_option(p)
     p.set_defaults(handler=_cmd_simulator)
 
 

@@ -7,14 +7,25 @@ Errors are one line on stderr with exit status 2, never a traceback
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import logging
 import math
+import os
+import signal
+import stat
 import sys
-from collections.abc import Callable
-from typing import Any, NoReturn
+import threading
+import urllib.parse
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .._bindings import BindingError, header_field
 from .._wire import strict_json as _json
+from ..errors import KeyFormatError
+
+if TYPE_CHECKING:
+    from .._wire.keys import PublicKey, SigningKey
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -111,6 +122,204 @@ def positive_seconds(text: str) -> float:
     if not value > 0 or math.isinf(value):
         raise argparse.ArgumentTypeError("must be a positive number of seconds")
     return value
+
+
+# -- ready lines, logs and signals (issue 22) -------------------------------------------
+
+ReadyValue = str | Sequence[str] | None
+
+
+def add_ready_option(parser: argparse.ArgumentParser) -> None:
+    """Give a serving subcommand ``--json`` (``args.json``): its ready lines as one object."""
+    parser.add_argument(
+        "--json", action="store_true", help="print the ready lines as one JSON object"
+    )
+
+
+def ready(args: argparse.Namespace, **fields: ReadyValue) -> None:
+    """Print the ready lines on stdout, flushed: call once, when the command serves.
+
+    One ``key: value`` line per field, in the order given (a sequence value joined
+    with ", ", a None value left out), so that ``sed -n 's/^address: //p'`` or a
+    program reading lines finds them. With ``args.json`` (the ``--json`` flag of
+    :func:`add_ready_option`) the fields are one JSON object on one line instead
+    (a sequence stays a list). The keys in use: ``address`` (a contact link),
+    ``serving`` (the protocols) and ``listening`` (a URL). Human logs go to stderr.
+    """
+    shown = {key: value for key, value in fields.items() if value is not None}
+    if getattr(args, "json", False) is True:
+        line = json.dumps(
+            {k: v if isinstance(v, str) else list(v) for k, v in shown.items()},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        sys.stdout.write(line + "\n")
+    else:
+        for key, value in shown.items():
+            text = value if isinstance(value, str) else ", ".join(value)
+            sys.stdout.write(f"{key}: {text}\n")
+    sys.stdout.flush()
+
+
+def setup_logging(command: str, *, verbose: bool = False) -> None:
+    """Send the library's log lines to stderr, each prefixed ``simplex-rpc COMMAND:``.
+
+    Warnings always; informational lines (a serve's start, a proxy's connections)
+    with ``verbose``. Stdout stays for the ready lines and the data of programs.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"simplex-rpc {command}: %(message)s"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        if getattr(old, "_simplex_rpc_cli", False):
+            root.removeHandler(old)
+    handler._simplex_rpc_cli = True  # type: ignore[attr-defined]
+    # The handler decides what is shown; a logger may still make INFO records for a
+    # filter of the command's (serve's stop summary).
+    handler.setLevel(logging.INFO if verbose else logging.WARNING)
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def run_until_signal(main: Coroutine[Any, Any, int]) -> int:
+    """Run ``main`` in a new event loop; SIGTERM and SIGINT stop it gracefully: exit 0.
+
+    A signal cancels ``main``, which runs its graceful stop (the adapter's ``serve``
+    does, on cancellation) and ends; the command then exits 0, as docker and
+    systemd expect of a SIGTERM. A second signal during the stop cancels again,
+    which stops at once. Outside the main thread (a test calling :func:`main` from
+    a thread) no handler can be installed and the signals keep their defaults.
+    """
+
+    async def runner() -> int:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        signals: list[int] = []
+
+        def stop(signum: int) -> None:
+            signals.append(signum)
+            task.cancel()
+
+        installed: list[int] = []
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                try:
+                    loop.add_signal_handler(signum, stop, signum)
+                    installed.append(signum)
+                except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover
+                    pass
+        try:
+            return await main
+        except asyncio.CancelledError:
+            if not signals:
+                raise
+            task.uncancel()
+            return EXIT_OK
+        finally:
+            for installed_signal in installed:
+                loop.remove_signal_handler(installed_signal)
+
+    return asyncio.run(runner())
+
+
+def warn_if_readable_by_others(path: str, what: str) -> None:
+    """Warn on stderr, as ssh does, when the key file ``path`` is readable by group or others.
+
+    The warning names the file and its mode, never the key.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # the read that follows names the problem
+    if stat.S_ISREG(mode) and mode & 0o077:
+        print(
+            f"simplex-rpc: warning: {what} file {path!r} is readable by others"
+            f" (mode {stat.S_IMODE(mode):04o}); a private key file should be private:"
+            f" chmod 600 {path}",
+            file=sys.stderr,
+        )
+
+
+def read_signing_key(spec: str, *, what: str) -> SigningKey:
+    """The private key of ``spec`` (text, ``@FILE`` or ``-``).
+
+    A key read from a file that group or others can read is warned about, as ssh
+    does (once it is known to hold a private key).
+    """
+    key = decode_signing_key(read_input(spec, what=what), what=what)
+    if spec.startswith("@"):
+        warn_if_readable_by_others(spec[1:], what)
+    return key
+
+
+# -- keys --------------------------------------------------------------------------------
+
+_PRIVATE_HINT = "the private key text (sign_key=), as `simplex-rpc keygen --private` prints"
+_PUBLIC_HINT = "the public key text (signerKey), as `simplex-rpc keygen --public` prints"
+
+
+def _key_text(data: bytes, what: str, kind: str, hint: str) -> str:
+    try:
+        text = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        fail(f"{what}: not ASCII text; expected {hint}")
+    if not text:
+        fail(f"{what}: empty; expected a {kind} key: {hint}")
+    return text
+
+
+def decode_signing_key(data: bytes, *, what: str) -> SigningKey:
+    """The private key in ``data`` (its text); a public key or an empty input says so.
+
+    Messages name what was expected, never the key's text.
+    """
+    from .._wire.keys import PublicKey, SigningKey
+
+    text = _key_text(data, what, "private", _PRIVATE_HINT)
+    try:
+        return SigningKey.decode(text)
+    except KeyFormatError as exc:
+        try:
+            PublicKey.decode(text)
+        except KeyFormatError:
+            fail(f"{what}: {exc}")
+        fail(f"{what}: this is a public key; give the private key")
+
+
+def decode_public_key(data: bytes, *, what: str) -> PublicKey:
+    """The public key in ``data`` (its text); a private key or an empty input says so."""
+    from .._wire.keys import PublicKey, SigningKey
+
+    text = _key_text(data, what, "public", _PUBLIC_HINT)
+    try:
+        return PublicKey.decode(text)
+    except KeyFormatError as exc:
+        try:
+            SigningKey.decode(text)
+        except KeyFormatError:
+            fail(f"{what}: {exc}")
+        fail(f"{what}: this is a private key; give the public key")
+
+
+def load_sign_key(spec: str, *, what: str = "--sign-key") -> SigningKey:
+    """``--sign-key``: text, ``@FILE`` (warned about when others can read it) or ``-``."""
+    return read_signing_key(spec, what=what)
+
+
+def core_url(text: str) -> str:
+    """An argparse ``type=``: the chat core's WebSocket URL, ``ws://HOST:PORT[/PATH]``."""
+    parsed = urllib.parse.urlsplit(text)
+    try:
+        parsed.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:80]!r}: the port is not a number") from None
+    if parsed.scheme not in ("ws", "wss") or not parsed.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not a WebSocket URL: expected ws://HOST:PORT,"
+            " for example ws://127.0.0.1:5225"
+        )
+    return text
 
 
 def parse_header(text: str) -> tuple[str, str]:

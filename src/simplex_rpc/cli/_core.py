@@ -14,12 +14,22 @@ import argparse
 import os
 import re
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .._wire import backend as _backend
 from ..errors import BadSignature
-from ._common import EXIT_INVALID, EXIT_OK, add_json_option, emit_json, fail, read_input
+from ._common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    add_json_option,
+    decode_public_key,
+    emit_json,
+    fail,
+    read_input,
+    read_signing_key,
+)
 
 _HEX = re.compile(r"[0-9a-fA-F]*")
 _SIGNATURE_LENGTH = 64
@@ -69,25 +79,12 @@ def _read_signature(spec: str) -> bytes:
     return sig
 
 
-def _read_key_text(spec: str, what: str) -> str:
-    """A key's text from an argument, a file or stdin, without surrounding whitespace."""
-    data = read_input(spec, what=what)
-    try:
-        return data.decode("ascii").strip()
-    except UnicodeDecodeError:
-        fail(f"{what}: not ASCII text")
-
-
 def _signing_key(spec: str) -> Any:
-    from .._wire.keys import SigningKey
-
-    return SigningKey.decode(_read_key_text(spec, "key"))
+    return read_signing_key(spec, what="key")
 
 
 def _public_key(spec: str) -> Any:
-    from .._wire.keys import PublicKey
-
-    return PublicKey.decode(_read_key_text(spec, "key"))
+    return decode_public_key(read_input(spec, what="key"), what="key")
 
 
 # -- output helpers ------------------------------------------------------------------
@@ -130,9 +127,30 @@ def _text_or_none(data: bytes) -> str | None:
 # -- keygen --------------------------------------------------------------------------
 
 
+def _write_key_file(path: str, text: str) -> None:
+    """Write the private key ``text`` to a new 0600 file (never overwriting one)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        fail(f"--output: {path!r} exists; not overwriting a key file")
+    except OSError as exc:
+        fail(f"--output: cannot create {path!r}: {exc.strerror}")
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(text + "\n")
+
+
 def _cmd_keygen(args: argparse.Namespace) -> int:
     from .._wire.keys import SigningKey
 
+    to_stdout = args.output == "-"  # -o - is stdout: the private key alone there
+    if args.private and args.output is not None:
+        fail("--private prints the private key on stdout; -o FILE writes it: give one")
+    if args.json and (args.private or args.public or to_stdout):
+        fail("--json prints both keys as one object; --private, --public and -o - print one")
+    if to_stdout and args.public:
+        fail("-o - puts the private key on stdout; --public too: give one")
+    if args.public and args.output is None and args.seed is None:
+        fail("--public alone loses the private key: add -o FILE (or --seed HEX)")
     if args.seed is None:
         key = SigningKey.generate()
     else:
@@ -141,16 +159,17 @@ def _cmd_keygen(args: argparse.Namespace) -> int:
             fail(f"--seed: {len(seed)} bytes where 32 are required (64 hex digits)")
         key = SigningKey.from_seed(seed)
     public = key.public_key
+    if args.private or to_stdout:
+        if to_stdout:
+            # The public key is for the person at the terminal; stdout is the pipe.
+            print(f"public key:  {public.encode()}", file=sys.stderr)
+        print(key.encode(), flush=True)
+        return EXIT_OK
     if args.output is not None:
-        try:
-            fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            fail(f"--output: {args.output!r} exists; not overwriting a key file")
-        except OSError as exc:
-            fail(f"--output: cannot create {args.output!r}: {exc.strerror}")
-        with os.fdopen(fd, "w", encoding="ascii") as f:
-            f.write(key.encode() + "\n")
-    if args.json:
+        _write_key_file(args.output, key.encode())
+    if args.public:
+        print(public.encode())
+    elif args.json:
         out: dict[str, Any] = {
             "public_key": public.encode(),
             "public_key_raw": public.raw.hex(),
@@ -348,8 +367,8 @@ def _envelope_check(kind: str, payload: bytes, signer: Any) -> dict[str, Any]:
 def _cmd_vectors(args: argparse.Namespace) -> int:
     from .. import vectors as _vectors
 
-    directory = Path(args.directory)
     if args.action == "generate":
+        directory = Path(args.directory if args.directory is not None else "vectors")
         try:
             written = _vectors.generate(directory)
         except OSError as exc:
@@ -360,8 +379,19 @@ def _cmd_vectors(args: argparse.Namespace) -> int:
             for name, changed in written:
                 print(f"{directory / name}: {'written' if changed else 'unchanged'}")
         return EXIT_OK
+    if args.directory is None:
+        # No directory: the copy the package ships (package data), as after `pip install`.
+        with resources.as_file(resources.files(_vectors).joinpath("data")) as shipped:
+            return _check_vectors(args, Path(shipped))
+    directory = Path(args.directory)
     if not directory.is_dir():
         fail(f"{str(directory)!r} is not a directory")
+    return _check_vectors(args, directory)
+
+
+def _check_vectors(args: argparse.Namespace, directory: Path) -> int:
+    from .. import vectors as _vectors
+
     problems = _vectors.check_vectors(directory)
     if args.json:
         emit_json({"directory": str(directory), "ok": not problems, "problems": problems})
@@ -411,7 +441,9 @@ def register(subparsers: Any) -> None:
         help="make an Ed25519 key (prints the private key too)",
         description="Make an Ed25519 key and print its public text (requestKey, signerKey)"
         " and its private text (sign_key=, --key). The private key IS printed, since that"
-        " is what you asked for; use -o FILE to write it to a new 0600 file instead.",
+        " is what you asked for; use -o FILE to write it to a new 0600 file instead."
+        " For pipes: --private or -o - prints the private key alone, --public the public"
+        " key alone (`simplex-rpc keygen --private | simplex-rpc sign --key - ...`).",
     )
     p.add_argument(
         "--seed", metavar="HEX", help="the 32-byte seed as 64 hex digits (default: random)"
@@ -420,7 +452,19 @@ def register(subparsers: Any) -> None:
         "-o",
         "--output",
         metavar="FILE",
-        help="write the private key text to FILE (never overwrites)",
+        help="write the private key text to FILE, a new 0600 file (never overwrites);"
+        " - is stdout: the private key alone there, for a pipe",
+    )
+    one = p.add_mutually_exclusive_group()
+    one.add_argument(
+        "--private",
+        action="store_true",
+        help="print the private key text alone (for `| simplex-rpc sign --key -`)",
+    )
+    one.add_argument(
+        "--public",
+        action="store_true",
+        help="print the public key text alone (with -o FILE: the private key goes there)",
     )
     add_json_option(p)
     p.set_defaults(handler=_cmd_keygen)
@@ -527,7 +571,13 @@ def register(subparsers: Any) -> None:
             action, help=text.split(";")[0], description=text[0].upper() + text[1:] + "."
         )
         a.add_argument(
-            "directory", nargs="?", default="vectors", metavar="DIR", help="default: vectors"
+            "directory",
+            nargs="?",
+            default=None,
+            metavar="DIR",
+            help="default: vectors"
+            if action == "generate"
+            else "default: the vectors the package ships (a copy of the repository's vectors/)",
         )
         add_json_option(a)
         a.set_defaults(handler=_cmd_vectors)

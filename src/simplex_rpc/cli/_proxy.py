@@ -15,13 +15,13 @@ import sys
 from typing import Any
 
 from .._wire.keys import SigningKey
-from ..errors import KeyFormatError
 from ._common import (
     EXIT_OK,
     CliError,
+    core_url,
     listen_address,
+    load_sign_key,
     positive_seconds,
-    read_input,
     whole_number,
 )
 
@@ -35,12 +35,8 @@ def _load_sign_key(spec: str) -> SigningKey:
     # Standard input is the host's MCP channel, so the key comes from text or a file.
     if spec == "-":
         raise CliError("--sign-key: standard input carries MCP here; give the key as @FILE")
-    text = read_input(spec, what="--sign-key").strip()
-    try:
-        return SigningKey.decode(text)
-    except KeyFormatError as exc:
-        # The decoder's messages never contain the key; the text itself is not echoed.
-        raise CliError(f"--sign-key: {exc}") from None
+    # The messages never contain the key; the text itself is not echoed.
+    return load_sign_key(spec)
 
 
 def _cmd_mcp_proxy(args: argparse.Namespace) -> int:
@@ -97,6 +93,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--core",
         required=True,
+        type=core_url,
         metavar="URL",
         help="the chat core's WebSocket API, for example ws://127.0.0.1:5225",
     )
@@ -124,8 +121,9 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--sign-key",
         metavar="KEY",
-        help="sign every request with this private key (sign_key= text or @FILE); prefer"
-        " @FILE: a key on the command line is visible to other users of the machine",
+        help="sign every request with this private key: use @FILE (a 0600 file, as keygen"
+        " -o writes; a file others can read is warned about); sign_key= text works too, but"
+        " a key on the command line is visible to other users of the machine",
     )
     p.add_argument(
         "--timeout",

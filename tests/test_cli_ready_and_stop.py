@@ -1,0 +1,153 @@
+"""Ready lines on stdout, logs on stderr, SIGTERM as a graceful stop (issue 22, items 4 and 5).
+
+Item 4: "`serve`, `simulator`, and the proxies print their ready lines on stdout, one
+`key: value` per line, once they serve: `address: LINK`, `serving: PROTOCOLS`,
+`listening: URL`. Human logs go to stderr. `--json` makes the ready lines one JSON
+object." So `LINK=$(simplex-rpc serve ... --address | ...)` captures the link.
+
+Item 5: "SIGTERM and SIGINT both run the graceful stop, then exit 0. The stop prints
+one summary line: answered, shed, refused, unanswered." Done when: "A test sends
+SIGTERM to `serve` and sees a graceful stop and exit 0."
+
+Every process here is a real ``simplex-rpc`` subprocess against a simulator on a free
+loopback port; every wait is bounded and fails with what the process said.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from _simulator_thread import SimulatorThread
+
+CLI = [sys.executable, "-m", "simplex_rpc"]
+
+
+class Running:
+    """A ``simplex-rpc`` subprocess whose stdout lines are read with a bound in time."""
+
+    def __init__(self, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [*CLI, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def line(self, within: float = 60.0) -> str:
+        """The next stdout line; an AssertionError with stderr if none comes in time."""
+        got: list[str] = []
+        assert self.process.stdout is not None
+        reader = threading.Thread(
+            target=lambda: got.append(self.process.stdout.readline()),  # type: ignore[union-attr]
+            daemon=True,
+        )
+        reader.start()
+        reader.join(within)
+        if not got or not got[0]:
+            self.process.kill()
+            _, err = self.process.communicate(timeout=30)
+            raise AssertionError(f"no ready line within {within} s; stderr: {err}")
+        return got[0].rstrip("\n")
+
+    def stop(self, how: int = signal.SIGTERM, within: float = 60.0) -> tuple[int, str, str]:
+        """Send ``how``; the exit status, the rest of stdout and stderr."""
+        self.process.send_signal(how)
+        try:
+            out, err = self.process.communicate(timeout=within)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            out, err = self.process.communicate(timeout=30)
+            raise AssertionError(f"no exit within {within} s after signal {how}; {err}") from None
+        return self.process.returncode, out, err
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate(timeout=30)
+
+
+@contextmanager
+def running(*args: str) -> Iterator[Running]:
+    proc = Running(*args)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+
+
+def test_serve_prints_its_ready_lines_on_stdout() -> None:
+    """`address: LINK` and `serving: PROTOCOLS`, one `key: value` per line, on stdout."""
+    with SimulatorThread() as sim, running(
+        "serve", "--core", sim.url + "/bob", "--echo", "--protocol", "echo", "--protocol", "mcp",
+        "--address",
+    ) as serve:  # fmt: skip
+        address = serve.line()
+        serving = serve.line()
+        assert re.fullmatch(r"address: simplex:/\S+", address), address
+        assert serving == "serving: echo, mcp", serving
+
+
+def test_serve_json_makes_the_ready_lines_one_json_object() -> None:
+    with SimulatorThread() as sim, running(
+        "serve", "--core", sim.url + "/bob", "--echo", "--address", "--json"
+    ) as serve:  # fmt: skip
+        ready = json.loads(serve.line())
+        assert set(ready) == {"address", "serving"}
+        assert ready["address"].startswith("simplex:/")
+        assert ready["serving"] == ["echo"]
+
+
+def test_simulator_prints_listening_on_stdout_and_its_note_on_stderr() -> None:
+    with running("simulator", "--port", "0") as sim:
+        line = sim.line()
+        assert re.fullmatch(r"listening: ws://127\.0\.0\.1:\d+", line), line
+        status, out, err = sim.stop(signal.SIGTERM)
+        assert status == 0, err
+        assert out == ""  # nothing else for programs
+        assert "simulator" in err  # the human note went to stderr
+
+
+def test_simulator_json_ready_line() -> None:
+    with running("simulator", "--port", "0", "--json") as sim:
+        ready = json.loads(sim.line())
+        assert set(ready) == {"listening"} and ready["listening"].startswith("ws://127.0.0.1:")
+
+
+def _call(url: str, link: str) -> None:
+    done = subprocess.run(
+        [*CLI, "call", "--core", url, link, "echo", '{"q": 1}'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"response": {"q": 1}}
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_runs_the_graceful_stop_and_exits_0_with_one_summary_line(how: int) -> None:
+    """ "SIGTERM and SIGINT both run the graceful stop, then exit 0. The stop prints one
+    summary line: answered, shed, refused, unanswered.\""""
+    with SimulatorThread() as sim, running(
+        "serve", "--core", sim.url + "/bob", "--echo", "--address"
+    ) as serve:  # fmt: skip
+        link = serve.line().removeprefix("address: ")
+        assert serve.line() == "serving: echo"
+        _call(sim.url + "/alice", link)
+        status, out, err = serve.stop(how)
+    assert status == 0, err
+    assert out == ""
+    assert "Traceback" not in err
+    summary = [line for line in err.splitlines() if "answered" in line]
+    assert len(summary) == 1, err
+    assert re.search(r"\b1 answered, 0 shed, 0 refused, 0 unanswered\b", summary[0]), summary
