@@ -973,6 +973,8 @@ class _Responder:
             o.repeats,
             o.failed,
             o.unanswered,
+            # The counts as data too, for a program that reports them (the CLI's stop line).
+            extra={"outcome": {name: getattr(o, name) for name in o.__slots__}},
         )
         self.stopped = True
 

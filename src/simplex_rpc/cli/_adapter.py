@@ -19,7 +19,6 @@ import importlib.util
 import inspect
 import json
 import logging
-import re
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -361,14 +360,6 @@ def prepare_serve(args: argparse.Namespace) -> _Service:
     return _Service(protocols, entered)
 
 
-#: The adapter's summary line of a graceful stop (adapter/_service.py, _Responder._stop).
-_ADAPTER_SUMMARY = re.compile(
-    r"stopped serving user \d+: (?P<answered>\d+) answered, (?P<shed>\d+) shed,"
-    r" (?P<cancelled>\d+) cancelled \((?P<repeats>\d+) repeats ignored, (?P<failed>\d+)"
-    r" answers not taken by the core, (?P<unanswered>\d+) not answered\)"
-)
-
-
 class _StopSummary(logging.Filter):
     """Takes the adapter's summary record of a graceful stop, for the command's own line.
 
@@ -382,10 +373,11 @@ class _StopSummary(logging.Filter):
         self.counts: dict[str, int] | None = None
 
     def filter(self, record: logging.LogRecord) -> bool:
-        match = _ADAPTER_SUMMARY.search(record.getMessage())
-        if match is None:
+        # The responder's stop record carries its counts as ``outcome`` (adapter/_service.py).
+        outcome = getattr(record, "outcome", None)
+        if not isinstance(outcome, dict):
             return True
-        self.counts = {key: int(value) for key, value in match.groupdict().items()}
+        self.counts = {key: int(value) for key, value in outcome.items()}
         return False
 
     def line(self) -> str | None:
