@@ -190,8 +190,10 @@ def _power_of_ten(n: int) -> bool:
 class _RequestSink(Protocol):
     """Where the core hands each ``serviceRequest`` event, as its frame is read.
 
-    ``envelope`` is the text of ``requestData`` as the frame carried it (None
-    when it came as a JSON string, or not at all); ``error`` says why the
+    ``envelope`` is the text of ``requestData`` as the frame carried it when
+    the frame had to be cut (None when the frame was read strictly whole, the
+    event then holding requestData's strict value; when it came as a JSON
+    string; or not at all); ``error`` says why the
     frame is not strict JSON (the event is then a lenient reading);
     ``arrival`` is the event loop's time when the frame was read. Returns
     whether the sink took the event (it is its user's): one no sink takes is
@@ -355,9 +357,10 @@ class _CoreBase:
         if not isinstance(message, str):
             log.warning("chat core sent a binary message (%d bytes); ignored", len(message))
             return
-        # The envelopes stay text until someone needs their value: the responder parses
-        # requestData's text itself, so each frame's JSON is read once.
-        frame = read_frame(message, decode_envelopes=False)
+        # Each frame's JSON is read once: a strict frame whole (the responder takes
+        # requestData's value from that reading); otherwise its envelopes are cut out and
+        # stay text until someone needs their value (the responder parses the text).
+        frame = read_frame(message, decode_envelopes=False, envelope_texts=False)
         resp = frame.value.get("resp") if isinstance(frame.value, dict) else None
         if frame.error is not None:
             self._unreadable(frame, resp, message)
@@ -414,7 +417,7 @@ class _CoreBase:
             self._fail_command(corr_id, f"invalid chat_send_cmd result {show(text, 80)}")
 
     def _receive_native_event(self, text: str) -> None:
-        frame = read_frame(text, decode_envelopes=False)
+        frame = read_frame(text, decode_envelopes=False, envelope_texts=False)
         result = frame.value if isinstance(frame.value, dict) else None
         event = result.get("result") if result is not None else None
         if frame.error is not None:

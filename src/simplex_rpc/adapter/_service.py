@@ -31,6 +31,7 @@ from .._wire.envelope import (
     Response,
     check_protocol_name,
     check_request_key,
+    request_from_value,
 )
 from .._wire.keys import PublicKey, SigningKey
 from .._wire.redact import show
@@ -1130,6 +1131,10 @@ class _Responder:
             if incoming.envelope is not None:
                 # The envelope's text as it came: nothing decoded and encoded again.
                 request = Request.parse(incoming.envelope)
+            elif isinstance(incoming.data, (dict, list)):
+                # The frame was read strictly whole (it has no error): requestData's value
+                # is the strict reading of its text (_frames.read_frame), not read again.
+                request = request_from_value(incoming.data)
             else:
                 request = _parse_request_data(incoming.data)
         except EnvelopeError as exc:
