@@ -120,7 +120,11 @@ class Request:
     @classmethod
     def parse(cls, data: bytes | bytearray | memoryview | str) -> Request:
         """Parse a request envelope from its JSON; raise :class:`EnvelopeError`."""
-        obj = _load_object(data, "request envelope")
+        return cls._from_object(_load_object(data, "request envelope"))
+
+    @classmethod
+    def _from_object(cls, obj: dict[str, Any]) -> Request:
+        """The envelope from its strict JSON reading (``obj`` is consumed)."""
         if "protocol" not in obj:
             raise EnvelopeError("request envelope: member 'protocol' is missing")
         if "request" not in obj:
@@ -329,6 +333,16 @@ class Response:
     def to_json(self) -> bytes:
         """Compact UTF-8 JSON: response or error, then extra members."""
         return _dump(self.to_dict(), "response envelope")
+
+
+def request_from_value(value: object) -> Request:
+    """The request envelope from a value the library's strict reader produced (the
+    strict reading of a frame that carried it): what :meth:`Request.parse` gives for
+    its text, with the same errors, without reading the text again. ``value`` is not
+    changed (the envelope's ``request`` is the same object, not a copy)."""
+    if not isinstance(value, dict):
+        raise EnvelopeError(f"request envelope: expected a JSON object, got {json_type(value)}")
+    return Request._from_object(dict(value))
 
 
 def check_request_key(request: Request, signer: PublicKey | None) -> ErrorInfo | None:

@@ -190,8 +190,10 @@ def _power_of_ten(n: int) -> bool:
 class _RequestSink(Protocol):
     """Where the core hands each ``serviceRequest`` event, as its frame is read.
 
-    ``envelope`` is the text of ``requestData`` as the frame carried it (None
-    when it came as a JSON string, or not at all); ``error`` says why the
+    ``envelope`` is the text of ``requestData`` as the frame carried it when
+    the frame had to be cut (None when the frame was read strictly whole, the
+    event then holding requestData's strict value; when it came as a JSON
+    string; or not at all); ``error`` says why the
     frame is not strict JSON (the event is then a lenient reading);
     ``arrival`` is the event loop's time when the frame was read. Returns
     whether the sink took the event (it is its user's): one no sink takes is
@@ -243,7 +245,7 @@ class _CoreBase:
         # Whether serviceRequests are this connection's to answer: it started them
         # (start(service_requests=True)) or has served; only then are they held.
         self._expects_requests = False
-        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[str, asyncio.Future[dict[str, Any]] | _Reply] = {}
         self._subscribers: set[EventStream] = set()
         self._request_sinks: set[_RequestSink] = set()
         self._sent: set[str] = set()  # commands sent and not yet answered, by corrId
@@ -355,9 +357,10 @@ class _CoreBase:
         if not isinstance(message, str):
             log.warning("chat core sent a binary message (%d bytes); ignored", len(message))
             return
-        # The envelopes stay text until someone needs their value: the responder parses
-        # requestData's text itself, so each frame's JSON is read once.
-        frame = read_frame(message, decode_envelopes=False)
+        # Each frame's JSON is read once: a strict frame whole (the responder takes
+        # requestData's value from that reading); otherwise its envelopes are cut out and
+        # stay text until someone needs their value (the responder parses the text).
+        frame = read_frame(message, decode_envelopes=False, envelope_texts=False)
         resp = frame.value.get("resp") if isinstance(frame.value, dict) else None
         if frame.error is not None:
             self._unreadable(frame, resp, message)
@@ -414,7 +417,7 @@ class _CoreBase:
             self._fail_command(corr_id, f"invalid chat_send_cmd result {show(text, 80)}")
 
     def _receive_native_event(self, text: str) -> None:
-        frame = read_frame(text, decode_envelopes=False)
+        frame = read_frame(text, decode_envelopes=False, envelope_texts=False)
         result = frame.value if isinstance(frame.value, dict) else None
         event = result.get("result") if result is not None else None
         if frame.error is not None:
@@ -619,15 +622,22 @@ class _CoreBase:
         self._failure = ChatCoreClosed(redact(text))
         if not self._closing:
             log.warning("%s; %d commands were pending", text, len(self._pending))
-        for corr_id, future in self._pending.items():
+        replies: list[tuple[_Reply, ChatCoreClosed]] = []
+        for corr_id, future in list(self._pending.items()):
             if not future.done():
                 # A command already sent may have run: say so (_AnswerLost).
                 lost = _AnswerLost if corr_id in self._sent else ChatCoreClosed
-                future.set_exception(lost(redact(f"{text} before the command was answered")))
+                error = lost(redact(f"{text} before the command was answered"))
+                if isinstance(future, _Reply):
+                    replies.append((future, error))  # its callback runs below, as a
+                else:  # future's would: after the streams and the sinks are told
+                    future.set_exception(error)
         for stream in list(self._subscribers):
             stream._end()
         for sink in list(self._request_sinks):
             sink.lost(self._failure)
+        for reply, reply_error in replies:
+            reply.set_exception(reply_error)
         self._drop_held()
         if self._pausers:
             self._pausers.clear()
@@ -653,6 +663,7 @@ class _CoreBase:
             timeout = check_seconds(timeout, "timeout")
         name = _command_name(cmd)
         future = await self._post_command(cmd, timeout)
+        assert isinstance(future, asyncio.Future)  # no on_answer: a future
         try:
             resp = await future
         except ChatCoreClosed:
@@ -671,8 +682,8 @@ class _CoreBase:
         self,
         cmd: str,
         timeout: float | None,
-        on_answer: Callable[[asyncio.Future[dict[str, Any]]], None] | None = None,
-    ) -> asyncio.Future[dict[str, Any]]:
+        on_answer: Callable[[Pending], None] | None = None,
+    ) -> Pending:
         """Send one command (checked by the caller) and return the future of its ``resp``,
         without waiting for it: answers can be pipelined, their acknowledgements tracked.
 
@@ -681,11 +692,15 @@ class _CoreBase:
         sent, :class:`_AnswerLost`) when the connection ends, and
         :class:`ChatCoreError` for an answer that cannot be read; a
         ``chatCmdError`` is a result, for the caller to raise. ``on_answer`` is
-        called with the future once it is done.
+        called with the future once it is done; with ``on_answer`` and no
+        ``timeout``, the "future" is a :class:`_Reply`, and ``on_answer`` is called
+        in the very step the answer is read (or the connection lost).
         """
         if self._failure is not None:
             raise ChatCoreClosed(str(self._failure))
         corr_id = str(next(self._counter))
+        if on_answer is not None and timeout is None:
+            return await self._post_reply(cmd, corr_id, on_answer)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._pending[corr_id] = future
@@ -719,6 +734,24 @@ class _CoreBase:
 
         future.add_done_callback(done)
         return future
+
+    async def _post_reply(
+        self, cmd: str, corr_id: str, on_answer: Callable[[_Reply], None]
+    ) -> _Reply:
+        """:meth:`_post_command` without a timeout, its answer handed to ``on_answer`` as
+        it is read (a :class:`_Reply`: no future, no step of the loop per answer)."""
+        reply = _Reply(self, corr_id, on_answer)
+        self._pending[corr_id] = reply
+        if reply.debug:
+            log.debug("command %s: %s", corr_id, show(cmd, 300))
+        try:
+            await self._transport.send(self, corr_id, cmd)
+        except BaseException:
+            self._pending.pop(corr_id, None)  # never sent: never called back
+            raise
+        if not reply.done():
+            self._sent.add(corr_id)
+        return reply
 
     @staticmethod
     def _time_out(future: asyncio.Future[dict[str, Any]]) -> None:
@@ -767,6 +800,76 @@ class _CoreBase:
                 )
             return False
         raise ChatCoreError(f"unexpected answer {show(kind, 60)} to /_start")
+
+
+# ---------------------------------------------------------------------------
+# Pipelined answers
+
+
+class _Reply:
+    """The answer to a command sent by :meth:`_CoreBase._post_reply`: what the caller
+    reads of a future (``done``, ``cancelled``, ``result``, ``exception``), delivered to
+    its callback at once, in the step that reads the answer (or fails it): a responder
+    pipelining thousands of answers a second pays no future and no step of the loop
+    for each acknowledgement. The callback must not raise (what it raises is logged)."""
+
+    __slots__ = ("_callback", "_core", "_done", "_error", "_result", "corr_id", "debug")
+
+    def __init__(
+        self, core: _CoreBase, corr_id: str, callback: Callable[[_Reply], None]
+    ) -> None:
+        self._core = core
+        self.corr_id = corr_id
+        self._callback = callback
+        self._done = False
+        self._result: dict[str, Any] | None = None
+        self._error: BaseException | None = None
+        self.debug = log.isEnabledFor(logging.DEBUG)
+
+    def done(self) -> bool:
+        return self._done
+
+    def cancelled(self) -> bool:
+        return False  # nothing cancels an answer on its way: it is answered or failed
+
+    def result(self) -> dict[str, Any]:
+        if self._error is not None:
+            raise self._error
+        if self._result is None:
+            raise asyncio.InvalidStateError("the answer has not come yet")
+        return self._result
+
+    def exception(self) -> BaseException | None:
+        if not self._done:
+            raise asyncio.InvalidStateError("the answer has not come yet")
+        return self._error
+
+    def set_result(self, result: dict[str, Any]) -> None:
+        if not self._done:
+            self._result = result
+            self._finish()
+
+    def set_exception(self, error: BaseException) -> None:
+        if not self._done:
+            self._error = error
+            self._finish()
+
+    def _finish(self) -> None:
+        self._done = True
+        core = self._core
+        core._pending.pop(self.corr_id, None)
+        core._sent.discard(self.corr_id)
+        if self.debug:
+            what = type(self._error).__name__ if self._error else show(self.result().get("type"), 60)
+            log.debug("answer %s: %s", self.corr_id, what)
+        try:
+            self._callback(self)
+        except Exception:  # pragma: no cover - defensive: the reader must go on
+            log.error("handling the answer to command %s failed", self.corr_id, exc_info=True)
+
+
+#: What :meth:`_CoreBase._post_command` returns: a future, or a :class:`_Reply`.
+Pending = asyncio.Future[dict[str, Any]] | _Reply
 
 
 # ---------------------------------------------------------------------------

@@ -263,19 +263,34 @@ def scan_work(text: str) -> int:
     return scan.work
 
 
-def read_frame(text: str | bytes, *, decode_envelopes: bool = True) -> Frame:
+def read_frame(
+    text: str | bytes, *, decode_envelopes: bool = True, envelope_texts: bool = True
+) -> Frame:
     """Read one frame of the core strictly (see the module's text); never raises.
 
     With ``decode_envelopes=False`` the envelopes are cut out and kept as text
     only (their members hold None): a reader that parses the envelope's text
     itself does not parse it twice (:meth:`Frame.decode_envelopes` fills them in).
+
+    With ``envelope_texts=False`` a frame that is strict JSON as a whole is
+    only read (one pass): its envelopes are values of that strict reading, and
+    their texts are not looked for (``envelopes`` is empty). The strict
+    reading of an envelope inside a strict frame is the strict reading of its
+    text (the same rules, and it is within the depth allowance the frame was),
+    so a reader that takes the value instead of the text loses nothing. A
+    frame that is not strict JSON as a whole is cut as before.
     """
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             return Frame(None, error=f"invalid UTF-8 at byte offset {exc.start}")
-    if "\\u" not in text:
+    if not envelope_texts:
+        try:
+            return Frame(_json.loads(text))
+        except _json.JsonError:
+            pass  # not strict as a whole: an envelope may still be read on its own
+    elif "\\u" not in text:
         fast = _strict_whole(text)
         if fast is not None:
             return fast

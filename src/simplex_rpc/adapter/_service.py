@@ -31,6 +31,7 @@ from .._wire.envelope import (
     Response,
     check_protocol_name,
     check_request_key,
+    request_from_value,
 )
 from .._wire.keys import PublicKey, SigningKey
 from .._wire.redact import show
@@ -38,6 +39,7 @@ from .._wire.seal import MAX_RESPONSE
 from ..errors import ChatCoreError, EnvelopeError, KeyFormatError, SimplexRpcError
 from ._core import (
     DEFAULT_COMMAND_TIMEOUT,
+    Pending,
     _check_user_id,
     _core_error,
     _CoreBase,
@@ -721,8 +723,10 @@ class _Responder:
         self.info = log.isEnabledFor(logging.INFO)
         self.signers: dict[str, PublicKey] = {}
         # The answers' acknowledgement futures by due time, in the order sent.
-        self.awaiting: dict[asyncio.Future[dict[str, Any]], float] = {}
+        self.awaiting: dict[Pending, float] = {}
         self.ack_timer: asyncio.TimerHandle | None = None
+        # Due at the earliest deadline of the handlers running (see _start).
+        self.deadline_timer: asyncio.TimerHandle | None = None
         self.wakeup = asyncio.Event()
         self.failure: ChatCoreClosed | None = None
         self.stopping = False
@@ -832,6 +836,9 @@ class _Responder:
             if self.ack_timer is not None:
                 self.ack_timer.cancel()
                 self.ack_timer = None
+            if self.deadline_timer is not None:
+                self.deadline_timer.cancel()
+                self.deadline_timer = None
             self.overload.flush()
             self.repeated.flush()
             if not self.stopped and self.failure is None:
@@ -1013,22 +1020,46 @@ class _Responder:
     def _start(self, incoming: _Incoming) -> None:
         task = asyncio.create_task(self._answer(incoming))
         self.running[task] = incoming
+        task.add_done_callback(self._finished)
         # The deadline is a timer of the loop, not a scope inside the handler: a handler
-        # that swallows its cancellation is still answered at its deadline.
-        timer = asyncio.get_running_loop().call_at(
-            incoming.deadline, self._deadline, incoming, task
-        )
-        task.add_done_callback(functools.partial(self._finished, timer))
+        # that swallows its cancellation is still answered at its deadline. One timer for
+        # all the handlers running, due at the earliest of their deadlines (requests
+        # start in the order they came, so that is nearly always an older one's): not a
+        # timer made and cancelled per request.
+        timer = self.deadline_timer
+        if timer is None or timer.when() > incoming.deadline:
+            if timer is not None:
+                timer.cancel()
+            self.deadline_timer = asyncio.get_running_loop().call_at(
+                incoming.deadline, self._deadlines
+            )
 
-    def _finished(self, timer: asyncio.TimerHandle, task: asyncio.Task[None]) -> None:
-        timer.cancel()
+    def _finished(self, task: asyncio.Task[None]) -> None:
         self.running.pop(task, None)
-        self.wakeup.set()
+        if self.queue:
+            self.wakeup.set()  # a slot is free for the next one
+
+    def _deadlines(self) -> None:
+        """The deadline timer: every handler still running at its request's deadline is
+        answered now (:meth:`_deadline`); the timer is set again for the next deadline."""
+        self.deadline_timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        due: float | None = None
+        for task, incoming in list(self.running.items()):
+            if incoming.timed_out or incoming.answering or task.done():
+                continue  # answered already, or on its way
+            if incoming.deadline <= now:
+                self._deadline(incoming, task)
+            elif due is None or incoming.deadline < due:
+                due = incoming.deadline
+        if due is not None:
+            self.deadline_timer = loop.call_at(due, self._deadlines)
 
     def _deadline(self, incoming: _Incoming, task: asyncio.Task[None]) -> None:
         """The handler still runs at the request's deadline: answer now, cancel it, and
         drop whatever it returns later."""
-        if task.done() or incoming.answering or self.failure is not None:
+        if task.done() or incoming.answering or incoming.timed_out or self.failure is not None:
             return
         incoming.timed_out = True
         protocol = incoming.protocol
@@ -1148,6 +1179,10 @@ class _Responder:
             if incoming.envelope is not None:
                 # The envelope's text as it came: nothing decoded and encoded again.
                 request = Request.parse(incoming.envelope)
+            elif isinstance(incoming.data, (dict, list)):
+                # The frame was read strictly whole (it has no error): requestData's value
+                # is the strict reading of its text (_frames.read_frame), not read again.
+                request = request_from_value(incoming.data)
             else:
                 request = _parse_request_data(incoming.data)
         except EnvelopeError as exc:
@@ -1269,6 +1304,9 @@ class _Responder:
         if answer.payload is None:
             answer.response, answer.payload = self._payload(rid, answer.response)
         cmd = f"/_service_response {self.user_id} {answer.request_id} {answer.payload.decode()}"
+        # Counted before it is posted: its acknowledgement may be read (and _acked run)
+        # before _post_command returns.
+        self.unacked += 1
         try:
             # No timer per answer: the acknowledgements are awaited in the order sent, and
             # one sweep (_sweep_acks) fails those older than DEFAULT_COMMAND_TIMEOUT.
@@ -1276,10 +1314,13 @@ class _Responder:
                 cmd, None, functools.partial(self._acked, answer)
             )
         except ChatCoreClosed as exc:
+            self.unacked -= 1
             self.outcome.failed += 1
             log.warning("request %s: no answer could be sent: %s", rid, exc)
             return
-        self.unacked += 1
+        except BaseException:
+            self.unacked -= 1
+            raise
         if not future.done():
             loop = asyncio.get_running_loop()
             self.awaiting[future] = loop.time() + DEFAULT_COMMAND_TIMEOUT
@@ -1301,7 +1342,7 @@ class _Responder:
             if not future.done():
                 future.set_exception(ChatCoreTimeout("no acknowledgement in time"))
 
-    def _acked(self, answer: _Answer, future: asyncio.Future[dict[str, Any]]) -> None:
+    def _acked(self, answer: _Answer, future: Pending) -> None:
         """The core's reply to one answer: counted, logged, or tried once more."""
         self.unacked -= 1
         self.awaiting.pop(future, None)
@@ -1310,7 +1351,7 @@ class _Responder:
         finally:
             self._check_drained()
 
-    def _outcome_of(self, answer: _Answer, future: asyncio.Future[dict[str, Any]]) -> None:
+    def _outcome_of(self, answer: _Answer, future: Pending) -> None:
         rid = _Shown(answer.request_id, 80)
         if future.cancelled():  # pragma: no cover - nothing cancels these futures
             self.outcome.failed += 1
