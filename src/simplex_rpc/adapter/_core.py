@@ -860,7 +860,9 @@ class _Reply:
         core._pending.pop(self.corr_id, None)
         core._sent.discard(self.corr_id)
         if self.debug:
-            what = type(self._error).__name__ if self._error else show(self.result().get("type"), 60)
+            what = (
+                type(self._error).__name__ if self._error else show(self.result().get("type"), 60)
+            )
             log.debug("answer %s: %s", self.corr_id, what)
         try:
             self._callback(self)
