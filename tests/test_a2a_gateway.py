@@ -167,6 +167,8 @@ def network(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Network]:
                 def drain() -> None:
                     assert bot is not None and bot.stderr is not None
                     for line in bot.stderr:
+                        if log.closed:  # the fixture has ended; the bot's last lines are moot
+                            return
                         log.write(line)
                         log.flush()
 

@@ -86,16 +86,16 @@ async def _bot(core_url: str, script: Path) -> AsyncIterator[str]:
         "--",
         sys.executable,
         str(script),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,  # the ready lines (address: LINK) are on stdout
+        stderr=asyncio.subprocess.DEVNULL,
     )
-    assert proc.stderr is not None
+    assert proc.stdout is not None
     try:
-        link = await _lines_until(proc.stderr, "address: ", 60)
+        link = await _lines_until(proc.stdout, "address: ", 60)
 
         async def drain() -> None:
-            assert proc.stderr is not None
-            while await proc.stderr.readline():
+            assert proc.stdout is not None
+            while await proc.stdout.readline():
                 pass
 
         drainer = asyncio.create_task(drain())
