@@ -44,10 +44,25 @@ def outcome(parse: Any, data: Any) -> tuple[str, Any]:
         return ("error", str(exc))
 
 
+def checked(check: Any, data: Any) -> tuple[str, Any]:
+    """("ok", None) or ("error", message) from a backend's ``json_check``."""
+    try:
+        return ("ok", check(data))
+    except JsonError as exc:
+        return ("error", str(exc))
+
+
 def same(c: _backend.Backend, data: bytes | str) -> tuple[str, Any]:
-    """Parse ``data`` on both backends; assert identical outcomes; return it."""
+    """Parse ``data`` on both backends; assert identical outcomes; return it.
+
+    Each backend's ``json_check`` (strict_json.check) refuses exactly what its
+    ``json_loads`` refuses, with the same message, and accepts the rest.
+    """
     want = outcome(PURE.json_loads, data)
     assert outcome(c.json_loads, data) == want, data
+    verdict = want if want[0] == "error" else ("ok", None)
+    assert checked(PURE.json_check, data) == verdict, data
+    assert checked(c.json_check, data) == verdict, data
     return want
 
 
@@ -219,6 +234,7 @@ def test_rule_every_input_type(c_backend: _backend.Backend, kind: type) -> None:
     for text in ('{"a":[1,2.5,"é"]}', '{"a":1,"a":2}', '["x" 1]'):
         data = text if kind is str else kind(text.encode())
         assert outcome(c_backend.json_loads, data) == outcome(PURE.json_loads, data)
+        assert checked(c_backend.json_check, data) == checked(PURE.json_check, data)
 
 
 class _Bytes(bytes):
@@ -292,9 +308,25 @@ def test_rule_str_with_a_raw_lone_surrogate(c_backend: _backend.Backend) -> None
 
 
 def test_rule_other_types_are_a_type_error(c_backend: _backend.Backend) -> None:
-    for parse in (PURE.json_loads, c_backend.json_loads):
+    for parse in (PURE.json_loads, c_backend.json_loads, PURE.json_check, c_backend.json_check):
         with pytest.raises(TypeError, match="expected bytes or str, got int"):
             parse(1)
+
+
+def test_rule_check_follows_the_active_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """strict_json.check runs the active backend's json_check: None for strict JSON,
+    JsonError (the words of loads) for the rest."""
+    seen: list[object] = []
+
+    def spy(data: Any) -> None:
+        seen.append(data)
+        PURE.json_check(data)
+
+    monkeypatch.setattr(_backend, "active", dataclasses.replace(_backend.active, json_check=spy))
+    assert _json.check(b'{"a":1}') is None
+    with pytest.raises(JsonError, match="duplicate member name 'a'"):
+        _json.check('{"a":1,"a":2}')
+    assert seen == [b'{"a":1}', '{"a":1,"a":2}']
 
 
 def test_rule_every_strict_decoder_uses_the_active_backend(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -246,6 +246,32 @@ def test_rule_bad_character_error_names_the_offset() -> None:
         PublicKey.decode(PUBLIC_TEXT + "=")
 
 
+def test_decoded_keys_are_remembered_and_errors_are_raised_every_time() -> None:
+    """PublicKey.decode remembers the text of keys it decoded (a requester names its key
+    in every request): the same key comes back, padded and unpadded text name equal
+    keys, text that is not a key raises each time, and the memory stays bounded."""
+    from simplex_rpc._wire import keys as _keys
+
+    text = SigningKey.from_seed(SEEDS[0]).public_key.encode()
+    first = PublicKey.decode(text)
+    assert PublicKey.decode(text) is first
+    assert PublicKey.decode(text.rstrip("=")) == first
+    assert PublicKey.decode(text.encode()) == first  # bytes text: decoded, not remembered
+    bad = text[:-5] + "!===="
+    for _ in range(2):
+        with pytest.raises(KeyFormatError):
+            PublicKey.decode(bad)
+    assert bad not in _keys._DECODED
+
+    class Sub(PublicKey):
+        __slots__ = ()
+
+    assert type(Sub.decode(text)) is Sub  # a subclass gets its own class, never the memo
+    for n in range(_keys._DECODED_MAX + 5):
+        PublicKey.decode(SigningKey.from_seed(n.to_bytes(32, "big")).public_key.encode())
+    assert len(_keys._DECODED) <= _keys._DECODED_MAX
+
+
 def test_rule_not_the_lenient_stdlib_decoder() -> None:
     """§1: base64.urlsafe_b64decode drops invalid characters; our decoder must not."""
     dirty = PUBLIC_TEXT[:20] + "!" + PUBLIC_TEXT[20:]

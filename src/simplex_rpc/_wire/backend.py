@@ -117,6 +117,10 @@ class JsonLoadsFunction(Protocol):
     def __call__(self, data: bytes | bytearray | memoryview | str) -> Any: ...
 
 
+class JsonCheckFunction(Protocol):
+    def __call__(self, data: bytes | bytearray | memoryview | str) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Backend:
     """One backend's implementation of the framing, padding and batch functions."""
@@ -135,6 +139,7 @@ class Backend:
     seal_requests: SealRequestsFunction
     open_requests: OpenRequestsFunction
     json_loads: JsonLoadsFunction
+    json_check: JsonCheckFunction
 
     def __repr__(self) -> str:
         return f"<simplex_rpc backend {self.name!r}>"
@@ -159,6 +164,7 @@ def _python() -> Backend:
         seal_requests=seal_requests,
         open_requests=open_requests,
         json_loads=_json.python_loads,
+        json_check=_json.python_check,
     )
 
 
@@ -182,6 +188,7 @@ def _c() -> Backend:
         seal_requests=seal_requests,
         open_requests=open_requests,
         json_loads=c.json_loads,
+        json_check=c.json_check,
     )
 
 

@@ -735,23 +735,14 @@ def json_workspace_size(raw: bytes) -> int:
     return size
 
 
-def json_loads(data: bytes | bytearray | memoryview | str) -> Any:
-    """Parse one strict JSON value (the C backend's ``_json.loads``).
-
-    C validates the UTF-8 bytes in one pass, with every rule of the pure
-    backend; the json module's scanner then builds the value, with no hooks.
-    A failure raises the pure backend's :class:`~simplex_rpc._wire.json_pure.JsonError`,
-    with its message. A str holding a lone surrogate code point (which has no
-    UTF-8 form) goes to the pure backend, which words its error.
-    """
+def _json_checked(data: bytes | bytearray | memoryview | str) -> tuple[bytes, str | None, int]:
+    """C's one pass over ``data``: its UTF-8 bytes, the text if it came as text, and
+    the offset of the value's first byte; raises the pure backend's error."""
     text: str | None = None
     if type(data) is bytes:  # the fast path: no copy
         raw = data
     elif isinstance(data, str):
-        try:
-            raw = str.encode(data, "utf-8")
-        except UnicodeEncodeError:
-            return _json.python_loads(data)
+        raw = str.encode(data, "utf-8")  # UnicodeEncodeError: the callers' pure fallback
         text = data
     elif isinstance(data, (bytes, bytearray, memoryview)):
         # Subclasses included, and a strided view: the bytes the pure backend reads.
@@ -769,6 +760,33 @@ def json_loads(data: bytes | bytearray | memoryview | str) -> Any:
             raise BackendMismatch(f"C JSON: a workspace of {size} bytes is still too small")
     if at < 0:
         raise _json_error(raw, workspace, size)
+    return raw, text, at
+
+
+def json_loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """Parse one strict JSON value (the C backend's ``_json.loads``).
+
+    C validates the UTF-8 bytes in one pass, with every rule of the pure
+    backend; the json module's scanner then builds the value, with no hooks.
+    A failure raises the pure backend's :class:`~simplex_rpc._wire.json_pure.JsonError`,
+    with its message. A str holding a lone surrogate code point (which has no
+    UTF-8 form) goes to the pure backend, which words its error.
+    """
+    try:
+        raw, text, at = _json_checked(data)
+    except UnicodeEncodeError:
+        return _json.python_loads(data)
     if text is None:
         text = raw.decode("utf-8")
     return _scan_once(text, at)[0]
+
+
+def json_check(data: bytes | bytearray | memoryview | str) -> None:
+    """Check that ``data`` is one strict JSON value, building nothing (C's pass alone).
+
+    Accepts and refuses exactly what :func:`json_loads` does, with the same error.
+    """
+    try:
+        _json_checked(data)
+    except UnicodeEncodeError:
+        _json.python_loads(data)

@@ -195,6 +195,12 @@ def _prescan_depth(text: str) -> None:
         raise depth_error()
 
 
+def python_check(data: bytes | bytearray | memoryview | str) -> None:
+    """The pure backend's strict check: None, or the :class:`JsonError` of
+    :func:`python_loads` (which it runs: pure Python has no cheaper pass)."""
+    python_loads(data)
+
+
 def python_loads(data: bytes | bytearray | memoryview | str) -> Any:
     """The pure backend's strict parse: the value, or :class:`JsonError`.
 
@@ -257,12 +263,15 @@ def _skip_ws(text: str, pos: int) -> int:
     return pos
 
 
+# One encoder for every dumps: json.dumps with any option but the defaults builds a
+# JSONEncoder per call. encode() keeps no state between calls, so one is shared.
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dumps(value: Any) -> bytes:
     """Serialize compactly to UTF-8 bytes; refuse NaN and Infinity."""
     try:
-        return json.dumps(
-            value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        ).encode("utf-8")
+        return _ENCODER.encode(value).encode("utf-8")
     except UnicodeEncodeError as exc:
         raise JsonError("lone surrogate in a string") from exc
     except ValueError as exc:

@@ -39,6 +39,9 @@ def _as_bytes(value: object, what: str) -> bytes:
 _PEM_BEGIN: Final = b"-----BEGIN PUBLIC KEY-----"
 _PEM_END: Final = b"-----END PUBLIC KEY-----"
 _NOT_BASE64: Final = re.compile(rb"[^A-Za-z0-9+/=]")
+#: PublicKey.decode's memory: key text to key, at most _DECODED_MAX entries (then cleared).
+_DECODED: Final[dict[str, PublicKey]] = {}
+_DECODED_MAX: Final = 1024
 
 
 def _pem_line(line: bytes, kind: str, want: bytes) -> None:
@@ -178,11 +181,25 @@ class PublicKey:
     @classmethod
     def decode(cls, text: str | bytes) -> PublicKey:
         """Decode ``signerKey``/``requestKey`` text: base64url SPKI DER, padded or not."""
+        # A requester signs with few keys, and each request names its key again: the
+        # text of the last few keys decoded maps to the (immutable) key. Only valid
+        # text is remembered, so every error is raised as before.
+        memo: str | None = None  # the text, when it is remembered
+        if cls is PublicKey and isinstance(text, str) and type(text) is str:
+            memo = text
+            key = _DECODED.get(memo)
+            if key is not None:
+                return key
         try:
             der = _b64.decode(text, "public key")
         except ValueError as exc:
             raise KeyFormatError(str(exc)) from None
-        return cls.from_der(der)
+        key = cls.from_der(der)
+        if memo is not None:
+            if len(_DECODED) >= _DECODED_MAX:
+                _DECODED.clear()
+            _DECODED[memo] = key
+        return key
 
     # -- encodings ----------------------------------------------------------
 

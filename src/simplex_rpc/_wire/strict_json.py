@@ -2,7 +2,9 @@
 
 :func:`loads` is the one entry point above the wire layer: it runs the C
 validator when the C backend is active, else :func:`~.json_pure.python_loads`;
-both give the same value and the same first error. The rest, serialization
+both give the same value and the same first error. :func:`check` refuses
+what :func:`loads` refuses, with the same error, and builds no value (on the
+C backend only C's pass runs). The rest, serialization
 and the error type included, is :mod:`.json_pure`'s, named here so that
 callers import one module.
 """
@@ -18,6 +20,7 @@ from .json_pure import (
     JsonError,
     dumps,
     json_type,
+    python_check,
     python_loads,
 )
 
@@ -25,9 +28,11 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
     "JsonError",
+    "check",
     "dumps",
     "json_type",
     "loads",
+    "python_check",
     "python_loads",
 ]
 
@@ -40,3 +45,13 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     first error.
     """
     return _backend.active.json_loads(data)
+
+
+def check(data: bytes | bytearray | memoryview | str) -> None:
+    """Raise :class:`JsonError` where :func:`loads` would, with the same error; else None.
+
+    For text the library wrote and must still hold to the strict rules (an
+    answer before it is sent): the C backend runs its validator and builds
+    nothing.
+    """
+    _backend.active.json_check(data)

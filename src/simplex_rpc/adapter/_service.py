@@ -607,8 +607,6 @@ class _IntervalLog:
 #: reading the core's frames (back-pressure: the socket and the core hold the rest of a
 #: burst); reading goes on once half of them are written. Nothing is dropped.
 _MAX_OUTBOX: Final = 10_000
-#: Signer keys remembered decoded (a requester signs its requests with one key).
-_SIGNER_CACHE: Final = 1024
 #: The retryAfter of a request held for a serve() that did not come in time.
 _UNSERVED_RETRY_AFTER: Final = 5
 #: The retryAfter of the requests answered while serve stops: short, so that they retry.
@@ -721,7 +719,6 @@ class _Responder:
         self.drained.set()
         self.paused = False  # the core's reading is paused by this responder
         self.info = log.isEnabledFor(logging.INFO)
-        self.signers: dict[str, PublicKey] = {}
         # The answers' acknowledgement futures by due time, in the order sent.
         self.awaiting: dict[Pending, float] = {}
         self.ack_timer: asyncio.TimerHandle | None = None
@@ -1172,7 +1169,8 @@ class _Responder:
             if not isinstance(incoming.signer_key, str):
                 return _failure(ErrorCode.BAD_REQUEST, "the signer key is not a key"), None
             try:
-                signer = self._signer(incoming.signer_key)
+                # PublicKey.decode remembers the few keys a requester signs with.
+                signer = PublicKey.decode(incoming.signer_key)
             except KeyFormatError:
                 return _failure(ErrorCode.BAD_REQUEST, "the signer key is not an Ed25519 key"), None
         try:
@@ -1256,23 +1254,12 @@ class _Responder:
                 return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
         return response, protocol
 
-    def _signer(self, text: str) -> PublicKey:
-        """The verified signer's key from its text; the few keys a requester signs with
-        are decoded once (at most ``_SIGNER_CACHE`` remembered)."""
-        key = self.signers.get(text)
-        if key is None:
-            key = PublicKey.decode(text)
-            if len(self.signers) >= _SIGNER_CACHE:
-                self.signers.clear()
-            self.signers[text] = key
-        return key
-
     def _payload(self, rid: object, response: Response) -> tuple[Response, bytes]:
         """The answer's JSON under the library's strict rules and the size limit:
         a result they refuse is answered internal, one too long too_large."""
         try:
             payload = response.to_json()
-            _json.loads(payload)  # what the requester's strict reader would refuse
+            _json.check(payload)  # what the requester's strict reader would refuse
         except (EnvelopeError, _json.JsonError) as exc:
             log.error(
                 "request %s: the handler's result is not strict JSON (%s): answering internal",

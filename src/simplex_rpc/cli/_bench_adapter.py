@@ -69,7 +69,7 @@ SCENARIOS: Final = ("unsigned", "signed", "faults", "overflow", "repeats", "drop
 EDGE_TARGET: Final = 2.0
 #: Requests the edge's core keeps outstanding, and the rounds of each responder.
 EDGE_OUTSTANDING: Final = 64
-EDGE_ROUNDS: Final = 3
+EDGE_ROUNDS: Final = 7
 FULL_REQUESTS: Final = 1000
 QUICK_REQUESTS: Final = 200
 #: The requester's wait (the protocol's ``timeout``): long enough never to cut an answer short.
