@@ -23,7 +23,7 @@ Scenarios (``N`` requests, 1,000 by default, 200 with ``--quick``):
 * ``edge``: the cost of the library's edge. A loopback core in a process of
   its own keeps 64 ``serviceRequest`` events outstanding (4 ``N`` in all, half
   carrying ``signerKey`` and a matching ``requestKey``) and acknowledges each
-  ``/_service_response`` at once. It is driven two ways, interleaved, three
+  ``/_service_response`` at once. It is driven two ways, interleaved, seven
   rounds each: by ``ChatCore.serve`` with a trivial handler, and by the
   ``null`` baseline row, a plain websockets client doing only ``json.loads``
   of each frame, ``json.dumps`` of an envelope and one ``/_service_response``
