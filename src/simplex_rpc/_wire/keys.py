@@ -185,7 +185,7 @@ class PublicKey:
         # text of the last few keys decoded maps to the (immutable) key. Only valid
         # text is remembered, so every error is raised as before.
         memo: str | None = None  # the text, when it is remembered
-        if cls is PublicKey and isinstance(text, str) and type(text) is str:
+        if cls is PublicKey and type(text) is str:
             memo = text
             key = _DECODED.get(memo)
             if key is not None:

@@ -20,7 +20,6 @@ from .json_pure import (
     JsonError,
     dumps,
     json_type,
-    python_check,
     python_loads,
 )
 
@@ -32,7 +31,6 @@ __all__ = [
     "dumps",
     "json_type",
     "loads",
-    "python_check",
     "python_loads",
 ]
 
