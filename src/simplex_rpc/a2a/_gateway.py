@@ -166,7 +166,10 @@ class ForwardingHandler(RequestHandler):
     server answers them with their own codes; a failure to reach the other
     side (a timeout, a refused connection, a Service RPC envelope error) is
     an ``InternalError`` naming it, or ``UnsupportedOperationError`` for
-    ``conversation_required``, logged once.
+    ``conversation_required``, logged once. With ``remote_callers`` (the
+    gateway, whose callers are strangers over SimpleX) that error names the
+    kind of failure only, never a URL, host or redirect target of the way to
+    the other side; the log has the details.
     """
 
     def __init__(
@@ -178,8 +181,10 @@ class ForwardingHandler(RequestHandler):
         scoped: bool,
         push: bool = False,
         what: str = "the upstream",
+        remote_callers: bool = False,
     ) -> None:
         self._transport = transport
+        self._remote_callers = remote_callers
         self._card = card
         self._parameters = parameters
         self._scoped = scoped
@@ -243,8 +248,8 @@ class ForwardingHandler(RequestHandler):
     def _failure(self, exc: BaseException) -> A2AError:
         """The A2A error that answers a failure of the way to the other side.
 
-        The answer goes to a remote caller: it names the kind of failure (and an
-        HTTP status), never a URL, a host or a redirect target of the way to the
+        For remote callers the answer names the kind of failure (and an HTTP
+        status), never a URL, a host or a redirect target of the way to the
         upstream; the log line, for the operator, has the details (redacted).
         """
         if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
@@ -257,6 +262,8 @@ class ForwardingHandler(RequestHandler):
             reason = f"{self._what} did not serve the request: {redact(str(exc))[:300]}"
         elif isinstance(exc, A2AClientTimeoutError):
             reason = f"{self._what} did not answer in time"
+        elif isinstance(exc, A2AClientError) and not self._remote_callers:
+            reason = f"{self._what} could not be reached: {redact(str(exc))[:300]}"
         elif isinstance(exc, A2AClientError):
             status = _HTTP_STATUS.search(str(exc))
             reason = f"{self._what} could not be reached" + (
@@ -613,7 +620,11 @@ async def gateway(
         public = with_simplex_interface(card, link, versions)
         operator = frozenset(name.lower() for name, _ in headers)
         handler = ForwardingHandler(
-            transport, public, parameters=_service_parameters(operator), scoped=True
+            transport,
+            public,
+            parameters=_service_parameters(operator),
+            scoped=True,
+            remote_callers=True,
         )
         log.info(
             "fronting %s (%s), A2A %s", card.name[:80], _shown(interface.url), ", ".join(versions)
