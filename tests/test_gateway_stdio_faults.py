@@ -22,10 +22,11 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
-from simplex_rpc.mcp import SERVICE_RPC_ERROR
+from simplex_rpc import mcp as mcp_binding
+from simplex_rpc.mcp import SERVICE_RPC_ERROR, Upstream
 from simplex_rpc.mcp._stdio import EXCERPT, LINE_LIMIT, Dropped, LineSplitter
 from test_adapter_support import run
-from test_mcp_upstream import pids, scene, stdio, text_of, transport, until
+from test_mcp_upstream import http_server, pids, scene, stdio, text_of, transport, until
 
 
 def messages(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
@@ -201,3 +202,31 @@ def test_requests_cut_by_their_deadline_n_times_in_a_row_restart_the_server(
     run(main)
     (line,) = messages(caplog, "in a row were cut by their deadline")
     assert line.startswith("MCP server") and "2 requests" in line
+
+
+# -- item 9: what a remote caller reads --------------------------------------------------------
+
+
+def test_a_failing_url_upstream_is_answered_without_its_url(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An MCP URL that answers 404: the caller's error says the server is not running
+    and could not be reached, and names nothing of the way to it (the text of a failure
+    to connect may name a URL, a host or a redirect target); the operator's log has the
+    reason."""
+    caplog.set_level(logging.INFO, logger="simplex_rpc")
+
+    async def main() -> None:
+        with http_server() as (url, _):
+            wrong = url.replace("/mcp", "/internal-path-7c")
+            up = Upstream.http(wrong)
+            async with up:
+                await until(lambda: up.state == "restarting", "the failed start")
+                request = mcp_binding.make_request("tools/list", id=3)
+                answer = await up.handle(request)
+        message = answer["error"]["message"]
+        assert message == "the MCP server is not running: stopped (it could not be reached)"
+
+    run(main)
+    (stopped,) = messages(caplog, "stopped (")
+    assert "(Not Found)" in stopped, stopped  # the server's own reason, for the operator

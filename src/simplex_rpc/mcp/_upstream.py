@@ -423,6 +423,7 @@ class Upstream:
         self._conn: _Connection | None = None
         self._state = "stopped"
         self._reason = ""
+        self._public_reason = ""  # the reason as a remote caller may read it
         self._logged: tuple[str, str] | None = None
         self._settled = anyio.Event()
         self._stack: contextlib.AsyncExitStack | None = None
@@ -634,6 +635,9 @@ class Upstream:
                 try:
                     yield conn
                 finally:
+                    # Before the first await on the way out (joining the watcher is one):
+                    # the client's requests failed meanwhile are known as the loss.
+                    ended.set()
                     watch.cancel_scope.cancel()
 
     async def _watch(self, conn: _Connection, stream: _WatchedReadStream) -> None:
@@ -687,7 +691,7 @@ class Upstream:
             self._state = "starting" if first else "restarting"
             first = False
             began = time.monotonic()
-            reason = ""
+            reason = public = ""
             try:
                 # The attempt (spawn, negotiation) is bounded; a held connection is not.
                 with anyio.CancelScope(deadline=anyio.current_time() + CONNECT_TIMEOUT) as scope:
@@ -700,17 +704,20 @@ class Upstream:
                             started = True
                             task_status.started()
                         await conn.ended.wait()
-                        reason = conn.failure or (
+                        reason = public = conn.failure or (
                             "the server exited" if self._params is not None else "the URL refused"
                         )
                 if scope.cancelled_caught:
-                    reason = f"no answer within {CONNECT_TIMEOUT:g} s"
+                    reason = public = f"no answer within {CONNECT_TIMEOUT:g} s"
             except Exception as exc:
+                # The details (a URL, a host, an HTTP error of the way) are the operator's.
                 reason = _describe(exc)
+                public = "it could not be started" if self._params else "it could not be reached"
             finally:
                 self._conn = None
             if time.monotonic() - began >= STABLE_AFTER:
                 delay = BACKOFF_MIN
+            self._public_reason = f"stopped ({public})"
             self._note("restarting", f"stopped ({reason})", f"; starting again in {delay:g} s")
             self._settled.set()
             if not started:
@@ -734,7 +741,8 @@ class Upstream:
                 await self._settled.wait()
         conn = self._conn
         if conn is None or conn.ended.is_set():
-            why = self._reason if self._state == "restarting" else "it went away"
+            # A remote caller reads this: no URL, host or error text of the way to the server.
+            why = self._public_reason if self._state == "restarting" else "it went away"
             raise _Unavailable(
                 code=types.CONNECTION_CLOSED, message=f"the MCP server is not running: {why}"
             )
