@@ -141,6 +141,12 @@ def test_the_line_splitter_keeps_at_most_its_limit_and_finds_a_responses_id() ->
     assert first.request_id() == 7
     assert last.request_id() == "a-9"
     assert nested.request_id() is None  # an "id" inside the result is not the response's
+    # The server's own request (elicitation) has an id of the server's: never answered.
+    request = Dropped(100, b'{"jsonrpc":"2.0","id":0,"method":"elicitation/create",', b"}}")
+    notification = Dropped(100, b'{"method":"notifications/message","params":', b',"id":4}')
+    assert request.request_id() is None and notification.request_id() is None
+    errored = Dropped(100, b'{"error":{"code":1,"message":"', b'"},"id":12}')
+    assert errored.request_id() == 12
 
 
 # -- item 7: a server that stops answering ----------------------------------------------------

@@ -61,11 +61,15 @@ EXIT_GRACE: Final = 2.0
 """Seconds the child has to exit after its stdin closes, before SIGTERM (then SIGKILL
 after as many again): the SDK's own shutdown sequence."""
 
-# The id of a JSON-RPC response, where it is certainly the top-level member: the first
-# member(s) of the object (after "jsonrpc"), or the last one before its closing brace.
+# The id of a JSON-RPC response, where it is certainly the top-level member and the line
+# certainly a response (not the server's own request, whose id is in the server's space):
+# "id" first (after "jsonrpc") and "result" or "error" next, or "result" or "error" first
+# and "id" the last member before the closing brace.
 _ID: Final = r'"id"\s*:\s*(-?\d{1,19}|"(?:[^"\\]|\\.){0,128}")'
-_ID_FIRST: Final = re.compile(r'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?' + _ID + r"\s*,")
-_ID_LAST: Final = re.compile(r"," + r"\s*" + _ID + r"\s*\}\s*$")
+_JSONRPC: Final = r'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?'
+_ID_FIRST: Final = re.compile(_JSONRPC + _ID + r'\s*,\s*"(?:result|error)"\s*:')
+_ANSWER_FIRST: Final = re.compile(_JSONRPC + r'"(?:result|error)"\s*:')
+_ID_LAST: Final = re.compile(r",\s*" + _ID + r"\s*\}\s*$")
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,11 @@ class Dropped:
 
     def request_id(self) -> int | str | None:
         """The ``id`` of the response this line was, when it can be told for certain."""
-        first = _ID_FIRST.match(self.head.decode("utf-8", "replace"))
-        last = _ID_LAST.search(self.tail.decode("utf-8", "replace"))
+        head = self.head.decode("utf-8", "replace")
+        first = _ID_FIRST.match(head)
+        last = None
+        if _ANSWER_FIRST.match(head) is not None:
+            last = _ID_LAST.search(self.tail.decode("utf-8", "replace"))
         for found in (first, last):
             if found is None:
                 continue
@@ -191,9 +198,10 @@ def _message(line: bytes, options: StdioOptions, junk: list[int]) -> SessionMess
         level = logging.WARNING if junk[0] == 1 else logging.DEBUG
         log.log(
             level,
-            "%s: a line on standard output is not a JSON-RPC message, ignored: %s",
+            "%s: a line of %d bytes on standard output is not a JSON-RPC message, ignored: %s",
             options.label,
-            show(text, 120),
+            len(line),
+            show(text[:120], 120),  # cut first: the line may be long
         )
         return None
 
