@@ -206,3 +206,31 @@ def test_errors_to_remote_callers_name_no_url_or_redirect_target(world: World) -
         log = bot.stop() if bot is not None else ""
         stop(moved, fronted)
     assert INTERNAL_TARGET in log  # the operator sees where it pointed
+
+
+def test_credentials_in_the_url_and_header_are_in_no_log_line_at_debug(world: World) -> None:
+    """At --log-level debug (httpx's and the A2A SDK's lines shown), neither the URL's user
+    part nor the --header value is in any line the bot writes."""
+    fronted, fronted_url = upstream()
+    bot = None
+    user_secret = "a2a-url-pw-7713"
+    try:
+        credentialed = fronted_url.replace("http://", f"http://op:{user_secret}@")
+        bot = Bot(
+            world,
+            "debugged",
+            *("--a2a-url", credentialed, "--header", f"X-Api-Key: {SECRET}"),
+            *("--address", "--log-level", "debug"),
+        )
+        link = bot.link()
+
+        async def main() -> Any:
+            return await rpc(network(world, link), request("SendMessage", user_message("hello")))
+
+        assert run(main).error is None
+        assert len(credentials_seen(fronted_url)) == 1  # it did reach the upstream
+    finally:
+        log = bot.stop() if bot is not None else ""
+        stop(fronted)
+    assert "HTTP Request:" in log  # httpx's INFO lines are there
+    assert user_secret not in log and SECRET not in log
