@@ -28,6 +28,7 @@ from mcp import Client
 from _simulator_thread import SimulatorThread
 from simplex_rpc.adapter import ChatCore
 from simplex_rpc.cli import main
+from simplex_rpc.cli._common import forget_log_choices
 from simplex_rpc.cli._main import build_parser
 from simplex_rpc.mcp import SimplexTransport
 from test_mcp_upstream import SERVER, http_server
@@ -197,3 +198,29 @@ def test_a_bad_log_level_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
         main(["keygen", "--log-level", "loud"])
     assert exited.value.code == 2
     assert "--log-level" in capsys.readouterr().err
+
+
+def test_a_secrets_file_others_can_read_is_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As for a key file (ssh's rule): a --header or --env-file file that group or others
+    can read is named in a warning, with its mode; its content never is."""
+    headers = tmp_path / "headers"
+    headers.write_text("X-Api-Key: never-shown-1a\n")
+    headers.chmod(0o644)
+    env = tmp_path / "env"
+    env.write_text("KEY=never-shown-2b\n")
+    env.chmod(0o600)
+    parser = build_parser()
+    upstream = ["--mcp-url", "http://127.0.0.1:1/mcp", "--header", f"@{headers}"]
+    try:
+        args = parser.parse_args(
+            ["serve", "--core", "ws://127.0.0.1:1", *upstream, "--env-file", str(env)]
+        )
+    finally:
+        forget_log_choices()  # what main() does at its end: the values are forgotten
+    assert args.headers == [("X-Api-Key", "never-shown-1a")]
+    assert args.env_file == {"KEY": "never-shown-2b"}
+    err = capsys.readouterr().err
+    assert f"--header file {str(headers)!r} is readable by others (mode 0644)" in err
+    assert "--env-file" not in err and "never-shown" not in err

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -480,6 +481,15 @@ def _secret_lines(path: str, what: str) -> list[str]:
         raise argparse.ArgumentTypeError(
             f"{path!r} is not UTF-8 text (byte offset {exc.start})"
         ) from None
+    with contextlib.suppress(OSError):
+        mode = os.stat(path).st_mode
+        if stat.S_ISREG(mode) and mode & 0o077:
+            print(
+                f"simplex-rpc: warning: {what} file {path!r} is readable by others"
+                f" (mode {stat.S_IMODE(mode):04o}); a file of credentials should be private:"
+                f" chmod 600 {path}",
+                file=sys.stderr,
+            )
     return text.split("\n")
 
 
