@@ -299,7 +299,12 @@ async def stdio_streams(
         write_stream.close()
         stdin = process.stdin
         assert stdin is not None
-        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        # Bounded: closing flushes what is buffered, and a child that stopped reading (the
+        # blocked server this module exists for) never takes it; the kill below ends it.
+        with (
+            anyio.move_on_after(EXIT_GRACE),
+            contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError),
+        ):
             await stdin.aclose()
         with anyio.move_on_after(EXIT_GRACE):
             while process.returncode is None:
