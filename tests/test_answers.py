@@ -463,3 +463,15 @@ def test_an_answer_key_is_what_it_says() -> None:
     with pytest.raises(TypeError, match="request: expected bytes"):
         AnswerKey.of(A, "text")  # type: ignore[arg-type]
     assert repr(AnswerKey.of(None, REQUEST)) == "AnswerKey(unsigned)"
+
+
+def test_an_expired_answer_behind_a_later_one_is_not_given(make: MakeStore) -> None:
+    """A clock that steps back puts an answer that expires sooner behind a later one."""
+    clock = Clock()
+    store = make(clock)
+    answer_once(store, A, b"first", ANSWER)
+    clock.now -= 500
+    answer_once(store, A, b"second", ANSWER)
+    clock.now += 180  # "second" is 180 s old; "first" has 500 s more to go
+    assert store.begin(A, b"second").state == "new"
+    assert store.begin(A, b"first").state == "done"

@@ -298,3 +298,17 @@ def test_serve_takes_a_sequence_and_counts_failures_only() -> None:
             assert (await ask("fine", None)).ok  # another requester: its own bucket
 
     run(main)
+
+
+@pytest.mark.parametrize(
+    ("requests", "per"), [(1, 30), (3, 7), (7, 3), (10, 1), (3, 0.1), (1, 1 / 3)]
+)
+def test_a_token_is_there_exactly_when_its_time_comes(requests: int, per: float) -> None:
+    """The float error of a refill is no refusal: at n token times, n tokens have come."""
+    clock = Clock()
+    budget = Budget(RateLimit(requests, per), clock=clock)
+    assert burst(budget, A, requests) == [None] * requests
+    start = clock.now
+    for n in range(1, 50):
+        clock.now = start + n * (per / requests)
+        assert budget.check(A) is None, n

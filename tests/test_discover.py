@@ -20,7 +20,7 @@ import json
 import ssl
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -73,12 +73,14 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
 
 @dataclass
 class Site:
-    """The local website: ``pages`` maps a path to its body; ``url`` is its root."""
+    """The local website: ``pages`` maps a path to its body, ``redirects`` a path to a
+    ``Location``; ``url`` is its root."""
 
     url: str
     cacert: str
     pages: dict[str, bytes]
     release: threading.Event
+    redirects: dict[str, str] = field(default_factory=dict)
 
 
 def _handler(site: Callable[[], Site]) -> type[BaseHTTPRequestHandler]:
@@ -101,6 +103,12 @@ def _handler(site: Callable[[], Site]) -> type[BaseHTTPRequestHandler]:
             if self.path == "/huge/llms.txt":  # declares its size
                 self.send_response(200)
                 self.send_header("Content-Length", str(50_000_000))
+                self.end_headers()
+                return
+            if self.path in s.redirects:
+                self.send_response(301)
+                self.send_header("Location", s.redirects[self.path])
+                self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
             body = s.pages.get(self.path)
@@ -388,6 +396,26 @@ def test_an_untrusted_certificate_is_refused(
     site.pages["/llms.txt"] = b"## Communications\n"
     code, _out, err = run(["discover", site.url], capsys)
     assert code == 2 and "CERTIFICATE_VERIFY_FAILED" in err
+
+
+def test_redirects_are_followed_to_https_only(
+    site: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.pages["/llms.txt"] = b"\xef\xbb\xbf## Communications\n\n" + (
+        b"- [Mail](mailto:a@acme.example): Email contact for people.\n"
+    )
+    site.redirects["/old/llms.txt"] = site.url + "/llms.txt"
+    code, out, _ = run(["discover", site.url + "/old", "--cacert", site.cacert], capsys)
+    assert code == 0 and out.splitlines()[0].endswith(": 1 address")  # the BOM is dropped
+    plain = site.url.replace("https://", "http://")
+    site.redirects["/plain/llms.txt"] = plain + "/llms.txt"
+    code, out, err = run(["discover", site.url + "/plain", "--cacert", site.cacert], capsys)
+    assert (code, out) == (2, "")
+    assert "redirected to a URL that is not https (http)" in err and len(err.splitlines()) == 1
+    for n in range(7):
+        site.redirects[f"/loop{n}/llms.txt"] = f"{site.url}/loop{n + 1}/llms.txt"
+    code, _out, err = run(["discover", site.url + "/loop0", "--cacert", site.cacert], capsys)
+    assert code == 2 and "more than 5 redirects" in err
 
 
 def test_a_page_that_is_not_there(site: Site, capsys: pytest.CaptureFixture[str]) -> None:

@@ -255,7 +255,9 @@ class AnswerStore:
             return Begun("running", key)
         stored = self._done.get(key)
         if stored is not None:
-            return Begun("done", key, stored[1])
+            if stored[0] > self._clock() - self.window:
+                return Begun("done", key, stored[1])
+            self._drop(key)  # expired, behind a later one (a clock that stepped back)
         self._running.keys.add(key)
         return Begun("new", key)
 
@@ -306,7 +308,8 @@ class SQLiteAnswerStore:
     again. One responder process uses a file at a time.
 
     Each call is one short local transaction (WAL journal); a file that is
-    not such a store, or fails, raises :class:`SimplexRpcError` naming the
+    not such a store, or fails (another process holding it locked for
+    more than half a second too), raises :class:`SimplexRpcError` naming the
     file. Close it with :meth:`close`, or use it as a context manager.
     """
 
@@ -331,7 +334,9 @@ class SQLiteAnswerStore:
         self._running = _Running()
         self._db: sqlite3.Connection | None = None
         try:
-            db = sqlite3.connect(self.path, isolation_level=None)
+            # A short busy timeout: the calls run on the event loop, and a file held by
+            # another process is a failure to report, not a wait.
+            db = sqlite3.connect(self.path, isolation_level=None, timeout=0.5)
         except sqlite3.Error as exc:
             raise self._error(exc) from None
         try:

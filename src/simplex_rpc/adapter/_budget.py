@@ -119,7 +119,9 @@ class _Buckets:
 
     def wait(self, tokens: float) -> float:
         """Seconds until a bucket holding ``tokens`` has one."""
-        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
+        # Within a billionth of a token is a token: the float error of a refill
+        # (30 s at 1/30 a second can come to 0.9999999999999999) is not a refusal.
+        return 0.0 if tokens >= 1.0 - 1e-9 else (1.0 - tokens) / self.rate
 
     def put(self, key: bytes, tokens: float, now: float) -> None:
         self.buckets.pop(key, None)

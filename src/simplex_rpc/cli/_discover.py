@@ -101,7 +101,8 @@ async def fetch_llms_txt(
     At most ``max_bytes`` are read (a declared ``Content-Length`` above it is
     refused before the body is read), the whole fetch takes at most
     ``timeout`` seconds, redirects are followed up to 5 times and only to
-    ``https`` URLs, and the body must be UTF-8. ``cacert`` is a PEM file of
+    ``https`` URLs, and the body must be UTF-8 (a leading byte order mark is
+    dropped). ``cacert`` is a PEM file of
     certificate authorities to trust instead of the system's. Every failure
     is a one-line :class:`CliError`.
     """
@@ -147,14 +148,15 @@ async def fetch_llms_txt(
                                 f"{url}: the response is over the limit of {max_bytes} bytes"
                                 " (--max-bytes)"
                             )
-    except TimeoutError:
+    except (TimeoutError, httpx.TimeoutException):
+        # The whole fetch's limit, or httpx's own for one step: the same limit either way.
         raise CliError(f"{url}: no complete answer within {timeout:g} s (--timeout)") from None
     except httpx.TooManyRedirects:
         raise CliError(f"{url}: more than {_MAX_REDIRECTS} redirects") from None
     except httpx.HTTPError as exc:
         raise CliError(f"{url}: {_clean(str(exc) or type(exc).__name__)}") from None
     try:
-        return body.decode("utf-8")
+        return body.decode("utf-8-sig")  # a leading byte order mark is not text
     except UnicodeDecodeError as exc:
         raise CliError(f"{url}: not UTF-8 text (at byte offset {exc.start})") from None
 
