@@ -528,7 +528,11 @@ class AnswerGate:
         A repeat of a request whose run is in progress waits for that run's
         answer (kept or not) and does not run. When the run fails or is
         cancelled, nothing is kept and its waiters begin again: one of them
-        runs. Cancelling a waiter leaves the run alone.
+        runs. Cancelling a waiter leaves the run alone. A store that fails in
+        ``begin`` raises its :class:`SimplexRpcError` and nothing runs (the
+        caller answers ``internal``: running anyway could run twice what the
+        store would have answered); one that fails to keep an answer is
+        logged, and the answer stands.
         """
         joined = False
         while True:
