@@ -475,3 +475,29 @@ def test_an_expired_answer_behind_a_later_one_is_not_given(make: MakeStore) -> N
     clock.now += 180  # "second" is 180 s old; "first" has 500 s more to go
     assert store.begin(A, b"second").state == "new"
     assert store.begin(A, b"first").state == "done"
+
+
+def test_an_answer_the_store_cannot_keep_still_stands(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store's failure is logged (naming the file, never the request); the answer
+    goes to the requester all the same."""
+    store = SQLiteAnswerStore(tmp_path / "answers.db")
+    gate = AnswerGate(store)
+    runs: list[int] = []
+
+    async def handler() -> tuple[bytes, bool]:
+        runs.append(1)
+        store.close()  # the file goes away while the handler runs
+        return ANSWER, True
+
+    with caplog.at_level("ERROR", logger="simplex_rpc.adapter"):
+        answered = asyncio.run(gate.answer(A, REQUEST, handler))
+    assert (answered.answer, answered.how) == (ANSWER, "ran")
+    (record,) = caplog.records
+    assert "the answer was not kept" in record.getMessage()
+    assert "closed" in record.getMessage()
+    assert "secret-purchase-key" not in caplog.text and "gold-credential" not in caplog.text
+    with pytest.raises(SimplexRpcError, match="closed"):
+        asyncio.run(gate.answer(A, REQUEST, handler))  # begin fails: nothing runs
+    assert len(runs) == 1
