@@ -155,7 +155,7 @@ class Budget:
         items: Iterable[object]
         if isinstance(limits, RateLimit):
             items = (limits,)
-        elif isinstance(limits, (list, tuple)):
+        elif isinstance(limits, Sequence) and not isinstance(limits, (str, bytes)):
             items = limits
         else:
             raise SimplexRpcError(
