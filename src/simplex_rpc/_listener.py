@@ -401,8 +401,8 @@ class _Refused(Exception):
 class _HostOriginGuard:
     """The outer check: ``Host`` and ``Origin`` must be this listener's (before CORS)."""
 
-    def __init__(self, app: ASGIApp, policy: ListenerPolicy, what: str) -> None:
-        self.app, self.policy, self.what = app, policy, what
+    def __init__(self, app: ASGIApp, policy: ListenerPolicy) -> None:
+        self.app, self.policy = app, policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -430,7 +430,7 @@ class _HostOriginGuard:
             await self.app(scope, receive, send)
             return
         status, message = reason
-        log.warning("%s refused a request from %s: %s", self.what, client_of(scope), message)
+        log.warning("refused a request from %s: %s", client_of(scope), message)
         await _send_answer(send, _answer(status, INVALID_REQUEST, message))
 
 
@@ -441,12 +441,11 @@ class _RequestGuard:
         self,
         app: ASGIApp,
         policy: ListenerPolicy,
-        what: str,
         check: MessageCheck | None,
         rpc_error_status: int,
         allow_null_id: bool,
     ) -> None:
-        self.app, self.policy, self.what, self.check = app, policy, what, check
+        self.app, self.policy, self.check = app, policy, check
         self.rpc_error_status = rpc_error_status
         self.allow_null_id = allow_null_id
 
@@ -465,9 +464,7 @@ class _RequestGuard:
                 return  # the client went away
             self._check_message(body)
         except _Refused as refused:
-            log.warning(
-                "%s refused a request from %s: %s", self.what, client_of(scope), refused.message
-            )
+            log.warning("refused a request from %s: %s", client_of(scope), refused.message)
             extra = [(b"www-authenticate", b"Bearer")] if refused.status == 401 else []
             answer = _answer(
                 refused.status,
@@ -565,7 +562,6 @@ def guard(
     app: ASGIApp,
     policy: ListenerPolicy,
     *,
-    what: str,
     check: MessageCheck | None = None,
     rpc_error_status: int = 400,
     allow_null_id: bool = False,
@@ -580,11 +576,11 @@ def guard(
        JSON (``PARSE_ERROR``) and ``check`` (its code), answered with HTTP status
        ``rpc_error_status``.
 
-    ``what`` names the listener in log lines. The body reaches ``app`` read whole.
+    The body of a POST reaches ``app`` read whole.
     """
     from starlette.middleware.cors import CORSMiddleware
 
-    inner = _RequestGuard(app, policy, what, check, rpc_error_status, allow_null_id)
+    inner = _RequestGuard(app, policy, check, rpc_error_status, allow_null_id)
     cors: ASGIApp = inner
     if policy.cors_origins:
         cors = CORSMiddleware(
@@ -594,7 +590,7 @@ def guard(
             allow_headers=["*"],
             expose_headers=["mcp-session-id", "mcp-protocol-version"],
         )
-    return _HostOriginGuard(cors, policy, what)
+    return _HostOriginGuard(cors, policy)
 
 
 # -- uvicorn -----------------------------------------------------------------------------
@@ -608,8 +604,7 @@ _OVER_CAP: Final = (
 class _Throttled:
     """At most one WARNING line a minute about refused connections, with their count."""
 
-    def __init__(self, what: str) -> None:
-        self.what = what
+    def __init__(self) -> None:
         self.count = 0
         self.last = -math.inf
 
@@ -618,15 +613,14 @@ class _Throttled:
         now = time.monotonic()
         if now - self.last >= 60.0:
             log.warning(
-                "%s refused %d connection(s): %d are open, the cap (--max-connections)",
-                self.what,
+                "refused %d connection(s): %d are open, the cap (--max-connections)",
                 self.count,
                 cap,
             )
             self.count, self.last = 0, now
 
 
-def _protocol(policy: ListenerPolicy, what: str) -> type[Any]:
+def _protocol(policy: ListenerPolicy) -> type[Any]:
     """uvicorn's h11 protocol with a connection cap and a header read timeout.
 
     uvicorn (0.55) has neither: it accepts every connection, and a connection
@@ -638,7 +632,7 @@ def _protocol(policy: ListenerPolicy, what: str) -> type[Any]:
     """
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    throttle = _Throttled(what)
+    throttle = _Throttled()
 
     class GuardedH11Protocol(H11Protocol):
         _header_timer: Any = None
@@ -678,16 +672,16 @@ def _protocol(policy: ListenerPolicy, what: str) -> type[Any]:
         def _too_slow(self) -> None:
             self._header_timer = None
             if self.cycle is None or self.cycle.response_complete:
-                log.debug("%s closed a connection that sent no request in time", what)
+                log.debug("closed a connection that sent no request within the read timeout")
                 self.transport.close()
 
     return GuardedH11Protocol
 
 
-def server_options(policy: ListenerPolicy, what: str) -> dict[str, Any]:
+def server_options(policy: ListenerPolicy) -> dict[str, Any]:
     """Keyword arguments for ``uvicorn.Config``: the protocol, the caps and the quiet logs."""
     return {
-        "http": _protocol(policy, what),
+        "http": _protocol(policy),
         # uvicorn's own cap on connections and requests in progress (503 above it); it
         # counts the connection asking, so one more than the connections kept.
         "limit_concurrency": policy.max_connections + 1,

@@ -269,9 +269,6 @@ class OpenRequestsFunction(Protocol):
     ) -> OpenedRequests: ...
 
 
-
-
-
 def _workers(workers: int | None, count: int) -> int:
     if workers is None:
         workers = default_workers()

@@ -515,8 +515,8 @@ async def run_proxy_http(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     sessions = SessionGuard(app, idle_timeout=DEFAULT_IDLE_TIMEOUT)
-    guarded = guard(sessions, policy, what="mcp-proxy", check=check_message)
-    config = uvicorn.Config(guarded, lifespan="on", **server_options(policy, "mcp-proxy"))
+    guarded = guard(sessions, policy, check=check_message)
+    config = uvicorn.Config(guarded, lifespan="on", **server_options(policy))
     http = uvicorn.Server(config)
     url = f"http://{_url_host(requested)}:{policy.port}/mcp"
 
