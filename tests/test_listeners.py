@@ -307,3 +307,390 @@ def test_the_cli_defaults_are_the_listeners() -> None:
     assert _listener_options.MAX_CONNECTIONS == _listener.DEFAULT_MAX_CONNECTIONS
     assert _listener_options.READ_TIMEOUT == _listener.DEFAULT_READ_TIMEOUT
     assert _listener_options.TOKEN_ENV == _listener.TOKEN_ENV
+
+
+# -- the proxies, as processes ------------------------------------------------------------
+
+
+def _world(sim: CoreSimulator) -> dict[str, Any]:
+    sim.connect("alice", "bot")
+    return {}
+
+
+@dataclass
+class Listener:
+    """One running proxy: its process (output read by threads) and its base URL."""
+
+    kind: str  # "mcp" or "a2a"
+    program: Program
+    url: str  # mcp: http://H:P/mcp; a2a: http://H:P
+
+    @property
+    def port(self) -> int:
+        return int(self.url.split(":")[2].split("/")[0])
+
+    @property
+    def endpoint(self) -> str:
+        return self.url if self.kind == "mcp" else self.url + "/"
+
+    def refusals(self) -> list[str]:
+        return [line for line in self.program.seen["err"] if "refused a request from" in line]
+
+    def peak_rss(self) -> int:
+        """The process's peak resident memory in bytes (``VmHWM``)."""
+        status = Path(f"/proc/{self.program.proc.pid}/status").read_text()
+        (kib,) = re.findall(r"^VmHWM:\s+(\d+) kB", status, re.M)
+        return int(kib) * 1024
+
+
+@dataclass
+class Network:
+    url: str
+    link: str
+    mcp: Listener
+    a2a: Listener
+
+
+def start(
+    kind: str, url: str, link: str, *options: str, env: dict[str, str] | None = None
+) -> Listener:
+    command = "mcp-proxy" if kind == "mcp" else "a2a-proxy"
+    listen = () if any(o == "--listen" for o in options) else ("--listen", "127.0.0.1:0")
+    program = Program(command, "--core", f"{url}/alice", *listen, *options, link, env=env)
+    try:
+        return Listener(kind, program, program.wait_for("out", "listening: "))
+    except BaseException:
+        program.stop()
+        raise
+
+
+@pytest.fixture(scope="module")
+def network() -> Iterator[Network]:
+    with World(_world) as world:
+        bot = Program(
+            *("serve", "--core", f"{world.url}/bot"),
+            *("--a2a-module", f"{UPSTREAM}:build_handler", "--chat", "--address"),
+        )
+        started: list[Listener] = []
+        try:
+            link = bot.wait_for("out", "address: ")
+            started.append(start("mcp", world.url, link))
+            started.append(start("a2a", world.url, link))
+            yield Network(world.url, link, started[0], started[1])
+        finally:
+            for listener in started:
+                listener.program.stop()
+            bot.stop()
+
+
+@pytest.fixture(params=["mcp", "a2a"])
+def proxy(request: pytest.FixtureRequest, network: Network) -> Listener:
+    listener: Listener = getattr(network, request.param)
+    return listener
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+def a2a_request(text: str = "quote") -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": str(uuid.uuid4()),
+        "method": "SendMessage",
+        "params": {
+            "message": {
+                "messageId": str(uuid.uuid4()),
+                "role": "ROLE_USER",
+                "parts": [{"text": text}],
+            }
+        },
+    }
+
+
+A2A_HEADERS = {"content-type": "application/json", "a2a-version": "1.0"}
+
+
+def honest_request(listener: Listener) -> tuple[dict[str, Any], dict[str, str]]:
+    if listener.kind == "mcp":
+        return INITIALIZE, MCP_HEADERS
+    return a2a_request(), A2A_HEADERS
+
+
+def _sse_json(reply: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC message of an MCP answer (a JSON body, or one server-sent event)."""
+    if reply.headers.get("content-type", "").startswith("application/json"):
+        return dict(reply.json())
+    (data,) = [line[5:] for line in reply.text.splitlines() if line.startswith("data:")]
+    return dict(json.loads(data))
+
+
+def mcp_session(listener: Listener, headers: dict[str, str] | None = None) -> str:
+    """The initialize handshake of revisions before 2026-07-28, as a host does it: initialize,
+    then notifications/initialized under the session's id. The session's id."""
+    extra = headers or {}
+    opened = httpx.post(listener.url, json=INITIALIZE, headers={**MCP_HEADERS, **extra}, timeout=60)
+    assert opened.status_code == 200, opened.text
+    assert "result" in _sse_json(opened)
+    sid = opened.headers["mcp-session-id"]
+    done = httpx.post(
+        listener.url,
+        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        headers={
+            **MCP_HEADERS,
+            **extra,
+            "mcp-session-id": sid,
+            "mcp-protocol-version": "2025-06-18",
+        },
+        timeout=60,
+    )
+    assert done.status_code == 202, done.text
+    return sid
+
+
+def mcp_ping(listener: Listener, sid: str, headers: dict[str, str] | None = None) -> httpx.Response:
+    return httpx.post(
+        listener.url,
+        json={"jsonrpc": "2.0", "id": 7, "method": "ping"},
+        headers={
+            **MCP_HEADERS,
+            **(headers or {}),
+            "mcp-session-id": sid,
+            "mcp-protocol-version": "2025-06-18",
+        },
+        timeout=60,
+    )
+
+
+def still_answers(listener: Listener, headers: dict[str, str] | None = None) -> None:
+    """The proxy answers an honest client: an MCP host opens a session and pings in it; an
+    A2A client's SendMessage gets the bot's task."""
+    if listener.kind == "mcp":
+        sid = mcp_session(listener, headers)
+        pong = mcp_ping(listener, sid, headers)
+        assert pong.status_code == 200 and _sse_json(pong)["result"] == {}, pong.text
+        return
+    reply = httpx.post(
+        listener.endpoint,
+        json=a2a_request(),
+        headers={**A2A_HEADERS, **(headers or {})},
+        timeout=60,
+    )
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def wait_for_refusals(listener: Listener, count: int) -> list[str]:
+    deadline = time.monotonic() + 30
+    while len(listener.refusals()) < count:
+        assert time.monotonic() < deadline, listener.program.seen["err"]
+        time.sleep(0.05)
+    return listener.refusals()
+
+
+def test_a_dns_rebinding_page_is_refused(proxy: Listener) -> None:
+    """The probe (issue 32, items 2 and 3): a page at http://attacker.example:PORT whose
+    name now resolves to 127.0.0.1 POSTs a well-formed request, as the browser sends it:
+    ``Host`` and ``Origin`` are the attacker's name. It got 200 and was signed with the
+    operator's key; now it is 421, one WARNING line, and the proxy answers others."""
+    before = len(proxy.refusals())
+    body, headers = honest_request(proxy)
+    name = f"attacker.example:{proxy.port}"
+    browser = {**headers, "host": name, "origin": f"http://{name}", "sec-fetch-site": "same-origin"}
+    reply = httpx.post(proxy.endpoint, json=body, headers=browser, timeout=30)
+    assert reply.status_code == 421
+    assert reply.json()["error"]["code"] == -32600
+    (line,) = wait_for_refusals(proxy, before + 1)[before:]
+    assert "Host 'attacker.example" in line
+    still_answers(proxy)
+
+
+def test_a_cross_site_page_gets_neither_a_preflight_nor_a_simple_post(proxy: Listener) -> None:
+    """A page on another site: its preflight for a JSON POST is 403 without CORS headers (the
+    browser never sends the POST); its "simple" text/plain POST, which needs no preflight,
+    is refused by its Origin; without an Origin, text/plain is still 415."""
+    evil = {"origin": "http://evil.example", "host": f"127.0.0.1:{proxy.port}"}
+    preflight = httpx.options(
+        proxy.endpoint,
+        headers={
+            **evil,
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type",
+        },
+        timeout=30,
+    )
+    assert preflight.status_code == 403
+    assert not any(h.startswith("access-control-") for h in preflight.headers)
+    body, _ = honest_request(proxy)
+    simple = httpx.post(
+        proxy.endpoint, content=json.dumps(body), headers={**evil, "content-type": "text/plain"}
+    )
+    assert simple.status_code == 403
+    plain = httpx.post(
+        proxy.endpoint, content=json.dumps(body), headers={"content-type": "text/plain"}
+    )
+    assert plain.status_code == 415
+    still_answers(proxy)
+
+
+def _raw(port: int, head: bytes, *, timeout: float = 60) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    sock.sendall(head)
+    return sock
+
+
+def _answer_of(sock: socket.socket) -> bytes:
+    """What the server sent until it closed the connection (bounded by the socket timeout)."""
+    got = b""
+    try:
+        while chunk := sock.recv(65536):
+            got += chunk
+    except (ConnectionResetError, TimeoutError):
+        pass
+    return got
+
+
+def _stream_body(port: int, path: str, total: int, *, chunked: bool) -> bytes:
+    """POST ``total`` bytes of a JSON string in 64 KiB writes, as a client streams a
+    file; stop when the server answers and closes. The server's answer."""
+    length = b"transfer-encoding: chunked" if chunked else f"content-length: {total}".encode()
+    sock = _raw(
+        port,
+        b"POST "
+        + path.encode()
+        + b" HTTP/1.1\r\nhost: 127.0.0.1:%d\r\n" % port
+        + b"content-type: application/json\r\n"
+        + length
+        + b"\r\n\r\n",
+    )
+    block = b'"' + b"a" * (64 * 1024 - 2) + b'"'
+    sent = 0
+    try:
+        while sent < total:
+            sock.sendall(b"%x\r\n%s\r\n" % (len(block), block) if chunked else block)
+            sent += len(block)
+        if chunked:
+            sock.sendall(b"0\r\n\r\n")
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server answered and closed: the rest is not read
+    try:
+        return _answer_of(sock)
+    finally:
+        sock.close()
+
+
+def test_a_100_mib_body_is_refused_in_bounded_memory(proxy: Listener) -> None:
+    """The probe (item 5): one 100 MiB body peaked the A2A proxy at 348 MiB, five at once
+    took it from 62 to 957 MiB. A body above 4 MiB is now 413: declared by its
+    Content-Length before a byte is read, or counted as it streams in (chunked). Five
+    streamed at once, and one declared: the proxy's peak memory grows by less than 64 MiB."""
+    path = "/mcp" if proxy.kind == "mcp" else "/"
+    before = proxy.peak_rss()
+    declared = _stream_body(proxy.port, path, 100 * MIB, chunked=False)
+    assert declared.startswith(b"HTTP/1.1 413 "), declared[:200]
+    answers: list[bytes] = []
+    threads = [
+        threading.Thread(
+            target=lambda: answers.append(_stream_body(proxy.port, path, 100 * MIB, chunked=True))
+        )
+        for _ in range(5)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert len(answers) == 5
+    assert all(answer.startswith(b"HTTP/1.1 413 ") for answer in answers), answers
+    assert b"larger than 4194304 bytes" in answers[0]
+    assert proxy.peak_rss() - before < 64 * MIB
+    still_answers(proxy)
+
+
+MALFORMED: list[tuple[bytes, int, str]] = [
+    (b"{", -32700, "Parse error"),
+    (b"[]", -32600, "got an array"),
+    (b"123", -32600, "got a number"),
+    (b'"text"', -32600, "got a string"),
+    (b'{"jsonrpc":"2.0"}', -32600, "Invalid Request"),
+    (b'{"jsonrpc":"1.0","id":1,"method":"x"}', -32600, "'jsonrpc'"),
+    (b'{"jsonrpc":"2.0","id":true,"method":"SendMessage"}', -32600, "member 'id'"),
+    (b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":5}', -32600, "'params'"),
+    (b'{"jsonrpc":"2.0","id":1,"method":7}', -32600, "'method'"),
+    (b'{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}', -32700, "duplicate member name"),
+    (b"\xff\xfe", -32700, "invalid UTF-8"),
+]
+
+
+def test_a_malformed_request_is_the_json_rpc_error_and_one_warning(proxy: Listener) -> None:
+    """The probe (item 9): the A2A proxy logged a traceback at ERROR for each malformed
+    request and answered with Python's text of the exception ("'list' object has no
+    attribute 'get'"); the MCP SDK answered with its pydantic validation text. Each is
+    now its JSON-RPC error (with HTTP 400 as the MCP SDK answers, 200 as a2a-sdk does)
+    and one WARNING line, and the proxy answers others."""
+    headers = MCP_HEADERS if proxy.kind == "mcp" else A2A_HEADERS
+    status = 400 if proxy.kind == "mcp" else 200
+    cases = list(MALFORMED)
+    if proxy.kind == "a2a":  # params the SDK's protobuf request does not take
+        cases.append(
+            (
+                b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":5}}',
+                -32602,
+                "Invalid params for SendMessage",
+            )
+        )
+    before = len(proxy.refusals())
+    for body, code, says in cases:
+        reply = httpx.post(proxy.endpoint, content=body, headers=headers, timeout=30)
+        assert reply.status_code == status, (body, reply.text)
+        error = reply.json()["error"]
+        assert error["code"] == code and says in error["message"], (body, error)
+        assert "object has no attribute" not in reply.text and "pydantic" not in reply.text
+    lines = wait_for_refusals(proxy, before + len(cases))[before:]
+    time.sleep(0.5)  # nothing more is logged for them
+    assert len(proxy.refusals()) == before + len(cases)
+    assert all("from 127.0.0.1: " in line for line in lines), lines
+    errors = proxy.program.seen["err"]
+    assert not any("Traceback" in line or "Exception in ASGI" in line for line in errors), errors
+    still_answers(proxy)
+
+
+def test_ten_thousand_initializes_cannot_lock_the_host_out(network: Network) -> None:
+    """The probe (item 6): 10,000 initialize requests that never complete the handshake
+    filled the SDK's session table in about 18 s; every new session then got 503 for the
+    30-minute idle timeout, and memory went from 71 to 441 MiB. Now one client address
+    keeps at most 128 sessions, an unfinished handshake gives way to a new session and
+    expires in 10 s: the host's session opened before the flood still answers, a new one
+    opens, and the proxy's peak memory grows by less than 100 MiB."""
+    mcp = network.mcp
+    host_session = mcp_session(mcp)
+    before = mcp.peak_rss()
+
+    async def flood() -> int:
+        opened = 0
+        async with httpx.AsyncClient(timeout=60) as http:
+
+            async def worker(count: int) -> None:
+                nonlocal opened
+                for _ in range(count):
+                    reply = await http.post(mcp.url, json=INITIALIZE, headers=MCP_HEADERS)
+                    if reply.status_code == 200 and reply.headers.get("mcp-session-id"):
+                        opened += 1
+
+            await asyncio.gather(*(worker(1250) for _ in range(8)))
+        return opened
+
+    opened = asyncio.run(flood())
+    assert opened == 10_000  # every initialize got its session: none was refused
+    pong = mcp_ping(mcp, host_session)
+    assert pong.status_code == 200 and _sse_json(pong)["result"] == {}
+    still_answers(mcp)
+    assert mcp.peak_rss() - before < 100 * MIB
