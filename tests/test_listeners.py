@@ -37,7 +37,6 @@ import pytest
 pytest.importorskip("mcp")
 pytest.importorskip("a2a")
 
-from mcp import Client
 
 from simplex_rpc import _listener
 from simplex_rpc._listener import (
@@ -49,7 +48,7 @@ from simplex_rpc._listener import (
 )
 from simplex_rpc.cli import _listener_options
 from simplex_rpc.testing import CoreSimulator
-from test_a2a_gateway import PY, UPSTREAM, World, stop
+from test_a2a_gateway import PY, UPSTREAM, World
 from test_mcp_upstream_cli import Program
 
 TOKEN = "tok-" + "7Kq2xW9pLm4Rz8Vb3Nc6"
@@ -694,3 +693,149 @@ def test_ten_thousand_initializes_cannot_lock_the_host_out(network: Network) -> 
     assert pong.status_code == 200 and _sse_json(pong)["result"] == {}
     still_answers(mcp)
     assert mcp.peak_rss() - before < 100 * MIB
+
+
+@pytest.mark.parametrize("kind", ["mcp", "a2a"])
+def test_idle_and_slow_connections_are_capped_and_timed_out(network: Network, kind: str) -> None:
+    """The probe (item 9): 5,000 idle connections were all accepted, and none was ever
+    closed. Now a connection above --max-connections is answered 503 and closed at once;
+    one that sends no request, or only part of its headers (slowloris), is closed after
+    --read-timeout; a body that does not arrive in that time is 408. Then the proxy answers
+    an honest client."""
+    listener = start(
+        kind, network.url, network.link, "--max-connections", "8", "--read-timeout", "1"
+    )
+    try:
+        idle = [
+            socket.create_connection(("127.0.0.1", listener.port), timeout=30) for _ in range(20)
+        ]
+        answers = [_answer_of(sock) for sock in idle]  # each ends: refused, or timed out
+        refused = [a for a in answers if a.startswith(b"HTTP/1.1 503 ")]
+        assert len(refused) >= 12 and all(a in (b"", refused[0]) for a in answers), answers
+        for sock in idle:
+            sock.close()
+        slowloris = _raw(listener.port, b"POST / HTTP/1.1\r\nhost: 127.0.0.1\r\nx-a: ")
+        assert _answer_of(slowloris) == b""  # closed, headers never finished
+        slowloris.close()
+        path = b"/mcp" if kind == "mcp" else b"/"
+        slow_body = _raw(
+            listener.port,
+            b"POST "
+            + path
+            + b" HTTP/1.1\r\nhost: 127.0.0.1:%d\r\n" % listener.port
+            + b"content-type: application/json\r\ncontent-length: 100\r\n\r\n{",
+        )
+        answer = _answer_of(slow_body)
+        slow_body.close()
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+        assert b"did not arrive within 1 s" in answer
+        still_answers(listener)
+    finally:
+        listener.program.stop()
+
+
+@pytest.mark.parametrize("kind", ["mcp", "a2a"])
+@pytest.mark.parametrize("address", ["0.0.0.0", "[::]", "192.0.2.10"])
+def test_listening_beyond_loopback_without_a_token_is_refused(kind: str, address: str) -> None:
+    """The probe (item 3): on 0.0.0.0 or a LAN address the proxies had no protection and no
+    token. Without --token they now refuse to start: one line naming --token, exit 2,
+    before connecting to the core."""
+    command = "mcp-proxy" if kind == "mcp" else "a2a-proxy"
+    env = {k: v for k, v in os.environ.items() if k != "SIMPLEX_RPC_TOKEN"}
+    result = subprocess.run(
+        [
+            *(PY, "-m", "simplex_rpc", command, "--core", "ws://127.0.0.1:9"),
+            *("--listen", f"{address}:0", "simplex:/contact#/?v=2&smp=x"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    assert result.returncode == 2, result
+    assert result.stderr.count("\n") == 1 and "--token" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["mcp", "a2a"])
+def test_a_wildcard_listener_with_a_token(network: Network, kind: str, tmp_path: Path) -> None:
+    """On 0.0.0.0 with --token @FILE: a request without the token, or with another, is 401;
+    with it, a rebinding page's Host is still 421 (the token does not replace the Host
+    check: a browser may hold it); an IP address of the machine is served. The token
+    appears in no output."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    token_file.chmod(0o600)
+    listener = start(
+        kind, network.url, network.link, "--listen", "0.0.0.0:0", "--token", f"@{token_file}"
+    )
+    try:
+        body, headers = honest_request(listener)
+        url = f"http://127.0.0.1:{listener.port}" + ("/mcp" if kind == "mcp" else "/")
+        assert httpx.post(url, json=body, headers=headers, timeout=30).status_code == 401
+        wrong = {**headers, "authorization": "Bearer " + TOKEN[::-1]}
+        assert httpx.post(url, json=body, headers=wrong, timeout=30).status_code == 401
+        bearer = {"authorization": f"Bearer {TOKEN}"}
+        name = f"attacker.example:{listener.port}"
+        rebound = {**headers, **bearer, "host": name, "origin": f"http://{name}"}
+        assert httpx.post(url, json=body, headers=rebound, timeout=30).status_code == 421
+        local = Listener(kind, listener.program, url.removesuffix("/"))
+        still_answers(local, bearer)
+    finally:
+        listener.program.stop()
+    seen = listener.program.seen["err"] + listener.program.seen["out"]
+    assert not any(TOKEN in line for line in seen)
+
+
+def test_the_token_from_the_environment(network: Network) -> None:
+    """SIMPLEX_RPC_TOKEN instead of --token @FILE, here on a loopback a2a-proxy: a token
+    given, even on loopback, is required."""
+    listener = start("a2a", network.url, network.link, env={"SIMPLEX_RPC_TOKEN": TOKEN})
+    try:
+        body, headers = honest_request(listener)
+        assert httpx.post(listener.endpoint, json=body, headers=headers).status_code == 401
+        still_answers(listener, {"authorization": f"Bearer {TOKEN}"})
+    finally:
+        listener.program.stop()
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--token", TOKEN], "give the token as @FILE"),
+        (["--token", "@/nonexistent/token"], "cannot read"),
+        (["--allow-origin", "not an origin"], "--allow-origin"),
+        (["--allow-host", "a/b"], "--allow-host"),
+    ],
+)
+def test_bad_listener_options_are_one_line(argv: list[str], says: str) -> None:
+    result = subprocess.run(
+        [PY, "-m", "simplex_rpc", "a2a-proxy", "--core", "ws://127.0.0.1:9", *argv, "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
+    assert TOKEN not in result.stderr
+
+
+def test_mcp_proxy_on_127_0_0_2_keeps_its_rebinding_protection(network: Network) -> None:
+    """The probe (item 3): the MCP SDK protects only 127.0.0.1, localhost and ::1, so on
+    127.0.0.2 a rebinding page got through. 127.0.0.2 is loopback (no token needed) and
+    its Host is checked like any other."""
+    try:
+        socket.create_server(("127.0.0.2", 0)).close()
+    except OSError:
+        pytest.skip("this machine has no 127.0.0.2")
+    listener = start("mcp", network.url, network.link, "--listen", "127.0.0.2:0")
+    try:
+        name = f"attacker.example:{listener.port}"
+        rebound = {**MCP_HEADERS, "host": name, "origin": f"http://{name}"}
+        reply = httpx.post(listener.url, json=INITIALIZE, headers=rebound, timeout=30)
+        assert reply.status_code == 421
+        still_answers(listener)
+    finally:
+        listener.program.stop()
