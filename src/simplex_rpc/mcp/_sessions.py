@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import anyio
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from .._bindings import INTERNAL_ERROR, error_response
 from .._listener import client_of
@@ -47,6 +48,7 @@ DEFAULT_HANDSHAKE_TIMEOUT: Final = 10.0
 DEFAULT_IDLE_TIMEOUT: Final = 30 * 60.0
 
 _SESSION_HEADER: Final = b"mcp-session-id"
+_VERSION_HEADER: Final = b"mcp-protocol-version"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -63,11 +65,21 @@ class _Session:
     busy: int = 0
 
 
-def _session_id(scope: Scope) -> str | None:
+def _header(scope: Scope, wanted: bytes) -> str | None:
     for name, value in scope.get("headers", ()):
-        if name.lower() == _SESSION_HEADER:
+        if name.lower() == wanted:
             return str(value.decode("latin-1"))
     return None
+
+
+def _may_open_a_session(scope: Scope) -> bool:
+    """Whether the SDK's manager serves this request on its stateful path, as it decides:
+    a POST without a session id, of no revision or one with the initialize handshake
+    (a 2026-07-28 request is per-request, with no session)."""
+    if scope.get("method") != "POST":
+        return False
+    version = _header(scope, _VERSION_HEADER)
+    return version is None or version in HANDSHAKE_PROTOCOL_VERSIONS
 
 
 class SessionGuard:
@@ -99,9 +111,9 @@ class SessionGuard:
         if scope["type"] != "http" or scope.get("path") != self.path:
             await self.app(scope, receive, send)
             return
-        sid = _session_id(scope)
+        sid = _header(scope, _SESSION_HEADER)
         if sid is None:
-            if scope.get("method") == "POST":
+            if _may_open_a_session(scope):
                 await self._open(scope, receive, send)
             else:
                 await self.app(scope, receive, send)
