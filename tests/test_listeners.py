@@ -780,6 +780,10 @@ def test_a_wildcard_listener_with_a_token(network: Network, kind: str, tmp_path:
         name = f"attacker.example:{listener.port}"
         rebound = {**headers, **bearer, "host": name, "origin": f"http://{name}"}
         assert httpx.post(url, json=body, headers=rebound, timeout=30).status_code == 421
+        if kind == "a2a":  # the card too
+            card = f"http://127.0.0.1:{listener.port}/.well-known/agent-card.json"
+            assert httpx.get(card, timeout=30).status_code == 401
+            assert httpx.get(card, headers=bearer, timeout=30).status_code == 200
         local = Listener(kind, listener.program, url.removesuffix("/"))
         still_answers(local, bearer)
     finally:
