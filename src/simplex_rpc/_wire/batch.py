@@ -269,6 +269,9 @@ class OpenRequestsFunction(Protocol):
     ) -> OpenedRequests: ...
 
 
+
+
+
 def _workers(workers: int | None, count: int) -> int:
     if workers is None:
         workers = default_workers()

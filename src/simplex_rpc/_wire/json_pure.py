@@ -278,3 +278,4 @@ def dumps(value: Any) -> bytes:
         raise JsonError(str(exc)) from exc
     except RecursionError as exc:
         raise JsonError("value nested too deeply to serialize") from exc
+

@@ -322,7 +322,9 @@ class SigningKey:
             )
         for i, (got, want) in enumerate(zip(der, PKCS8_PREFIX, strict=False)):
             if got != want:
-                raise KeyFormatError(f"private key DER: byte {i} is not the Ed25519 PKCS#8 prefix")
+                raise KeyFormatError(
+                    f"private key DER: byte {i} is not the Ed25519 PKCS#8 prefix"
+                )
         return cls(der[len(PKCS8_PREFIX) :])
 
     @classmethod

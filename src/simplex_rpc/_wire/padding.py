@@ -138,7 +138,9 @@ def pad_many(messages: Iterable[Buffer], length: int = PADDED_LENGTH) -> bytes:
     return bytes(out)
 
 
-def unpad_many(buffer: Buffer, length: int = PADDED_LENGTH, *, strict: bool = False) -> list[bytes]:
+def unpad_many(
+    buffer: Buffer, length: int = PADDED_LENGTH, *, strict: bool = False
+) -> list[bytes]:
     """Split ``buffer`` into blocks of ``length`` bytes and unpad each one."""
     if length < 2:
         raise block_length_error("unpad_many", length)

@@ -74,7 +74,9 @@ def wrong_kind_error(expected: Kind) -> FrameError:
     return FrameError(f"frame: a {found} where a {expected} was expected (offset 2)")
 
 
-def seal_request(payload: Buffer, ad: bytes, signing_key: SigningKey | None = None) -> bytes:
+def seal_request(
+    payload: Buffer, ad: bytes, signing_key: SigningKey | None = None
+) -> bytes:
     """Frame, optionally sign (bound to ``ad``), and pad a request payload."""
     check_signing_key(signing_key)
     # nbytes, not len(): a memoryview's len() counts items, not bytes.

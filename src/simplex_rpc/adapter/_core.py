@@ -815,7 +815,9 @@ class _Reply:
 
     __slots__ = ("_callback", "_core", "_done", "_error", "_result", "corr_id", "debug")
 
-    def __init__(self, core: _CoreBase, corr_id: str, callback: Callable[[_Reply], None]) -> None:
+    def __init__(
+        self, core: _CoreBase, corr_id: str, callback: Callable[[_Reply], None]
+    ) -> None:
         self._core = core
         self.corr_id = corr_id
         self._callback = callback

@@ -794,7 +794,7 @@ def _sdk_server() -> Any:
 
     @server.tool(description="Items in stock", structured_output=False)
     def availability(item: str) -> str:
-        return f"{ {'anvil': 12, 'hammer': 40}.get(item, 0) } {item}s are in stock."
+        return f"{ {'anvil': 12, 'hammer': 40}.get(item, 0)} {item}s are in stock."
 
     async def catalog(ctx: Any) -> str:
         await ctx.report_progress(0, 1, "listing")

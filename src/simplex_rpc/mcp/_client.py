@@ -88,7 +88,8 @@ VIAS: Final[tuple[Via, ...]] = ("rpc", "chat", "auto")
 """The transports a request can go by (``auto``: chosen from the address's declarations)."""
 
 CONVERSATION_HINT: Final = (
-    "call it in a conversation: use the chat transport: via='chat', or --via chat for mcp-proxy"
+    "call it in a conversation: use the chat transport: via='chat',"
+    " or --via chat for mcp-proxy"
 )
 """What a ``conversation_required`` error tells the caller, whether it uses
 :class:`SimplexTransport` itself or ``simplex-rpc mcp-proxy``."""
