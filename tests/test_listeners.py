@@ -505,11 +505,13 @@ def test_a_dns_rebinding_page_is_refused(proxy: Listener) -> None:
     body, headers = honest_request(proxy)
     name = f"attacker.example:{proxy.port}"
     browser = {**headers, "host": name, "origin": f"http://{name}", "sec-fetch-site": "same-origin"}
+    # X-Forwarded-For is not believed: the client is the connection's address.
+    browser["x-forwarded-for"] = "203.0.113.9"
     reply = httpx.post(proxy.endpoint, json=body, headers=browser, timeout=30)
     assert reply.status_code == 421
     assert reply.json()["error"]["code"] == -32600
     (line,) = wait_for_refusals(proxy, before + 1)[before:]
-    assert "Host 'attacker.example" in line
+    assert "from 127.0.0.1: Host 'attacker.example" in line, line
     still_answers(proxy)
 
 
@@ -668,7 +670,8 @@ def test_ten_thousand_initializes_cannot_lock_the_host_out(network: Network) -> 
     30-minute idle timeout, and memory went from 71 to 441 MiB. Now one client address
     keeps at most 128 sessions, an unfinished handshake gives way to a new session and
     expires in 10 s: the host's session opened before the flood still answers, a new one
-    opens, and the proxy's peak memory grows by less than 100 MiB."""
+    opens, and the proxy's peak memory grows by less than 100 MiB. Each initialize claims
+    another client address in X-Forwarded-For, which the listener does not believe."""
     mcp = network.mcp
     host_session = mcp_session(mcp)
     before = mcp.peak_rss()
@@ -677,14 +680,19 @@ def test_ten_thousand_initializes_cannot_lock_the_host_out(network: Network) -> 
         opened = 0
         async with httpx.AsyncClient(timeout=60) as http:
 
-            async def worker(count: int) -> None:
+            async def worker(index: int, count: int) -> None:
                 nonlocal opened
-                for _ in range(count):
-                    reply = await http.post(mcp.url, json=INITIALIZE, headers=MCP_HEADERS)
+                for n in range(count):
+                    # Claiming to be another client each time changes nothing: the
+                    # address is the connection's, not X-Forwarded-For's.
+                    spoofed = {"x-forwarded-for": f"10.{index}.{n // 256}.{n % 256}"}
+                    reply = await http.post(
+                        mcp.url, json=INITIALIZE, headers={**MCP_HEADERS, **spoofed}
+                    )
                     if reply.status_code == 200 and reply.headers.get("mcp-session-id"):
                         opened += 1
 
-            await asyncio.gather(*(worker(1250) for _ in range(8)))
+            await asyncio.gather(*(worker(index, 1250) for index in range(8)))
         return opened
 
     opened = asyncio.run(flood())

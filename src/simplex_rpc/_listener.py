@@ -682,6 +682,12 @@ def server_options(policy: ListenerPolicy) -> dict[str, Any]:
     """Keyword arguments for ``uvicorn.Config``: the protocol, the caps and the quiet logs."""
     return {
         "http": _protocol(policy),
+        # No WebSocket upgrade: neither proxy serves one, and the guard checks HTTP only.
+        "ws": "none",
+        # uvicorn would otherwise take the client's address from X-Forwarded-For when the
+        # connection comes from 127.0.0.1: any local process could claim any address and
+        # escape the per-client session bound.
+        "proxy_headers": False,
         # uvicorn's own cap on connections and requests in progress (503 above it); it
         # counts the connection asking, so one more than the connections kept.
         "limit_concurrency": policy.max_connections + 1,
