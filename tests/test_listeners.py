@@ -121,6 +121,7 @@ PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
         (ListenerPolicy("0.0.0.0", 8123), "192.168.1.5:8123", True),  # an address, never a name
         (ListenerPolicy("0.0.0.0", 8123), "attacker.example:8123", False),
         (ListenerPolicy("::", 8123), "[fe80::1]:8123", True),
+        (ListenerPolicy("::1", 8123), "[0:0:0:0:0:0:0:1]:8123", True),  # one address
         (ListenerPolicy("192.168.1.5", 8123), "192.168.1.5:8123", True),
         (ListenerPolicy("192.168.1.5", 8123), "localhost:8123", False),
         (ListenerPolicy("192.168.1.5", 8123), "10.0.0.1:8123", False),

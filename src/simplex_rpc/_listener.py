@@ -28,6 +28,7 @@ one (``mcp`` and ``a2a`` may not import each other).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hmac
 import ipaddress
@@ -179,6 +180,10 @@ def _split_host(value: str, default_port: int | None) -> tuple[str, int | None] 
             return None
     if not name or any(ch in name for ch in "/@?# \t"):
         return None
+    try:
+        name = str(ipaddress.ip_address(name))  # one spelling of an address
+    except ValueError:
+        pass
     if not port_text:
         return name, default_port
     if not port_text.isdigit() or len(port_text) > 5 or int(port_text) > 65535:
@@ -231,6 +236,8 @@ class ListenerPolicy:
         if not (math.isfinite(self.read_timeout) and self.read_timeout > 0):
             raise ListenerError("the read timeout must be a positive number of seconds")
         address = self.address.lower()
+        with contextlib.suppress(ValueError):
+            address = str(ipaddress.ip_address(address))
         names = {address}
         if is_loopback(address) or address == "localhost":
             names |= {"localhost", "127.0.0.1", "::1"}
