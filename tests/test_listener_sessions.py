@@ -86,15 +86,22 @@ def test_a_flood_of_unfinished_handshakes_displaces_only_itself() -> None:
     asyncio.run(main())
 
 
-def test_the_cap_is_per_client_address() -> None:
+def test_the_cap_is_per_client_address_and_loopback_is_one_client() -> None:
+    """A local process may connect from any address of 127.0.0.0/8 (or ::1): together
+    they are one client, so cycling through them does not escape the cap."""
+
     async def main() -> None:
         sdk = StandIn()
         guard = SessionGuard(sdk, per_client=2)
-        async with _client(guard, "127.0.0.1") as one, _client(guard, "10.0.0.7") as two:
-            for _ in range(5):
-                await _open(one)
-            assert await _open(two) is not None
-            assert guard.sessions_of("127.0.0.1") == 2 and guard.sessions_of("10.0.0.7") == 1
+        async with _client(guard, "10.0.0.7") as other:
+            for n in range(5):
+                async with _client(guard, f"127.0.0.{n + 1}") as local:
+                    await _open(local)
+            async with _client(guard, "::1") as local:
+                await _open(local)
+            assert await _open(other) is not None
+            assert guard.sessions_of("loopback") == 2 and guard.sessions_of("10.0.0.7") == 1
+            assert len(sdk.open) == 3
 
     asyncio.run(main())
 

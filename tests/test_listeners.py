@@ -852,3 +852,30 @@ def test_mcp_proxy_on_127_0_0_2_keeps_its_rebinding_protection(network: Network)
         still_answers(listener)
     finally:
         listener.program.stop()
+
+
+def test_listener_options_without_listen_are_one_line_for_mcp_proxy(tmp_path: Path) -> None:
+    """mcp-proxy serves stdio unless --listen: a token or allow-list there would protect
+    nothing, so it is a usage error rather than ignored."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o600)
+    result = subprocess.run(
+        [
+            PY,
+            "-m",
+            "simplex_rpc",
+            "mcp-proxy",
+            "--core",
+            "ws://127.0.0.1:9",
+            "--token",
+            f"@{token_file}",
+            "target",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "go with --listen" in result.stderr

@@ -9,7 +9,8 @@ middleware in front of the SDK's app, bounds them:
 * a session whose client sends nothing more under its id (the
   ``notifications/initialized`` that completes the handshake) within
   ``handshake_timeout`` seconds of its ``initialize`` is closed;
-* one client address keeps at most ``per_client`` sessions; a new one
+* one client address (every loopback address counting as one) keeps at most
+  ``per_client`` sessions; a new one
   displaces that client's oldest unfinished handshake, else its session idle
   the longest; only when all are busy with a request is it refused (503);
 * a session idle for ``idle_timeout`` is closed (the SDK's own idle timeout,
@@ -31,7 +32,7 @@ import anyio
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from .._bindings import INTERNAL_ERROR, error_response
-from .._listener import client_of
+from .._listener import client_of, is_loopback
 from .._wire import strict_json as _json
 
 __all__ = [
@@ -70,6 +71,13 @@ def _header(scope: Scope, wanted: bytes) -> str | None:
         if name.lower() == wanted:
             return str(value.decode("latin-1"))
     return None
+
+
+def client_key(scope: Scope) -> str:
+    """Whose sessions a request counts against: its client address, with every loopback
+    address one client (a local process may connect from any of 127.0.0.0/8)."""
+    client = client_of(scope)
+    return "loopback" if is_loopback(client) else client
 
 
 def _may_open_a_session(scope: Scope) -> bool:
@@ -142,7 +150,7 @@ class SessionGuard:
                 self._sessions.pop(sid, None)
 
     async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
-        client = client_of(scope)
+        client = client_key(scope)
         if self.sessions_of(client) >= self.per_client and not await self._make_room(client):
             log.warning(
                 "refused a new MCP session from %s: its %d sessions are all busy",
