@@ -38,11 +38,14 @@ from typing import Final, Literal
 from a2a.client.card_resolver import parse_agent_card
 from a2a.server.context import ServerCallContext
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types.a2a_pb2 import AgentCard, AgentInterface
 from a2a.utils.constants import TransportProtocol
 from google.protobuf import json_format  # type: ignore[import-untyped]
 from starlette.applications import Starlette
 
+from .._bindings import INVALID_PARAMS, INVALID_REQUEST, invalid_request
+from .._listener import ListenerPolicy, guard, listen, server_options
 from .._wire.keys import SigningKey
 from .._wire.redact import RedactingLogger, redact
 from ..adapter import CallRefused, ChatCore
@@ -57,6 +60,7 @@ __all__ = [
     "ProxySettings",
     "bot_card",
     "build_app",
+    "check_message",
     "proxy_card",
     "run_proxy",
 ]
@@ -87,6 +91,9 @@ class ProxySettings:
     timeout: float = 180.0
     host: str = "127.0.0.1"
     port: int = 0
+    listener: ListenerPolicy | None = None
+    """What the listener accepts (token, allowed names, caps); None: the defaults at
+    ``host``:``port``."""
 
     def __repr__(self) -> str:
         signed = "signed" if self.sign_key is not None else "unsigned"
@@ -295,23 +302,30 @@ def build_app(card: AgentCard, transport: SimplexA2aTransport) -> Starlette:
     return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def check_message(message: object) -> tuple[int, str] | None:
+    """Why a POSTed body is not an A2A JSON-RPC request the SDK can take, or None.
+
+    The envelope (``jsonrpc``, ``id``, ``method``, ``params``) and, for a method
+    the SDK knows, ``params`` parsed as its protobuf request, as the SDK will.
+    Answered here, a malformed request is one WARNING line and a JSON-RPC error
+    that names what is wrong, not the SDK's traceback at ERROR and Python's
+    text of the exception (issue 32, item 9).
+    """
+    problem = invalid_request(message, allow_null_id=True)
+    if problem is not None:
+        return INVALID_REQUEST, f"Invalid Request: {problem}"
+    assert isinstance(message, dict)
+    method = message["method"]
+    model = JsonRpcDispatcher.METHOD_TO_MODEL.get(method)
+    if model is None:
+        return None  # the SDK answers MethodNotFound (-32601)
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise ProxyError(f"--listen: {host!r} is not an address of this machine ({exc})") from None
-    family, kind, _, _, address = infos[0]
-    # IPPROTO_TCP named: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose
-    # proto says TCP, and an accepted socket inherits it; without it each keep-alive
-    # response waits ~40 ms for the client's delayed ACK.
-    sock = socket.socket(family, kind, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(address)
-    except OSError as exc:
-        sock.close()
-        raise ProxyError(f"--listen: cannot listen on {host}:{port}: {exc.strerror}") from None
-    return sock
+        json_format.ParseDict(message.get("params", {}), model(), ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        return INVALID_PARAMS, f"Invalid params for {method}: {str(exc)[:200]}"
+    except Exception:  # what protobuf raises on input it does not expect
+        return INVALID_PARAMS, f"Invalid params for {method}: they do not parse"
+    return None
 
 
 def _url(sock: socket.socket) -> str:
@@ -323,18 +337,33 @@ def _url(sock: socket.socket) -> str:
 async def run_proxy(
     core: ChatCore, settings: ProxySettings, *, on_ready: Callable[[str], None] | None = None
 ) -> None:
-    """Serve the proxy until cancelled: read the card, listen, print ``listening: URL``."""
+    """Serve the proxy until cancelled: read the card, listen, print ``listening: URL``.
+
+    The SDK's app behind the listener's guard (``simplex_rpc._listener``:
+    ``Host``, ``Origin``, token, ``Content-Type``, body size and time, strict
+    JSON, :func:`check_message`), under uvicorn with the listener's connection
+    cap and header timeout. An address other machines reach without a token, or
+    one that cannot be bound, raises :class:`~simplex_rpc._listener.ListenerError`.
+    """
     import uvicorn
 
+    policy = settings.listener or ListenerPolicy(settings.host, settings.port)
     card = await bot_card(core, settings)
     transport = transport_for(core, settings, card)
-    sock = _bind(settings.host, settings.port)
+    sock, policy = listen(policy)
     url = _url(sock)
     served = proxy_card(card, f"{url}/", _versions(card), streaming=settings.via == "chat")
-    app = build_app(served, transport)
+    # The SDK answers a JSON-RPC error with HTTP 200, and so does the guard.
+    app = guard(
+        build_app(served, transport),
+        policy,
+        check=check_message,
+        rpc_error_status=200,
+        allow_null_id=True,
+    )
     # In-flight streams get 5 s to end when the proxy stops (Ctrl-C), then are cut.
     config = uvicorn.Config(
-        app, log_level="warning", lifespan="off", access_log=False, timeout_graceful_shutdown=5
+        app, lifespan="off", timeout_graceful_shutdown=5, **server_options(policy)
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

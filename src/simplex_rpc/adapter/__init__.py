@@ -16,6 +16,8 @@ the only part of the library that does I/O. Its parts:
   :class:`ChatCoreTimeout`) and the strict JSON reading of a core message.
 * :mod:`._core`: ``ChatCore``'s commands and events.
 * :mod:`._service`: Service RPC, the requester and the responder.
+* :mod:`._budget`: the responder's rate limits (token buckets), without I/O.
+* :mod:`._answers`: idempotent answers: stores kept by (signer, request digest).
 * :mod:`._chat`: the chat transport, ``/_call`` sent and answered as messages.
 * :mod:`._declare`: the profile declarations, written and read through the core.
 * :mod:`._client`: the argument checks and error texts the SDK client transports
@@ -30,6 +32,16 @@ strictly, never interpreted, and logged escaped and truncated.
 from __future__ import annotations
 
 from ..errors import ChatCoreError
+from ._answers import (
+    DEFAULT_ANSWER_WINDOW,
+    AnswerKey,
+    AnswerStore,
+    AnswerStoreProtocol,
+    Begun,
+    SQLiteAnswerStore,
+)
+from ._budget import RateLimit
+from ._budget import _Limiter as _Limiter
 from ._chat import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CALL_WAIT,
@@ -47,7 +59,6 @@ from ._errors import _loads_core as _loads_core
 from ._service import (
     DEFAULT_HANDLER_TIMEOUT,
     RESPONSE_WINDOW,
-    RateLimit,
     ServiceAddress,
     ServiceRequest,
     _ServiceRpc,
@@ -55,16 +66,20 @@ from ._service import (
 )
 from ._service import DEFAULT_REQUEST_TIMEOUT as DEFAULT_REQUEST_TIMEOUT
 from ._service import Handler as Handler
-from ._service import _Limiter as _Limiter
 from ._service import _parse_request_data as _parse_request_data
 from ._service import _parse_response_data as _parse_response_data
 from ._transports import LibsimplexHandle, NativeHandle
 
 __all__ = [
+    "DEFAULT_ANSWER_WINDOW",
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_CALL_WAIT",
     "DEFAULT_HANDLER_TIMEOUT",
     "RESPONSE_WINDOW",
+    "AnswerKey",
+    "AnswerStore",
+    "AnswerStoreProtocol",
+    "Begun",
     "CallRefused",
     "ChatCore",
     "ChatCoreClosed",
@@ -77,6 +92,7 @@ __all__ = [
     "NativeHandle",
     "RateLimit",
     "ReplySink",
+    "SQLiteAnswerStore",
     "ServiceAddress",
     "ServiceRequest",
     "service_request_command",

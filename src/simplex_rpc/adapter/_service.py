@@ -15,16 +15,14 @@ import json
 import logging
 import math
 import re
-import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
 from .._bindings import RPC_JSON_LIMIT
 from .._wire import strict_json as _json
 from .._wire.envelope import (
-    MAX_UINT32,
     UNSET,
     ErrorCode,
     Request,
@@ -37,6 +35,7 @@ from .._wire.keys import PublicKey, SigningKey
 from .._wire.redact import show
 from .._wire.seal import MAX_RESPONSE
 from ..errors import ChatCoreError, EnvelopeError, KeyFormatError, SimplexRpcError
+from ._budget import RateLimit, _Limiter
 from ._core import (
     DEFAULT_COMMAND_TIMEOUT,
     Pending,
@@ -118,59 +117,6 @@ class ServiceRequest:
             f"ServiceRequest(request_id={show(self.request_id, 80)}, signer={self.signer!r},"
             f" request={self.request!r}, user_id={self.user_id!r})"
         )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RateLimit:
-    """A per-signer token bucket: ``requests`` requests per ``per`` seconds.
-
-    Unsigned requests share one bucket. At most ``max_signers`` buckets are
-    kept; the least recently used is forgotten first (so memory stays bounded
-    however many keys requesters make).
-    """
-
-    requests: int
-    per: float
-    max_signers: int = 10_000
-
-    def __post_init__(self) -> None:
-        if (
-            isinstance(self.requests, bool)
-            or not isinstance(self.requests, int)
-            or self.requests < 1
-        ):
-            raise ValueError("rate limit: requests must be a positive integer")
-        if not isinstance(self.per, (int, float)) or not self.per > 0 or math.isinf(self.per):
-            raise ValueError("rate limit: per must be a positive number of seconds")
-        if self.max_signers < 1:
-            raise ValueError("rate limit: max_signers must be positive")
-
-
-class _Limiter:
-    def __init__(self, limit: RateLimit, clock: Callable[[], float] = time.monotonic) -> None:
-        self._capacity = float(limit.requests)
-        self._rate = limit.requests / float(limit.per)
-        self._max = limit.max_signers
-        self._clock = clock
-        self._buckets: OrderedDict[bytes, tuple[float, float]] = OrderedDict()
-
-    def check(self, signer: PublicKey | None) -> int | None:
-        """Take a token for ``signer``; return None, or the seconds until one is free."""
-        key = signer.raw if signer is not None else b""
-        now = self._clock()
-        tokens, last = self._buckets.pop(key, (self._capacity, now))
-        tokens = min(self._capacity, tokens + (now - last) * self._rate)
-        wait: int | None = None
-        if tokens >= 1.0:
-            tokens -= 1.0
-        else:
-            # retryAfter is a uint32 (the envelope's rule): a token further away than
-            # that is announced as the longest wait the envelope can say.
-            wait = min(MAX_UINT32, max(1, math.ceil((1.0 - tokens) / self._rate)))
-        self._buckets[key] = (tokens, now)
-        while len(self._buckets) > self._max:
-            self._buckets.popitem(last=False)
-        return wait
 
 
 Handler = Callable[[ServiceRequest], Any]
@@ -433,7 +379,7 @@ class _ServiceRpc(_Declarations):
         versions: Mapping[str, Collection[Any]] | None = None,
         concurrency: int = 32,
         handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
-        rate_limit: RateLimit | None = None,
+        rate_limit: RateLimit | Sequence[RateLimit] | None = None,
         max_response_bytes: int = RPC_JSON_LIMIT,
         max_queue: int = DEFAULT_MAX_QUEUE,
         grace: float = DEFAULT_GRACE,
@@ -441,14 +387,18 @@ class _ServiceRpc(_Declarations):
     ) -> NoReturn:
         """Answer every ``serviceRequest`` event for ``user_id``; run until cancelled.
 
-        For each request: an invalid envelope (or a ``signerKey`` that is not
-        an Ed25519 key) is answered ``bad_request``; ``requestKey`` must match
+        For each request: a ``signerKey`` that is not an Ed25519 key is
+        answered ``bad_request``; the optional ``rate_limit`` (one
+        :class:`RateLimit` or a sequence of them, every one must have a token)
+        answers ``rate_limited`` with ``retryAfter``, the seconds until the
+        request would pass them all; an invalid envelope is answered
+        ``bad_request``; ``requestKey`` must match
         the verified signer (``check_request_key``); a protocol not in
         ``protocols`` is answered ``unsupported_protocol``, and a version not
-        in ``versions[protocol]`` (where given) ``unsupported_version``; the
-        optional ``rate_limit`` answers ``rate_limited`` with ``retryAfter``.
-        Then ``handler`` is called with a :class:`ServiceRequest` and returns
-        a :class:`Response` or a JSON value (a success). A handler that raises
+        in ``versions[protocol]`` (where given) ``unsupported_version``; each
+        error answer counts in the ``failures_only`` limits. Then ``handler``
+        is called with a :class:`ServiceRequest` and returns a :class:`Response`
+        or a JSON value (a success). A handler that raises
         is answered ``internal`` (without its text); one still running
         ``handler_timeout`` seconds after the request arrived (time spent
         waiting for a concurrency slot included) is cancelled and answered
@@ -550,6 +500,8 @@ class _Incoming:
     answering: bool = False  # its handler is done and its answer on the way
     protocol: str | None = None  # once its envelope is read
     timed_out: bool = False  # answered at its deadline: a later result is dropped
+    budgeted: bool = False  # admitted by the rate limits: its answer settles them
+    signer: PublicKey | None = None  # the verified signer, once admitted
 
 
 class _Outcome:
@@ -642,7 +594,7 @@ class _Responder:
         versions: Mapping[str, Collection[Any]] | None,
         concurrency: int,
         handler_timeout: float,
-        rate_limit: RateLimit | None,
+        rate_limit: RateLimit | Sequence[RateLimit] | None,
         max_response_bytes: int,
         max_queue: int,
         grace: float,
@@ -698,10 +650,7 @@ class _Responder:
         # The core's event buffer bounds what waits here too: past it, shed.
         self.max_queue = min(max_queue, core._event_buffer)
         self.grace = float(grace)
-        if rate_limit is not None and not isinstance(rate_limit, RateLimit):
-            raise SimplexRpcError(
-                f"rate_limit: expected a RateLimit or None, got {type(rate_limit).__name__}"
-            )
+        # Checks each limit: "rate_limit: expected a RateLimit or a sequence of them".
         self.limiter = _Limiter(rate_limit) if rate_limit is not None else None
         self.queue: deque[_Incoming] = deque()
         self.running: dict[asyncio.Task[None], _Incoming] = {}
@@ -1139,6 +1088,8 @@ class _Responder:
         finally:
             # A running mean of the handlers' time (for retryAfter), slow to move.
             self.service_time += (loop.time() - started - self.service_time) / 16
+        if incoming.budgeted and self.limiter is not None and not incoming.timed_out:
+            self.limiter.settle(incoming.signer, failed=response.error is not None)
         if incoming.timed_out:
             log.info(
                 "request %s: the handler returned after its deadline: its result is dropped",
@@ -1173,6 +1124,15 @@ class _Responder:
                 signer = PublicKey.decode(incoming.signer_key)
             except KeyFormatError:
                 return _failure(ErrorCode.BAD_REQUEST, "the signer key is not an Ed25519 key"), None
+        if self.limiter is not None:
+            # Before the envelope is read: a failures_only limit counts its errors too.
+            wait = self.limiter.check(signer)
+            if wait is not None:
+                return (
+                    Response.failure(ErrorCode.RATE_LIMITED, "too many requests", retry_after=wait),
+                    None,
+                )
+            incoming.budgeted, incoming.signer = True, signer
         try:
             if incoming.envelope is not None:
                 # The envelope's text as it came: nothing decoded and encoded again.
@@ -1210,13 +1170,6 @@ class _Responder:
                     _failure(
                         ErrorCode.UNSUPPORTED_VERSION, "this responder does not serve the version"
                     ),
-                    protocol,
-                )
-        if self.limiter is not None:
-            wait = self.limiter.check(signer)
-            if wait is not None:
-                return (
-                    Response.failure(ErrorCode.RATE_LIMITED, "too many requests", retry_after=wait),
                     protocol,
                 )
         if log.isEnabledFor(logging.DEBUG):

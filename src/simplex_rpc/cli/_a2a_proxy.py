@@ -18,6 +18,7 @@ from typing import Any
 from .._wire.keys import SigningKey
 from ..errors import SimplexRpcError
 from ._common import EXIT_OK, CliError, core_url, load_sign_key, positive_seconds, whole_number
+from ._listener_options import add_listener_options, check_before_start, listener_policy
 
 VIAS = ("rpc", "chat", "auto")
 """The ``--via`` choices (``simplex_rpc.a2a._proxy.PROXY_VIAS``, without importing the SDK)."""
@@ -68,8 +69,10 @@ def _cmd_a2a_proxy(args: argparse.Namespace) -> int:
             raise CliError("--member: TARGET is a group: name the bot's member display name")
     elif args.member is not None:
         raise CliError("--member: only with --via chat in a group")
-    sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
     host, port = args.listen
+    policy = listener_policy(args, host, port)
+    check_before_start(policy)
+    sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
     settings = _proxy.ProxySettings(
         user_id=args.user,
         target=args.target,
@@ -79,6 +82,7 @@ def _cmd_a2a_proxy(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         host=host,
         port=port,
+        listener=policy,
     )
     # Standard output carries the listening line: log lines go to standard error.
     logging.basicConfig(
@@ -86,7 +90,12 @@ def _cmd_a2a_proxy(args: argparse.Namespace) -> int:
         stream=sys.stderr,
         format="simplex-rpc a2a-proxy: %(message)s",
     )
-    asyncio.run(_run(args, settings))
+    from .._listener import ListenerError
+
+    try:
+        asyncio.run(_run(args, settings))
+    except ListenerError as exc:
+        raise CliError(str(exc)) from None
     return EXIT_OK
 
 
@@ -156,6 +165,7 @@ def register(subparsers: Any) -> None:
         action="store_false",
         help="do not send /_start main=on first (a running core answers chatRunning)",
     )
+    add_listener_options(p)
     p.add_argument("--verbose", action="store_true", help="log on standard error")
     p.set_defaults(handler=_cmd_a2a_proxy)
 

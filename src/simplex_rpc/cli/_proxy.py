@@ -24,6 +24,7 @@ from ._common import (
     positive_seconds,
     whole_number,
 )
+from ._listener_options import add_listener_options, check_before_start, listener_policy
 
 VIAS = ("rpc", "chat", "auto")
 """The ``--via`` choices (``simplex_rpc.mcp._client.VIAS``, without importing the SDK)."""
@@ -46,6 +47,12 @@ def _cmd_mcp_proxy(args: argparse.Namespace) -> int:
         from ..mcp import _proxy as _mcp_proxy
     except ImportError as exc:
         raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
+    policy = None
+    if args.listen is not None:
+        policy = listener_policy(args, *args.listen)
+        check_before_start(policy)
+    elif args.token is not None or args.allow_host or args.allow_origin:
+        raise CliError("--token, --allow-host and --allow-origin go with --listen")
     sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
     connect = _mcp_proxy.connector(
         args.core,
@@ -63,19 +70,19 @@ def _cmd_mcp_proxy(args: argparse.Namespace) -> int:
         stream=sys.stderr,
         format="simplex-rpc mcp-proxy: %(message)s",
     )
-    if args.listen is None:
+    if policy is None:
         anyio.run(_mcp_proxy.run_proxy, connect, args.target)
         return EXIT_OK
-    host, port = args.listen
+    from .._listener import ListenerError
 
     def listening(url: str) -> None:
         # The line a host's launcher (or a test) waits for: the URL to configure.
         print(f"listening: {url}", flush=True)
 
     try:
-        anyio.run(_mcp_proxy.run_proxy_http, connect, args.target, host, port, listening)
-    except OSError as exc:
-        raise CliError(f"--listen {host}:{port}: {exc.strerror or exc}") from None
+        anyio.run(_mcp_proxy.run_proxy_http, connect, args.target, policy, listening)
+    except ListenerError as exc:
+        raise CliError(str(exc)) from None
     return EXIT_OK
 
 
@@ -146,6 +153,7 @@ def register(subparsers: Any) -> None:
         help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio, for hosts that"
         " take a URL (port 0 picks one); prints 'listening: URL' on stdout once ready",
     )
+    add_listener_options(p)
     p.add_argument("--verbose", action="store_true", help="log connections on standard error")
     p.set_defaults(handler=_cmd_mcp_proxy)
 

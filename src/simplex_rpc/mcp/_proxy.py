@@ -39,15 +39,19 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from .. import __version__
+from .._bindings import INVALID_REQUEST, invalid_request, json_type, valid_id
+from .._listener import ListenerPolicy, guard, listen, server_options
 from .._wire.keys import SigningKey
 from .._wire.redact import RedactingLogger, redact
 from ..adapter import ChatCore
 from ._client import SimplexTransport, Via
+from ._sessions import DEFAULT_IDLE_TIMEOUT, SessionGuard
 
 __all__ = [
     "PROXY_NAME",
     "Upstream",
     "build_server",
+    "check_message",
     "run_proxy",
     "run_proxy_http",
     "upstream_client",
@@ -432,45 +436,89 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def check_message(message: object) -> tuple[int, str] | None:
+    """Why a POSTed body is not one JSON-RPC message an MCP client sends, or None.
+
+    A client POSTs a request, a notification, or a response to the server's
+    request (an elicitation's answer). Anything else is answered here, with the
+    JSON-RPC error, before the SDK sees it: the SDK's own answer would be the
+    text of its pydantic validation error.
+    """
+    if not isinstance(message, dict):
+        return INVALID_REQUEST, (
+            f"Invalid Request: expected one JSON-RPC message object, got {json_type(message)}"
+        )
+    if message.get("jsonrpc") != "2.0":
+        return INVALID_REQUEST, "Invalid Request: member 'jsonrpc' must be \"2.0\""
+    if "method" in message:
+        if "id" in message:
+            problem = invalid_request(message, allow_null_id=False)
+        elif not isinstance(message["method"], str) or not message["method"]:
+            problem = "member 'method' must be a non-empty string"
+        elif "params" in message and not isinstance(message["params"], dict):
+            problem = f"member 'params' must be an object, got {json_type(message['params'])}"
+        else:
+            problem = None
+    elif ("result" in message) == ("error" in message):
+        problem = (
+            "a message has 'method' (a request or a notification), or one of 'result'"
+            " and 'error' (a response)"
+        )
+    elif not valid_id(message.get("id"), allow_null="error" in message):
+        problem = "a response's member 'id' must be a string or an integer"
+    elif "error" in message and not (
+        isinstance(message["error"], dict)
+        and isinstance(message["error"].get("code"), int)
+        and isinstance(message["error"].get("message"), str)
+    ):
+        problem = "member 'error' must be an object with an integer 'code' and a 'message'"
+    else:
+        problem = None
+    return None if problem is None else (INVALID_REQUEST, f"Invalid Request: {problem}")
+
+
 async def run_proxy_http(
     connect: Connect,
     target: str,
-    host: str,
-    port: int,
+    policy: ListenerPolicy,
     on_listening: Callable[[str], None],
 ) -> None:
     """Serve the proxy as a Streamable HTTP MCP server at ``http://HOST:PORT/mcp``.
 
-    The SDK's own server app (``Server.streamable_http_app``, with its DNS
-    rebinding protection for a loopback host) under uvicorn. ``port`` 0 picks
-    a free port; ``on_listening`` gets the endpoint's URL once uvicorn accepts
-    connections. Runs until cancelled, or until uvicorn stops on SIGINT or
-    SIGTERM (it then raises the signal again, as the command's own).
+    The SDK's own server app (``Server.streamable_http_app``, its 4 MiB body
+    limit included) behind the listener's guard (``simplex_rpc._listener``:
+    ``Host``, ``Origin``, token, ``Content-Type``, body size and time, strict
+    JSON, :func:`check_message`) and :class:`~._sessions.SessionGuard`, under
+    uvicorn with the listener's connection cap and header timeout. ``policy``
+    says where to listen (its port 0 picks a free port) and what to accept; an
+    address other machines reach without a token, or one that cannot be bound,
+    raises :class:`~simplex_rpc._listener.ListenerError` before anything starts.
+    ``on_listening`` gets the endpoint's URL once uvicorn accepts connections.
+    Runs until cancelled, or until uvicorn stops on SIGINT or SIGTERM (it then
+    raises the signal again, as the command's own).
     """
-    import socket
-
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
+    requested = policy.address
+    sock, policy = listen(policy)
     upstream = Upstream(connect, target)
     server = build_server(upstream)
-    app = server.streamable_http_app(host=host)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP named: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose
-    # proto says TCP, and an accepted socket inherits it; without it each keep-alive
-    # response waits ~40 ms for the client's delayed ACK.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    bound = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    # The listener's guard checks Host and Origin on every path, with the rules of
+    # simplex_rpc._listener (which the SDK's lists cannot express for a wildcard
+    # address), so the SDK's own copy of that check is off; it still checks
+    # Content-Type and the body size.
+    app = server.streamable_http_app(
+        host=requested,
+        max_request_body_size=policy.max_body,
+        session_idle_timeout=DEFAULT_IDLE_TIMEOUT,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    sessions = SessionGuard(app, idle_timeout=DEFAULT_IDLE_TIMEOUT)
+    guarded = guard(sessions, policy, check=check_message)
+    config = uvicorn.Config(guarded, lifespan="on", **server_options(policy))
     http = uvicorn.Server(config)
-    url = f"http://{_url_host(host)}:{bound}/mcp"
+    url = f"http://{_url_host(requested)}:{policy.port}/mcp"
 
     async def announce() -> None:
         while not http.started:
@@ -481,6 +529,7 @@ async def run_proxy_http(
         async with anyio.create_task_group() as tg:
             tg.start_soon(upstream.run)
             tg.start_soon(announce)
+            tg.start_soon(sessions.run)
             try:
                 await http.serve(sockets=[sock])
             finally:
