@@ -8,7 +8,12 @@ once it accepts connections, and serves until killed:
 * ``GET /.well-known/agent-card.json``: its Agent Card (one JSON-RPC interface);
 * ``POST /``: the A2A JSON-RPC binding (the SDK's dispatcher);
 * ``GET /seen``: the headers and body of every JSON-RPC request it received, in order,
-  so that a test can read what a gateway sent it.
+  so that a test can read what a gateway sent it;
+* ``POST /moved``: a redirect (307) to :data:`INTERNAL_TARGET`, an address the
+  gateway's callers must never see.
+
+``--host`` binds another loopback address (``127.0.0.2``: another origin);
+``--card-url URL`` lists URL as the card's JSON-RPC interface instead of its own.
 
 The agent quotes anvils; the first word of a message picks what it does:
 ``hello`` answers with a Message, ``ask`` asks for input (the interrupted
@@ -38,11 +43,12 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import a2a_pb2 as pb
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, RedirectResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 ANSWER = "Two anvils to Lisbon: 240 EUR."
+INTERNAL_TARGET = "http://10.255.0.1:9/internal/moved-here"
 
 
 class AnvilAgent(AgentExecutor):
@@ -159,10 +165,14 @@ def build_app(url: str) -> Any:
     async def show_seen(request: Request) -> JSONResponse:
         return JSONResponse(seen)
 
+    async def moved(request: Request) -> RedirectResponse:
+        return RedirectResponse(INTERNAL_TARGET, status_code=307)
+
     routes = [
         *create_agent_card_routes(card),
         *create_jsonrpc_routes(handler, "/"),
         Route("/seen", show_seen, methods=["GET"]),
+        Route("/moved", moved, methods=["POST"]),
     ]
     return _Recorder(Starlette(routes=routes), seen)
 
@@ -172,17 +182,22 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--card-url", default=None)
     args = parser.parse_args(argv)
     # IPPROTO_TCP named: asyncio turns Nagle off (TCP_NODELAY) only on sockets whose
     # proto says TCP, and an accepted socket inherits it; without it each keep-alive
     # response waits ~40 ms for the client's delayed ACK.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
+    sock.bind((args.host, args.port))
     host, port = sock.getsockname()
     url = f"http://{host}:{port}"
     config = uvicorn.Config(
-        build_app(f"{url}/"), log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+        build_app(args.card_url or f"{url}/"),
+        log_level="warning",
+        lifespan="off",
+        timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
 

@@ -12,7 +12,14 @@ never import it. Its tools:
 * ``crash()``: the process exits in the middle of the request (exit status 3);
 * ``ask()``: asks the client for input (elicitation), says how it was answered;
 * ``noise(lines)``: writes that many lines to standard error;
-* ``seen_header(name)``: the SHA-256 of an HTTP header of this request (over HTTP).
+* ``seen_header(name)``: the SHA-256 of an HTTP header of this request (over HTTP);
+* ``garble()``: writes the line ``b"\\xff"`` (invalid UTF-8) on standard output, then
+  answers ``garbled``;
+* ``long_line(mb)``: writes one line of ``mb`` megabytes (not JSON) on standard output,
+  then answers ``long``;
+* ``big(size)``: answers with a text of ``size`` characters (one long JSON-RPC line);
+* ``freeze()``: stops its own process (SIGSTOP): it reads and answers nothing more;
+* ``env(name)``: the SHA-256 of an environment variable (``(none)`` when unset).
 
 ``--legacy`` pins the server to a revision before 2026-07-28: it serves only
 the ``initialize`` handshake loop (no ``server/discover``). The server's pid
@@ -24,12 +31,17 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import signal
 import sys
 
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel
+
+# The protocol's standard output, kept before the SDK's stdio server diverts fd 1 to
+# standard error (so that a print cannot corrupt the wire): the raw writes go here.
+WIRE = os.dup(1)
 
 
 def mark(line: str) -> None:
@@ -98,6 +110,37 @@ def build_server() -> MCPServer:
         if headers is None or name not in headers:
             return "(none)"
         return hashlib.sha256(headers[name].encode()).hexdigest()
+
+    @server.tool(description="Invalid UTF-8 on standard output", structured_output=False)
+    def garble() -> str:
+        # Between two messages of the SDK's writer: this tool runs before its answer is written.
+        os.write(WIRE, b"\xff\n")
+        return "garbled"
+
+    @server.tool(description="One long line on standard output", structured_output=False)
+    def long_line(mb: int = 50) -> str:
+        block = b"x" * (1 << 20)
+        for _ in range(mb):
+            view = memoryview(block)
+            while view:
+                view = view[os.write(WIRE, view) :]
+        os.write(WIRE, b"\n")
+        return "long"
+
+    @server.tool(description="An answer of size characters", structured_output=False)
+    def big(size: int) -> str:
+        return "y" * size
+
+    @server.tool(description="Stops this process (SIGSTOP)", structured_output=False)
+    def freeze() -> str:
+        mark("frozen")
+        os.kill(os.getpid(), signal.SIGSTOP)
+        return "thawed"
+
+    @server.tool(description="The SHA-256 of an environment variable", structured_output=False)
+    def env(name: str) -> str:
+        value = os.environ.get(name)
+        return "(none)" if value is None else hashlib.sha256(value.encode()).hexdigest()
 
     @server.tool(description="Lines on standard error", structured_output=False)
     def noise(lines: int = 10) -> str:

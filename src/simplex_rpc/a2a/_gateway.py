@@ -166,7 +166,10 @@ class ForwardingHandler(RequestHandler):
     server answers them with their own codes; a failure to reach the other
     side (a timeout, a refused connection, a Service RPC envelope error) is
     an ``InternalError`` naming it, or ``UnsupportedOperationError`` for
-    ``conversation_required``, logged once.
+    ``conversation_required``, logged once. With ``remote_callers`` (the
+    gateway, whose callers are strangers over SimpleX) that error names the
+    kind of failure only, never a URL, host or redirect target of the way to
+    the other side; the log has the details.
     """
 
     def __init__(
@@ -178,8 +181,10 @@ class ForwardingHandler(RequestHandler):
         scoped: bool,
         push: bool = False,
         what: str = "the upstream",
+        remote_callers: bool = False,
     ) -> None:
         self._transport = transport
+        self._remote_callers = remote_callers
         self._card = card
         self._parameters = parameters
         self._scoped = scoped
@@ -241,21 +246,33 @@ class ForwardingHandler(RequestHandler):
         return ClientCallContext(service_parameters=self._parameters(context))
 
     def _failure(self, exc: BaseException) -> A2AError:
-        """The A2A error that answers a failure of the way to the other side."""
+        """The A2A error that answers a failure of the way to the other side.
+
+        For remote callers the answer names the kind of failure (and an HTTP
+        status), never a URL, a host or a redirect target of the way to the
+        upstream; the log line, for the operator, has the details (redacted).
+        """
         if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
             return exc  # an A2A error of the other side: answered with its own code
         code = getattr(exc, "code", None)  # a Service RPC envelope error (ServiceRpcError)
         if code == "conversation_required":
             return UnsupportedOperationError(message=redact(str(exc))[:500])
+        detail = ""
         if code is not None:
             reason = f"{self._what} did not serve the request: {redact(str(exc))[:300]}"
         elif isinstance(exc, A2AClientTimeoutError):
             reason = f"{self._what} did not answer in time"
-        elif isinstance(exc, A2AClientError):
+        elif isinstance(exc, A2AClientError) and not self._remote_callers:
             reason = f"{self._what} could not be reached: {redact(str(exc))[:300]}"
+        elif isinstance(exc, A2AClientError):
+            status = _HTTP_STATUS.search(str(exc))
+            reason = f"{self._what} could not be reached" + (
+                f" (HTTP {status.group(1)})" if status else ""
+            )
+            detail = f": {_reason(exc)}"
         else:
             reason = f"{self._what} failed ({type(exc).__name__})"
-        log.warning("%s", reason)
+        log.warning("%s%s", reason, detail)
         return InternalError(message=reason)
 
     async def _unary(self, call: Callable[..., Awaitable[_T]], context: ServerCallContext) -> _T:
@@ -416,9 +433,33 @@ def _shown(url: str) -> str:
     """``url`` for a message: scheme, host and path; no credentials, no query."""
     parts = urllib.parse.urlsplit(url)
     host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is not None:
+        host = f"{host}:{port}"
     return f"{parts.scheme}://{host}{parts.path}"
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """The origin of ``url`` (RFC 6454): scheme, host and port, the default port made
+    explicit; where the operator's credential may go."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1  # no origin matches a URL whose port is not a number
+    if port is None:
+        port = {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def _origin_text(url: str) -> str:
+    scheme, host, port = _origin(url)
+    shown = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{shown}:{port}"
 
 
 def card_url(url: str) -> tuple[str, str]:
@@ -496,22 +537,39 @@ async def gateway(
     headers: Sequence[tuple[str, str]] = (),
     rpc_deadline: float | None = DEFAULT_RPC_DEADLINE,
     connect_timeout: float = 10.0,
+    follow_card_url: bool = False,
 ) -> AsyncIterator[A2aBridge]:
     """An :class:`A2aBridge` in front of the A2A agent at ``url`` (its JSON-RPC binding).
 
     The card is read from ``url`` (a ``.json`` URL) or from its well-known URI;
     ``link`` is the bot's contact address link, for the SimpleX interface.
-    ``headers`` go with every request to the upstream, the card's included:
-    credentials stay there and reach no log. Raises :class:`GatewayError`
-    when the card cannot be read or lists no JSON-RPC interface of A2A 1.x.
+    ``headers`` (the operator's credential) go with every request to the origin
+    of ``url`` (scheme, host and port), the card's included, and to no other:
+    they reach no log. When the card puts its JSON-RPC interface at another
+    origin and ``headers`` are given, the gateway refuses to start
+    (:class:`GatewayError`) unless ``follow_card_url``, which uses that
+    interface without them; either way the choice is logged. Raises
+    :class:`GatewayError` when the card cannot be read or lists no JSON-RPC
+    interface of A2A 1.x.
     """
     base, path = card_url(url)
     for name, value in headers:
         binding.ServiceParameters({name: value})  # a header field the upstream can take
+    origin = _origin(url)
+    credential = [(name, value) for name, value in headers]
+
+    async def add_credential(request: httpx.Request) -> None:
+        # Every request, redirects included, is checked: the credential is for one origin.
+        if credential and _origin(str(request.url)) == origin:
+            for name, value in credential:
+                request.headers[name] = value
+
     # No read timeout: a task may take its time; the bridge's and the adapter's
     # deadlines end a request that takes too long.
     timeout = httpx.Timeout(connect_timeout, read=None)
-    async with httpx.AsyncClient(headers=list(headers), timeout=timeout) as http:
+    async with httpx.AsyncClient(
+        timeout=timeout, event_hooks={"request": [add_credential]}
+    ) as http:
         try:
             card = await A2ACardResolver(http, base, path).get_agent_card()
         except A2AClientError as exc:
@@ -530,6 +588,29 @@ async def gateway(
                 f" (it lists {listed[:200] or 'none'}); the binding is of A2A 1.0"
             )
         interface = interfaces[0][0]
+        if _origin(interface.url) != origin:
+            where = _shown(interface.url)[:200]
+            if credential and not follow_card_url:
+                raise GatewayError(
+                    f"--a2a-url: the agent card puts its JSON-RPC interface at {where}, another"
+                    f" origin than {_origin_text(url)}, where the --header credential goes:"
+                    " refused; give --follow-card-url to use that interface without the"
+                    " credential, or point --a2a-url at it"
+                )
+            if credential:
+                log.warning(
+                    "the agent card puts its JSON-RPC interface at %s, another origin than"
+                    " %s: followed without the --header credential (--follow-card-url)",
+                    where,
+                    _origin_text(url),
+                )
+            else:
+                log.info(
+                    "the agent card puts its JSON-RPC interface at %s, another origin than %s:"
+                    " followed (no --header credential)",
+                    where,
+                    _origin_text(url),
+                )
         versions = served_versions(card)
         transport: ClientTransport = JsonRpcTransport(
             http, card, interface.url, is_shared_httpx=True
@@ -539,7 +620,11 @@ async def gateway(
         public = with_simplex_interface(card, link, versions)
         operator = frozenset(name.lower() for name, _ in headers)
         handler = ForwardingHandler(
-            transport, public, parameters=_service_parameters(operator), scoped=True
+            transport,
+            public,
+            parameters=_service_parameters(operator),
+            scoped=True,
+            remote_callers=True,
         )
         log.info(
             "fronting %s (%s), A2A %s", card.name[:80], _shown(interface.url), ", ".join(versions)
@@ -549,10 +634,16 @@ async def gateway(
         )
 
 
+_HTTP_STATUS: Final = re.compile(r"\bHTTP Error (\d{3})\b")
+_URL: Final = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/'\"?#]*)([^\s'\"]*)")
+
+
 def _reason(exc: BaseException) -> str:
-    """The first line of an SDK error, without URLs' queries and credentials."""
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return redact(re.sub(r"\?\S*", "", text))[:300]
+    """An SDK error's text for the operator's log: its lines joined (a redirect's target
+    is on the second), each URL without its query and user part, credentials redacted."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = _URL.sub(lambda m: _shown(m.group(0)), text)
+    return redact(text)[:300]
 
 
 def module_bridge(

@@ -36,12 +36,15 @@ from ._common import (
     EXIT_INVALID,
     EXIT_OK,
     CliError,
+    RedactingFormatter,
     add_ready_option,
+    chosen_log_level,
     core_url,
     emit_json,
+    env_file,
+    header_option,
     load_json,
     load_sign_key,
-    parse_header,
     positive_seconds,
     ready,
     run_until_signal,
@@ -195,6 +198,10 @@ def check_upstream_arguments(args: argparse.Namespace) -> None:
     http_upstream = url is not None or getattr(args, "a2a_url", None) is not None
     if getattr(args, "headers", None) and not http_upstream:
         raise CliError("--header: goes with an HTTP upstream (--mcp-url)")
+    if getattr(args, "env_file", None) is not None and not args.mcp_stdio:
+        raise CliError("--env-file: goes with --mcp-stdio (the environment of its command)")
+    if getattr(args, "follow_card_url", False) and getattr(args, "a2a_url", None) is None:
+        raise CliError("--follow-card-url: goes with --a2a-url")
 
 
 def _upstream(args: argparse.Namespace) -> Any:
@@ -204,18 +211,23 @@ def _upstream(args: argparse.Namespace) -> Any:
     except ImportError as exc:
         raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
     logger = logging.getLogger("simplex_rpc.mcp.upstream")
-    if not logger.handlers:
-        # The upstream's changes of state and its stderr are the operator's log, INFO
-        # included: its own stderr handler (not propagated to serve's WARNING one).
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("simplex-rpc serve: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
+    for old in list(logger.handlers):
+        if getattr(old, "_simplex_rpc_cli", False):
+            logger.removeHandler(old)
+    # The upstream's changes of state and its stderr are the operator's log, INFO
+    # included (or --log-level's): its own stderr handler, not propagated to serve's
+    # WARNING one; redacted as every handler of the CLI.
+    level = chosen_log_level()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(RedactingFormatter("simplex-rpc serve: %(message)s"))
+    handler._simplex_rpc_cli = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if level is None else level)
+    logger.propagate = False
     tools = args.conversation_tool
     if args.mcp_stdio:
         command, *rest = args.upstream_command
-        return Upstream.stdio(command, rest, conversation_tools=tools)
+        return Upstream.stdio(command, rest, env=args.env_file, conversation_tools=tools)
     return Upstream.http(args.mcp_url, headers=args.headers, conversation_tools=tools)
 
 
@@ -404,7 +416,11 @@ async def _a2a_bridge(
     rpc_deadline = min(_gateway.DEFAULT_RPC_DEADLINE, 0.9 * args.deadline)
     if args.a2a_url is not None:
         async with _gateway.gateway(
-            args.a2a_url, link, headers=args.headers, rpc_deadline=rpc_deadline
+            args.a2a_url,
+            link,
+            headers=args.headers,
+            rpc_deadline=rpc_deadline,
+            follow_card_url=args.follow_card_url,
         ) as bridge:
             yield bridge
         return
@@ -690,12 +706,30 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--header",
         dest="headers",
-        action="append",
-        type=parse_header,
+        action="extend",
+        type=header_option,
         default=[],
-        metavar="'NAME: VALUE'",
+        metavar="'NAME: VALUE' | @FILE",
         help="an HTTP header sent with every request to an HTTP upstream (--mcp-url,"
-        " --a2a-url; repeatable), for example a credential; never logged",
+        " --a2a-url; repeatable), for example a credential; never logged. @FILE reads"
+        " 'Name: value' lines from FILE, so that the credential is not on the command line"
+        " (where ps shows it). With --a2a-url it goes only to the URL's origin",
+    )
+    p.add_argument(
+        "--env-file",
+        type=env_file,
+        default=None,
+        metavar="FILE",
+        help="with --mcp-stdio: NAME=VALUE lines added to the environment of the server's"
+        " command (for example its API key), kept off the command line; never logged",
+    )
+    p.add_argument(
+        "--follow-card-url",
+        action="store_true",
+        help="with --a2a-url and --header: when the Agent Card puts its JSON-RPC interface"
+        " at another origin (scheme, host, port), use it without the --header credential;"
+        " without this, such a card is refused (the credential goes only to --a2a-url's"
+        " origin)",
     )
     p.add_argument(
         "upstream_command",

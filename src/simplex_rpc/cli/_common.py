@@ -8,20 +8,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import math
 import os
+import re
 import signal
 import stat
 import sys
 import threading
 import urllib.parse
 from collections.abc import Callable, Coroutine, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from .._bindings import BindingError, header_field
 from .._wire import strict_json as _json
+from .._wire.redact import REDACTED, redact
 from ..errors import KeyFormatError
 
 if TYPE_CHECKING:
@@ -161,24 +164,106 @@ def ready(args: argparse.Namespace, **fields: ReadyValue) -> None:
     sys.stdout.flush()
 
 
-def setup_logging(command: str, *, verbose: bool = False) -> None:
+LOG_LEVELS: Final = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
+"""The values of ``--log-level``, an option of every command."""
+
+_chosen_level: int | None = None
+_secrets: set[str] = set()
+
+# A URL's query (its parameters may be credentials: ?token=, ?api_key=, ?sig=) and user part.
+_URL_WITH_QUERY: Final = re.compile(r"(?i)\b((?:https?|wss?)://[^\s?#\"'<>]*)\?([^\s#\"'<>]*)")
+_QUERY_VALUE: Final = re.compile(r"=[^&;]*")
+
+
+def remember_secret(value: str) -> None:
+    """Keep ``value`` (a header value, an environment value from a file) out of every log
+    line the CLI writes: each occurrence is written ``<redacted>``."""
+    if len(value) >= 4:  # shorter values would blank out ordinary words
+        _secrets.add(value)
+
+
+def redact_log_text(text: str) -> str:
+    """``text`` as the CLI's log handlers write it: :func:`redact` (keys, credentials,
+    a URL's user part), every URL's query values, and every remembered secret removed."""
+    text = _URL_WITH_QUERY.sub(
+        lambda m: f"{m.group(1)}?{_QUERY_VALUE.sub('=' + REDACTED, m.group(2))}"
+        if "=" in m.group(2)
+        else f"{m.group(1)}?{REDACTED}",
+        text,
+    )
+    text = redact(text)  # after: its <redacted> of a user part would end the URL above
+    for secret in sorted(_secrets, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+class RedactingFormatter(logging.Formatter):
+    """The formatter of every handler the CLI installs: the whole formatted record (its
+    message, arguments and traceback, from any logger: httpx's INFO lines, the MCP
+    client's DEBUG lines) passes through :func:`redact_log_text`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_log_text(super().format(record))
+
+
+def chosen_log_level() -> int | None:
+    """The level of ``--log-level``, when the command line gave one."""
+    return _chosen_level
+
+
+def setup_logging(
+    command: str, *, verbose: bool = False, level: int | str | None = None
+) -> None:
     """Send the library's log lines to stderr, each prefixed ``simplex-rpc COMMAND:``.
 
     Warnings always; informational lines (a serve's start, a proxy's connections)
-    with ``verbose``. Stdout stays for the ready lines and the data of programs.
+    with ``verbose``; ``--log-level`` (``level``, or the one :func:`main` was given)
+    decides when given, for every logger, third-party ones included. Every line
+    is redacted (:class:`RedactingFormatter`). Stdout stays for the ready lines
+    and the data of programs.
     """
+    global _chosen_level
+    if isinstance(level, str):
+        level = LOG_LEVELS[level]
+    if level is not None:
+        _chosen_level = level
+    chosen = _chosen_level if _chosen_level is not None else (
+        logging.INFO if verbose else logging.WARNING
+    )
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(f"simplex-rpc {command}: %(message)s"))
+    handler.setFormatter(RedactingFormatter(f"simplex-rpc {command}: %(message)s"))
     root = logging.getLogger()
-    for old in list(root.handlers):
-        if getattr(old, "_simplex_rpc_cli", False):
-            root.removeHandler(old)
+    remove_logging()
     handler._simplex_rpc_cli = True  # type: ignore[attr-defined]
     # The handler decides what is shown; a logger may still make INFO records for a
     # filter of the command's (serve's stop summary).
-    handler.setLevel(logging.INFO if verbose else logging.WARNING)
+    handler.setLevel(chosen)
     root.addHandler(handler)
-    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    root.setLevel(chosen)
+
+
+def remove_logging() -> None:
+    """Remove the handlers the CLI installed (marked ``_simplex_rpc_cli``), on the root
+    logger and any other: a command run in-process ends."""
+    loggers = [logging.getLogger()] + [
+        lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)
+    ]
+    for logger in loggers:
+        for old in list(logger.handlers):
+            if getattr(old, "_simplex_rpc_cli", False):
+                logger.removeHandler(old)
+
+
+def forget_log_choices() -> None:
+    """Forget ``--log-level`` and the remembered secrets (the end of :func:`main`)."""
+    global _chosen_level
+    _chosen_level = None
+    _secrets.clear()
 
 
 def run_until_signal(main: Coroutine[Any, Any, int]) -> int:
@@ -320,6 +405,92 @@ def core_url(text: str) -> str:
             " for example ws://127.0.0.1:5225"
         )
     return text
+
+
+def header_option(text: str) -> list[tuple[str, str]]:
+    """An argparse ``type=`` for ``--header``: ``'Name: value'``, or ``@FILE`` of such lines.
+
+    A file keeps the credential off the command line (where ``ps`` shows it to
+    every user): one ``Name: value`` per line, blank lines and lines starting
+    with ``#`` skipped. Errors name the file and the line, never a value. Each
+    value is kept out of the CLI's logs (:func:`remember_secret`).
+    """
+    if not text.startswith("@"):
+        pair = parse_header(text)
+        remember_secret(pair[1])
+        return [pair]
+    path = text[1:]
+    pairs = []
+    for number, line in enumerate(_secret_lines(path, "--header"), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            pair = header_field(line.rstrip("\r"), "--header")
+        except BindingError as exc:
+            reason = str(exc).removeprefix("--header: ")
+            raise argparse.ArgumentTypeError(f"{path!r} line {number}: {reason}") from None
+        remember_secret(pair[1])
+        pairs.append(pair)
+    if not pairs:
+        raise argparse.ArgumentTypeError(f"{path!r} holds no header ('Name: value' lines)")
+    return pairs
+
+
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def env_file(path: str) -> dict[str, str]:
+    """An argparse ``type=`` for ``--env-file FILE``: the environment it sets for a child.
+
+    One ``NAME=VALUE`` per line (``export NAME=VALUE`` too); blank lines and lines
+    starting with ``#`` are skipped; the value is the rest of the line, without
+    one pair of matching quotes around it (no escapes, no expansion). Errors name
+    the file and the line, never a value. Each value is kept out of the CLI's logs.
+    """
+    env: dict[str, str] = {}
+    for number, raw in enumerate(_secret_lines(path, "--env-file"), 1):
+        line = raw.rstrip("\r").strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, value = line.removeprefix("export ").partition("=")
+        name = name.strip()
+        if not sep or _ENV_NAME.fullmatch(name) is None:
+            raise argparse.ArgumentTypeError(
+                f"{path!r} line {number}: expected NAME=VALUE (NAME of letters, digits and _)"
+            )
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        if "\0" in value:
+            raise argparse.ArgumentTypeError(f"{path!r} line {number}: the value has a NUL")
+        env[name] = value
+        remember_secret(value)
+    return env
+
+
+def _secret_lines(path: str, what: str) -> list[str]:
+    """The lines of a file of secrets (UTF-8); a failure is a usage error naming the file."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1 << 20)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {path!r}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{path!r} is not UTF-8 text (byte offset {exc.start})"
+        ) from None
+    with contextlib.suppress(OSError):
+        mode = os.stat(path).st_mode
+        if stat.S_ISREG(mode) and mode & 0o077:
+            print(
+                f"simplex-rpc: warning: {what} file {path!r} is readable by others"
+                f" (mode {stat.S_IMODE(mode):04o}); a file of credentials should be private:"
+                f" chmod 600 {path}",
+                file=sys.stderr,
+            )
+    return text.split("\n")
 
 
 def parse_header(text: str) -> tuple[str, str]:

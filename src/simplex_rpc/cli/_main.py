@@ -8,6 +8,7 @@ of ``--help``.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -15,7 +16,15 @@ from typing import Any, NoReturn
 
 from ..errors import SimplexRpcError
 from . import _a2a_proxy, _adapter, _bench, _chat, _core, _discover, _proxy
-from ._common import EXIT_OK, EXIT_USAGE, CliError
+from ._common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    LOG_LEVELS,
+    CliError,
+    forget_log_choices,
+    remove_logging,
+    setup_logging,
+)
 
 #: Modules that add subcommands, in the order of ``--help``.
 COMMAND_MODULES: tuple[ModuleType, ...] = (
@@ -68,14 +77,53 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for module in COMMAND_MODULES:
         module.register(sub)
+    _add_log_level(parser)
     return parser
+
+
+def _add_log_level(parser: argparse.ArgumentParser) -> None:
+    """Give ``parser`` and every (sub)command under it ``--log-level``.
+
+    Added here, once, so that every command has it, whichever module registers it;
+    unset (``SUPPRESS``) unless given, so that a subcommand's default never hides
+    the value given before its name.
+    """
+    parser.add_argument(
+        "--log-level",
+        choices=list(LOG_LEVELS),
+        default=argparse.SUPPRESS,
+        help="what goes to standard error: debug, info, warning (the default; info with"
+        " --verbose) or error; for every logger, third-party ones included, redacted",
+    )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                _add_log_level(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    handler: Callable[[argparse.Namespace], int] = args.handler
+    root = logging.getLogger()
+    saved_level = root.level
+    try:
+        args = parser.parse_args(argv)
+        # Every command's log lines go to stderr through one redacting handler, at the
+        # level of --log-level (serve and the proxies keep their own default levels).
+        setup_logging(
+            args.command,
+            verbose=getattr(args, "verbose", False) is True,
+            level=getattr(args, "log_level", None),
+        )
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        return _run(args, handler)
+    finally:
+        remove_logging()
+        forget_log_choices()
+        root.setLevel(saved_level)
+
+
+def _run(args: argparse.Namespace, handler: Callable[[argparse.Namespace], int]) -> int:
     try:
         return handler(args)
     except (CliError, SimplexRpcError) as exc:

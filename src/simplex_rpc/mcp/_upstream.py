@@ -19,7 +19,13 @@ caller's revision. What this module adds:
   flight (``-32603`` in a conversation, ``internal`` over Service RPC); the
   connection is made again with backoff, and each change of state is logged
   once; the child's standard error goes to the log, bounded; no child
-  outlives the context.
+  outlives the context;
+* a server that stops answering (issue 32, item 7): a request cut by its
+  deadline is a *miss*; after a miss the gateway pings the server, and
+  restarts it when the ping is not answered within ``ping_timeout`` or when
+  ``restart_after`` requests in a row were misses;
+* the child's standard output is read by the gateway's own transport
+  (``_stdio``): lines capped at ``line_limit`` bytes, invalid UTF-8 replaced.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ import anyio.abc
 import httpx2
 import mcp_types as types
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
@@ -55,6 +61,7 @@ from .._wire.envelope import ErrorCode, Response
 from .._wire.redact import RedactingLogger, redact
 from ._bridge import McpBridge, NotificationSink, ReplySink
 from ._proxy import build_server
+from ._stdio import LINE_LIMIT, StdioOptions, stdio_streams
 
 __all__ = ["Upstream"]
 
@@ -71,6 +78,11 @@ STABLE_AFTER: Final = 10.0
 CONNECT_TIMEOUT: Final = 120.0
 """Seconds a connection attempt (spawn, negotiation) may take before it counts as failed:
 room for a first ``npx -y`` or ``uvx`` that downloads the server."""
+
+RESTART_AFTER: Final = 3
+"""Requests in a row cut by their deadline (misses) after which the upstream is restarted."""
+PING_TIMEOUT: Final = 10.0
+"""Seconds the upstream has to answer the ``ping`` sent after a miss, before it is restarted."""
 
 STDERR_LINE_CHARS: Final = 500
 """A line of the child's standard error is cut to this many characters in the log."""
@@ -114,6 +126,7 @@ class _WatchedReadStream:
     def __init__(self, inner: Any, ended: anyio.Event) -> None:
         self._inner = inner
         self.ended = ended
+        self.heard = 0  # messages received: a ping is answered when this moves
 
     @property
     def last_context(self) -> contextvars.Context | None:
@@ -121,10 +134,12 @@ class _WatchedReadStream:
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            item = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self.ended.set()
             raise
+        self.heard += 1
+        return item
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -290,12 +305,18 @@ def _served_capabilities(upstream: types.ServerCapabilities) -> types.ServerCapa
 
 @dataclass
 class _Connection:
-    """One connection to the upstream: its client, and the event of its end."""
+    """One connection to the upstream: its client, the event of its end, and its health."""
 
     client: Client
     ended: anyio.Event
     revision: str
     started: float = field(default_factory=time.monotonic)
+    misses: int = 0
+    """Requests in a row cut by their deadline; an answered request resets it."""
+    probe: anyio.Event = field(default_factory=anyio.Event)
+    """Set after a miss: the watchdog pings the upstream."""
+    failure: str = ""
+    """Why the gateway ended this connection itself (the upstream stopped answering)."""
 
 
 class Upstream:
@@ -334,6 +355,9 @@ class Upstream:
         headers: Iterable[tuple[str, str]] | Mapping[str, str] = (),
         conversation_tools: Iterable[str] = (),
         rpc_limit: int = RPC_JSON_LIMIT,
+        line_limit: int = LINE_LIMIT,
+        restart_after: int = RESTART_AFTER,
+        ping_timeout: float = PING_TIMEOUT,
     ) -> None:
         if (command is None) == (url is None):
             raise BindingError("Upstream: give a command (Upstream.stdio) or a URL (Upstream.http)")
@@ -356,6 +380,8 @@ class Upstream:
                 command=command, args=list(args), env=dict(env) if env else None, cwd=cwd
             )
             self._label = f"MCP server {Path(command).name!r}"
+            if isinstance(line_limit, bool) or not isinstance(line_limit, int) or line_limit < 1:
+                raise BindingError("Upstream.stdio: line_limit must be a positive number of bytes")
         else:
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise BindingError("Upstream.http: url must be an http:// or https:// URL")
@@ -376,6 +402,15 @@ class Upstream:
                 raise BindingError("Upstream.http: url has no host")
             # The URL's query or user part may hold a credential: the log names the host only.
             self._label = f"MCP server at {host!r}"
+        if isinstance(restart_after, bool) or not isinstance(restart_after, int):
+            raise BindingError("Upstream: restart_after must be a whole number of at least 1")
+        if restart_after < 1:
+            raise BindingError("Upstream: restart_after must be a whole number of at least 1")
+        if not isinstance(ping_timeout, (int, float)) or not 0 < ping_timeout < float("inf"):
+            raise BindingError("Upstream: ping_timeout must be a positive number of seconds")
+        self._stdio = StdioOptions(self._label, line_limit=line_limit)
+        self._restart_after = restart_after
+        self._ping_timeout = float(ping_timeout)
         self._server = build_server(self)
         # Named before the first answer: the SDK stamps its identity lazily.
         self._server.name = GATEWAY_NAME
@@ -388,6 +423,7 @@ class Upstream:
         self._conn: _Connection | None = None
         self._state = "stopped"
         self._reason = ""
+        self._public_reason = ""  # the reason as a remote caller may read it
         self._logged: tuple[str, str] | None = None
         self._settled = anyio.Event()
         self._stack: contextlib.AsyncExitStack | None = None
@@ -402,12 +438,23 @@ class Upstream:
         cwd: str | Path | None = None,
         conversation_tools: Iterable[str] = (),
         rpc_limit: int = RPC_JSON_LIMIT,
+        line_limit: int = LINE_LIMIT,
+        restart_after: int = RESTART_AFTER,
+        ping_timeout: float = PING_TIMEOUT,
     ) -> Upstream:
         """The MCP server that ``command args...`` runs, over its stdin and stdout.
 
         ``env`` is added to the SDK's default environment for the child (``HOME``,
         ``PATH``, ``USER`` and a few others: not the whole environment, as the
         SDK's stdio client decides).
+
+        A line of the child's standard output longer than ``line_limit`` bytes
+        is dropped and logged (an answer of that size could not reach a SimpleX
+        caller); when it was the answer to a request, that request is answered
+        with an error at once. Invalid UTF-8 is replaced, and logged once. The
+        child is restarted when ``restart_after`` requests in a row are cut by
+        their deadline, or when, after such a cut, it does not answer a ``ping``
+        within ``ping_timeout`` seconds.
         """
         return cls(
             command=command,
@@ -416,6 +463,9 @@ class Upstream:
             cwd=cwd,
             conversation_tools=conversation_tools,
             rpc_limit=rpc_limit,
+            line_limit=line_limit,
+            restart_after=restart_after,
+            ping_timeout=ping_timeout,
         )
 
     @classmethod
@@ -426,11 +476,19 @@ class Upstream:
         headers: Iterable[tuple[str, str]] | Mapping[str, str] = (),
         conversation_tools: Iterable[str] = (),
         rpc_limit: int = RPC_JSON_LIMIT,
+        restart_after: int = RESTART_AFTER,
+        ping_timeout: float = PING_TIMEOUT,
     ) -> Upstream:
         """The MCP server at the Streamable HTTP endpoint ``url``; ``headers`` go with
-        every request (for example ``Authorization``), and never to the log."""
+        every request (for example ``Authorization``), and never to the log. The
+        connection is made again as for :meth:`stdio` when the server stops answering."""
         return cls(
-            url=url, headers=headers, conversation_tools=conversation_tools, rpc_limit=rpc_limit
+            url=url,
+            headers=headers,
+            conversation_tools=conversation_tools,
+            rpc_limit=rpc_limit,
+            restart_after=restart_after,
+            ping_timeout=ping_timeout,
         )
 
     def __repr__(self) -> str:
@@ -534,7 +592,7 @@ class Upstream:
                 pump = _StderrPump(self._label)
                 stack.callback(pump.close_writer)
                 streams = await stack.enter_async_context(
-                    stdio_client(self._params, errlog=pump.writer)
+                    stdio_streams(self._params, pump.writer, self._stdio)
                 )
                 pump.close_writer()  # the child has its own copy: EOF when it exits
             else:
@@ -571,7 +629,57 @@ class Upstream:
             # Runs first on the way out: requests failed by the closing client are
             # known as the upstream's loss (stopped, or gone), not as its answers.
             stack.callback(ended.set)
-            yield _Connection(client=client, ended=ended, revision=client.protocol_version)
+            conn = _Connection(client=client, ended=ended, revision=client.protocol_version)
+            async with anyio.create_task_group() as watch:
+                watch.start_soon(self._watch, conn, watched)
+                try:
+                    yield conn
+                finally:
+                    # Before the first await on the way out (joining the watcher is one):
+                    # the client's requests failed meanwhile are known as the loss.
+                    ended.set()
+                    watch.cancel_scope.cancel()
+
+    async def _watch(self, conn: _Connection, stream: _WatchedReadStream) -> None:
+        """After each miss, ping the upstream; no answer within ``ping_timeout``: restart.
+
+        Any message from the upstream while the ping is out counts as an answer
+        (a server that speaks is not blocked), as does an error answer (a
+        server of 2026-07-28 no longer serves ``ping``, but answers it).
+        """
+        while True:
+            await conn.probe.wait()
+            conn.probe = anyio.Event()
+            heard = stream.heard
+            answered = False
+            with anyio.move_on_after(self._ping_timeout):
+                try:
+                    await conn.client.session.send_ping()
+                except MCPError:
+                    pass  # an answer, if an error: alive
+                except Exception:
+                    return  # the connection is going: the loss is handled where it is seen
+                answered = True
+            if not answered and stream.heard == heard:
+                self._restart(conn, f"no answer to a ping within {self._ping_timeout:g} s")
+                return
+
+    def _restart(self, conn: _Connection, why: str) -> None:
+        """End ``conn`` because the upstream stopped answering; ``_keep`` makes it again."""
+        if conn.ended.is_set():
+            return
+        conn.failure = why
+        conn.ended.set()
+
+    def _missed(self, conn: _Connection) -> None:
+        """A request was cut by its deadline: probe the upstream; restart after too many."""
+        conn.misses += 1
+        if conn.misses >= self._restart_after:
+            self._restart(
+                conn, f"{conn.misses} requests in a row were cut by their deadline unanswered"
+            )
+        else:
+            conn.probe.set()
 
     async def _keep(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         """Hold a connection; make it again after a loss, with backoff; log each change once."""
@@ -583,7 +691,7 @@ class Upstream:
             self._state = "starting" if first else "restarting"
             first = False
             began = time.monotonic()
-            reason = ""
+            reason = public = ""
             try:
                 # The attempt (spawn, negotiation) is bounded; a held connection is not.
                 with anyio.CancelScope(deadline=anyio.current_time() + CONNECT_TIMEOUT) as scope:
@@ -596,17 +704,20 @@ class Upstream:
                             started = True
                             task_status.started()
                         await conn.ended.wait()
-                        reason = (
+                        reason = public = conn.failure or (
                             "the server exited" if self._params is not None else "the URL refused"
                         )
                 if scope.cancelled_caught:
-                    reason = f"no answer within {CONNECT_TIMEOUT:g} s"
+                    reason = public = f"no answer within {CONNECT_TIMEOUT:g} s"
             except Exception as exc:
+                # The details (a URL, a host, an HTTP error of the way) are the operator's.
                 reason = _describe(exc)
+                public = "it could not be started" if self._params else "it could not be reached"
             finally:
                 self._conn = None
             if time.monotonic() - began >= STABLE_AFTER:
                 delay = BACKOFF_MIN
+            self._public_reason = f"stopped ({public})"
             self._note("restarting", f"stopped ({reason})", f"; starting again in {delay:g} s")
             self._settled.set()
             if not started:
@@ -630,7 +741,8 @@ class Upstream:
                 await self._settled.wait()
         conn = self._conn
         if conn is None or conn.ended.is_set():
-            why = self._reason if self._state == "restarting" else "it went away"
+            # A remote caller reads this: no URL, host or error text of the way to the server.
+            why = self._public_reason if self._state == "restarting" else "it went away"
             raise _Unavailable(
                 code=types.CONNECTION_CLOSED, message=f"the MCP server is not running: {why}"
             )
@@ -660,8 +772,18 @@ class Upstream:
 
         token = _REQUEST_LOG.set(log_to_caller)
         try:
-            return await call_next(ctx)
+            result = await call_next(ctx)
+            if conn is not None:
+                conn.misses = 0
+            return result
+        except anyio.get_cancelled_exc_class():
+            # Cut by the caller's deadline (or the gateway's stop): a miss of the upstream.
+            if conn is not None and self._conn is conn and not conn.ended.is_set():
+                self._missed(conn)
+            raise
         except MCPError as exc:
+            if conn is not None and exc.error.code != types.CONNECTION_CLOSED:
+                conn.misses = 0  # the upstream answered, if with an error
             lost = isinstance(exc, _Unavailable) or (
                 exc.error.code == types.CONNECTION_CLOSED
                 and conn is not None
