@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._queues import QUEUE, THREE_HOSTS, queue
 
 import simplex_rpc as sx
 from simplex_rpc import FrameError, SigningKey
@@ -30,7 +31,6 @@ from simplex_rpc.agent import (
     max_request_payload,
 )
 from simplex_rpc.vectors._agent_messages import _padded, _queue_of
-from tests._queues import QUEUE, THREE_HOSTS, queue
 
 VECTORS = json.loads(
     (Path(__file__).resolve().parents[1] / "vectors/agent_messages.json").read_text()

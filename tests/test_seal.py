@@ -20,6 +20,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests._queues import QUEUE, THREE_HOSTS
 
 import simplex_rpc as sx
 from simplex_rpc import (
@@ -37,7 +38,6 @@ from simplex_rpc import (
     session_tag,
 )
 from simplex_rpc._wire.backend import Backend
-from tests._queues import QUEUE, THREE_HOSTS
 
 AD = bytes(range(56)) + bytes(range(100, 156))
 OTHER_AD = bytes(range(100, 156)) + bytes(range(56))  # the same keys, the other order
