@@ -323,7 +323,7 @@ def test_open_reports_the_request_key_rule() -> None:
         ),
         (
             [*("seal", "request", "--ad", "00", "--key", PRIVATE, "--payload", "x" * 10868),
-             "--reply-queue", URI],  # fmt: skip
+             "--reply-queue", URI],
             b"",
             "at most 10867",
         ),
