@@ -160,8 +160,8 @@ class BlockFailure:
     """A block that ``open_requests`` could not open.
 
     ``index`` is its position in the input; ``error`` is the exception
-    ``open_request`` raises for it (a :class:`SimplexRpcError`: padding, frame,
-    signature or AD). Two failures are equal when index, error class and
+    ``open_request`` raises for it (a :class:`SimplexRpcError`: padding, agent
+    message, signature or AD). Two failures are equal when index, error class and
     message are.
     """
 
