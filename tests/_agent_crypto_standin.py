@@ -314,7 +314,8 @@ def service_open(message: bytes, a: Address) -> dict[str, Any]:
     if signer is not None and not ed25519_verify(signer, binding(ad) + payload, sig or b""):
         raise StandinError("bad signature")
     peer_kem = None if hkem is None else hkem[1]
-    reply = {"root": rk, "nhk": nhk, "peer_dh": peer_dh, "peer_kem": peer_kem, "ad": ad, "agent_version": agent_version, "queue": queues[0], "pq": a.pq_support}
+    reply = {"root": rk, "nhk": nhk, "peer_dh": peer_dh, "peer_kem": peer_kem, "ad": ad,
+             "agent_version": agent_version, "queue": queues[0], "pq": a.pq_support}
     return {"payload": payload, "signer": signer, "ad": ad, "padded_block": block_padded,
             "reply": reply}
 
