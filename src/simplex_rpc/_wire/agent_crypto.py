@@ -58,6 +58,7 @@ __all__ = [
     "RequesterState",
     "ResponseRandomness",
     "SealedRequest",
+    "ServiceRejected",
     "ServiceReply",
     "max_request_payload",
     "max_response_payload",
