@@ -355,6 +355,7 @@ def requester_seal(
     sign_seed: bytes | None,
     r: dict[str, Any],
     client_version: int = 4,
+    block_override: bytes | None = None,
 ) -> tuple[bytes, dict[str, Any]]:
     """joinConnSrv' / createRatchet_ / agentCbEncryptOnce: the request and the kept state."""
     accepted = addr["kem"] is not None
@@ -371,7 +372,13 @@ def requester_seal(
         public, s = ed25519_sign(sign_seed, binding(ad) + payload)
         sig = b"1" + bs(ED25519_PREFIX + public) + bs(s)
     block = b"A\x01" + queue_info(queue, x25519_pub(r["reply_dh"])) + sig + payload
-    enc = encrypt(ad, hk, cks, header(x448_pub(r["ratchet_key"]), kem), 2310, block, 11106)
+    hdr = padded(header(x448_pub(r["ratchet_key"]), kem), 2310)
+    plain = padded(block, 11106) if block_override is None else block_override  # as given
+    _, mk, iv, ehiv = chain(cks)
+    htag, hbody = aead_enc(hk, ehiv, ad, hdr)
+    em = w16(3) + ehiv + htag + lg(hbody)
+    tag, body = aead_enc(mk, iv, ad + em, plain)
+    enc = lg(em) + tag + body
     params = (w16(3) + bs(X448_PREFIX + x448_pub(r["e2e_k1"]))
               + bs(X448_PREFIX + x448_pub(r["e2e_k2"])) + kem)
     env = w16(8) + b"A" + params + bs(addr["key_id"]) + enc

@@ -8,6 +8,7 @@ each opens what the other seals.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import sys
 from typing import Any
@@ -18,7 +19,8 @@ from pqcrypto.kem import sntrup_761
 import _agent_crypto_standin as standin
 from simplex_rpc import BadSignature, PayloadTooLarge, SigningKey
 from simplex_rpc._wire import agent_crypto as ac
-from simplex_rpc.errors import AgentCryptoError
+from simplex_rpc.agent import SMPQueueInfo, SMPServer, max_request_payload, max_response_payload
+from simplex_rpc.errors import AgentCryptoError, FrameError, PaddingError, ServiceRejected
 
 # (has a KEM, PQ support): the three combinations simplexmq makes (IKUsePQ, IKPQOn, IKPQOff)
 SETTINGS = [(True, True), (False, True), (False, False)]
@@ -88,8 +90,12 @@ def response_randomness(
     )
 
 
-def queue(mode: str | None = "M", hosts: tuple[str, ...] = ("smp.example.net",)) -> ac.ReplyQueue:
-    return ac.ReplyQueue(hosts, "5223", fixed("kh", 32), fixed("sid", 24), 4, mode)
+_NO_KEY = bytes.fromhex("302a300506032b656e032100") + bytes(32)  # replaced by the sealing
+
+
+def queue(mode: str | None = "M", hosts: tuple[str, ...] = ("smp.example.net",)) -> SMPQueueInfo:
+    server = SMPServer(hosts, "5223", fixed("kh", 32))
+    return SMPQueueInfo(4, server, fixed("sid", 24), _NO_KEY, mode)  # type: ignore[arg-type]
 
 
 def standin_address(keys: ac.AddressKeys) -> standin.Address:
@@ -106,8 +112,8 @@ def standin_public(keys: ac.AddressPublicKeys) -> dict[str, Any]:
             "key_id": keys.key_id}
 
 
-def standin_queue(q: ac.ReplyQueue) -> dict[str, Any]:
-    return {"hosts": list(q.hosts), "port": q.port, "key_hash": q.key_hash,
+def standin_queue(q: SMPQueueInfo) -> dict[str, Any]:
+    return {"hosts": list(q.server.hosts), "port": q.server.port, "key_hash": q.server.key_hash,
             "sender_id": q.sender_id, "client_version": q.client_version,
             "queue_mode": q.queue_mode}
 
@@ -163,7 +169,9 @@ def test_standin_request_opened_by_library_and_library_answer_opened_by_standin(
     assert got.payload == b"payload"
     assert got.ad == state["ad"]
     assert got.signer == (SigningKey.from_seed(seed).public_key if seed else None)
-    assert got.reply_queues[0][0] == queue()
+    assert got.reply_queues[0] == dataclasses.replace(
+        queue(), dh_public_key=standin.X25519_PREFIX + standin.x25519_pub(r.reply_dh)
+    )
     answer = ac.seal_service_response(b"answer", got.reply,
                                       randomness=response_randomness("s", got.reply))
     assert standin.requester_open(answer, state) == ("P", b"answer")
@@ -205,7 +213,7 @@ def test_answer_padding_follows_pq_support(kem: bool, pq: bool) -> None:
     sent = ac.seal_service_request(b"q", service.public, reply_queue=queue(),
                                    randomness=request_randomness("d", service.public))
     got = ac.open_service_request(sent.message, service)
-    limit = ac.max_response_payload(pq_support=pq)
+    limit = max_response_payload(pq_support=pq)
     assert limit == (11103 if pq else 14829)
     answer = ac.seal_service_response(b"z" * limit, got.reply,
                                       randomness=response_randomness("d", got.reply))
@@ -229,7 +237,7 @@ def test_request_payload_at_the_limit_and_one_over() -> None:
     for hosts in (("a.example",), ("a.example", "b.example", "c.onion")):
         for key in (None, SigningKey.from_seed(fixed("k", 32))):
             q = queue(hosts=hosts)
-            limit = ac.max_request_payload(q, signed=key is not None)
+            limit = max_request_payload(q, signed=key is not None)
             payload = bytes(range(256)) * (limit // 256) + b"!" * (limit % 256)
             sent = ac.seal_service_request(payload, service.public, reply_queue=q, sign_key=key,
                                            randomness=request_randomness("e", service.public))
@@ -247,7 +255,7 @@ def test_rejection_is_an_error_carrying_the_reason() -> None:
                                    randomness=request_randomness("f", service.public))
     got = ac.open_service_request(sent.message, service)
     answer = ac.seal_service_rejection(b"busy", got.reply)
-    with pytest.raises(ac.ServiceRejected) as info:
+    with pytest.raises(ServiceRejected) as info:
         ac.open_service_response(answer, sent.state)
     assert info.value.reason == b"busy"
 
@@ -423,6 +431,27 @@ def test_inner_layers_decode_strictly() -> None:
     assert fails(_flip(cm, enc_start + 2 + 2346)).layer == "ratchet message GCM"  # the tag
     err = fails(cm[:enc_start] + b"\xff\xff" + cm[enc_start + 2 :])
     assert err.layer == "ratchet message"
+
+
+@pytest.mark.parametrize(
+    ("block", "error"),
+    [
+        (b"\x00\x03X12" + b"#" * 11101, FrameError),  # a tag that is not the agent's
+        (b"\x00\x02A\x00" + b"#" * 11102, FrameError),  # no reply queue (NonEmpty)
+        (b"\x00\x01P" + b"#" * 11103, FrameError),  # a response where a request is due
+        (b"\x00\x01A" + b"#" * 11102 + b"!", PaddingError),  # fill that is not '#' (ours)
+        (b"\x00\x01A" + b"#" * 11000, PaddingError),  # padded to 11,003, not 11,106
+    ],
+)
+def test_the_padded_block_decodes_strictly(block: bytes, error: type[Exception]) -> None:
+    """Inside a ratchet message that decrypts, the block is the wire layer's to refuse."""
+    service = address("s", False, True)
+    r = request_randomness("s", service.public)
+    message, _ = standin.requester_seal(b"", standin_public(service.public),
+                                        standin_queue(queue()), None, rand_dict(r),
+                                        block_override=block)
+    with pytest.raises(error):
+        ac.open_service_request(message, service)
 
 
 def test_answers_decode_strictly() -> None:

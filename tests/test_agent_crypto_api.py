@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import pickle
 
 import pytest
@@ -24,19 +23,26 @@ def test_the_issue_example() -> None:
         queue_dh=published.queue_dh, k1=published.k1, k2=published.k2, kem=published.kem,
         key_id=published.key_id,
     )
-    queue = agent.ReplyQueue(("smp.example.net",), "", os.urandom(32), os.urandom(24))
+    queue = agent.SMPQueueInfo.from_uri(
+        "smp://" + "A" * 43 + "=@smp.example.net/" + "B" * 32 + "#/?v=4&dh="
+        "MCowBQYDK2VuAyEAjiswwI3O_NKD1WIsSkRcRd6DkQh9rWU-I0YeiQpeTT0=&q=m"
+    )
     key = SigningKey.generate()
     sent = agent.seal_service_request(b'{"q":1}', published, reply_queue=queue, sign_key=key)
     got = agent.open_service_request(sent.message, service)
     assert got.payload == b'{"q":1}' and got.signer == key.public_key
-    assert got.reply_queues[0][0] == queue and len(got.ad) == 112
+    assert got.reply_queues[0].sender_id == queue.sender_id and len(got.ad) == 112
+    assert got.reply_queues[0] == sent.state.reply_queue != queue  # the key is the new pair's
     answer = agent.seal_service_response(b'{"a":2}', got.reply)
     assert agent.open_service_response(answer, sent.state) == b'{"a":2}'
 
 
 def test_state_and_keys_do_not_pickle() -> None:
     service = agent.AddressKeys.generate(pq=False)
-    queue = agent.ReplyQueue(("smp.example.net",), "", b"", b"s")
+    queue = agent.SMPQueueInfo(
+        4, agent.SMPServer(("smp.example.net",)), b"s",
+        bytes.fromhex("302a300506032b656e032100") + bytes(32), "M",
+    )
     sent = agent.seal_service_request(b"x", service.public, reply_queue=queue)
     got = agent.open_service_request(sent.message, service)
     for value in (service, sent.state, got.reply):

@@ -16,6 +16,7 @@ from pqcrypto.kem import sntrup_761
 
 from simplex_rpc import BadSignature, SigningKey
 from simplex_rpc._wire import agent_crypto as ac
+from simplex_rpc.agent import SMPQueueInfo, SMPServer, max_request_payload, max_response_payload
 from simplex_rpc.errors import AgentCryptoError
 
 # sntrup761 key generation takes tens of milliseconds: a few pairs serve every example.
@@ -56,15 +57,16 @@ def _randomness(seed: bytes, keys: ac.AddressPublicKeys) -> ac.RequestRandomness
     )
 
 
-QUEUE = ac.ReplyQueue(("smp.example.net",), "", b"h" * 32, b"s" * 24)
+QUEUE = SMPQueueInfo(4, SMPServer(("smp.example.net",)), b"s" * 24,
+                     bytes.fromhex("302a300506032b656e032100") + bytes(32), "M")
 SLOW = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SLOW
 @given(
     address=addresses(),
-    payload=st.binary(max_size=ac.max_request_payload(QUEUE, signed=True)),
-    response=st.binary(max_size=ac.max_response_payload(pq_support=False)),
+    payload=st.binary(max_size=max_request_payload(QUEUE, signed=True)),
+    response=st.binary(max_size=max_response_payload(pq_support=False)),
     seed=st.binary(min_size=1, max_size=8),
     signed=st.booleans(),
 )
@@ -77,7 +79,7 @@ def test_request_and_answer_round_trip(
     got = ac.open_service_request(sent.message, address)
     assert (got.payload, got.ad) == (payload, sent.ad)
     assert got.signer == (key.public_key if key else None)
-    response = response[: ac.max_response_payload(pq_support=address.pq_support)]
+    response = response[: max_response_payload(pq_support=address.pq_support)]
     answer = ac.seal_service_response(response, got.reply)
     assert ac.open_service_response(answer, sent.state) == response
 

@@ -22,6 +22,7 @@ __all__ = [
     "LlmsTxtError",
     "PaddingError",
     "PayloadTooLarge",
+    "ServiceRejected",
     "SimplexRpcError",
 ]
 
@@ -75,7 +76,21 @@ class PayloadTooLarge(PaddingError):
 
 
 class FrameError(SimplexRpcError):
-    """A frame (wire.md section 4) is malformed; the message names the offset."""
+    """The agent's Service RPC message (wire.md section 4) or an SMP queue URI is
+    malformed; the message names the offset."""
+
+
+class ServiceRejected(SimplexRpcError):
+    """The service answered with the agent's rejection (``'J'``): ``reason`` holds its bytes."""
+
+    def __init__(self, reason: bytes) -> None:
+        shown = reason[:80].decode("utf-8", "replace")
+        more = "..." if len(reason) > 80 else ""
+        super().__init__(f"the service rejected the request: {shown!r}{more}")
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.reason,))
 
 
 class EnvelopeError(SimplexRpcError):

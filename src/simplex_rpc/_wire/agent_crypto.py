@@ -25,6 +25,7 @@ run. Private keys never appear in a ``repr``.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import os
@@ -35,33 +36,25 @@ from typing import Any, Final
 import nacl.bindings
 import nacl.exceptions
 
-from ..errors import AgentCryptoError, PayloadTooLarge
+from ..errors import AgentCryptoError
 from . import b64 as _b64
+from . import backend as _backend
 from . import ratchet as _r
-from .agent_crypto_block import (
-    ReplyQueue,
-    decode_block,
-    encode_request,
-    read_ed25519,
-    read_x25519,
-    x25519_spki,
-)
-from .keys import SIGNING_DOMAIN, PublicKey, SigningKey
+from .agent_block import X25519_SPKI_PREFIX, SMPQueueInfo
+from .keys import SPKI_LENGTH as ED25519_SPKI_LENGTH
 from .keys import SPKI_PREFIX as ED25519_SPKI_PREFIX
+from .keys import PublicKey, SigningKey
+from .seal import NO_PQ_PADDED_LENGTH, PQ_PADDED_LENGTH
 
 __all__ = [
     "AddressKeys",
     "AddressPublicKeys",
     "OpenedServiceRequest",
-    "ReplyQueue",
     "RequestRandomness",
     "RequesterState",
     "ResponseRandomness",
     "SealedRequest",
-    "ServiceRejected",
     "ServiceReply",
-    "max_request_payload",
-    "max_response_payload",
     "open_service_request",
     "open_service_response",
     "seal_service_rejection",
@@ -70,13 +63,13 @@ __all__ = [
 ]
 
 AGENT_VERSION: Final = 8  # currentSMPAgentVersion = rpcAddressSMPAgentVersion
-CONN_INFO_PQ: Final = 11106  # e2eEncConnInfoLength PQSupportOn
-CONN_INFO_NO_PQ: Final = 14832  # e2eEncConnInfoLength PQSupportOff
+CONN_INFO_PQ: Final = PQ_PADDED_LENGTH  # e2eEncConnInfoLength PQSupportOn: 11,106
+CONN_INFO_NO_PQ: Final = NO_PQ_PADDED_LENGTH  # e2eEncConnInfoLength PQSupportOff: 14,832
 CONFIRMATION_LENGTH: Final = 15904  # e2eEncConfirmationLength
 BOX_LENGTH: Final = CONFIRMATION_LENGTH + 16
 NONCE_LENGTH: Final = 24
 KEY_ID_LENGTH: Final = 16  # generateAddressRatchetKeys: randomBytes 16
-SIGNED_OVERHEAD: Final = 1 + 1 + 44 + 1 + 64  # '1', ByteString SPKI, ByteString signature
+X25519_LENGTH: Final = 32
 _EXTRA_HINT: Final = "install the sntrup761 extra: pip install 'simplex-rpc[sntrup761]'"
 
 
@@ -128,6 +121,31 @@ def _bytes(value: object, what: str, length: int | None = None) -> bytes:
 
 def _x25519_public(private: bytes) -> bytes:
     return nacl.bindings.crypto_scalarmult_base(private)
+
+
+def x25519_spki(raw: bytes) -> bytes:
+    """The 44-byte X.509 SPKI of a raw X25519 public key."""
+    return X25519_SPKI_PREFIX + raw
+
+
+def read_x25519(reader: _r.Reader, what: str) -> bytes:
+    """An X25519 key as ``smpEncode`` writes it (``ByteString`` of its SPKI); its raw bytes."""
+    at = reader.pos
+    der = reader.short(what)
+    if len(der) != len(X25519_SPKI_PREFIX) + X25519_LENGTH or not der.startswith(
+        X25519_SPKI_PREFIX
+    ):
+        reader.fail(f"{what}: not the 44-byte X.509 SPKI of an X25519 key", at)
+    return der[len(X25519_SPKI_PREFIX) :]
+
+
+def read_ed25519(reader: _r.Reader, what: str) -> bytes:
+    """An Ed25519 key as ``smpEncode`` writes it; its raw bytes."""
+    at = reader.pos
+    der = reader.short(what)
+    if len(der) != ED25519_SPKI_LENGTH or not der.startswith(ED25519_SPKI_PREFIX):
+        reader.fail(f"{what}: not the 44-byte X.509 SPKI of an Ed25519 key", at)
+    return der[len(ED25519_SPKI_PREFIX) :]
 
 
 def _secret_repr(obj: object, shown: dict[str, object]) -> str:
@@ -516,20 +534,6 @@ class ResponseRandomness(_Randomness):
         )
 
 
-# -- limits -------------------------------------------------------------------------------
-
-
-def max_request_payload(reply_queue: ReplyQueue, *, signed: bool) -> int:
-    """The largest request payload that fits 11,106 bytes with this reply queue."""
-    fixed = 2 + 1 + 1 + len(reply_queue.encode(bytes(32))) + (SIGNED_OVERHEAD if signed else 1)
-    return CONN_INFO_PQ - fixed
-
-
-def max_response_payload(*, pq_support: bool = True) -> int:
-    """The largest answer payload: 11,103 with PQ support, 14,829 without."""
-    return (CONN_INFO_PQ if pq_support else CONN_INFO_NO_PQ) - 3
-
-
 # -- the requester's side -------------------------------------------------------------------
 
 
@@ -544,7 +548,7 @@ class RequesterState:
     _reply_dh: bytes
     _root_key: bytes
     ad: bytes
-    reply_queue: ReplyQueue
+    reply_queue: SMPQueueInfo
 
     def __init__(
         self,
@@ -555,7 +559,7 @@ class RequesterState:
         ratchet_key: bytes,
         kem_secret: bytes,
         reply_dh: bytes,
-        reply_queue: ReplyQueue,
+        reply_queue: SMPQueueInfo,
     ) -> None:
         set_ = object.__setattr__
         set_(self, "ad", ad)
@@ -591,11 +595,6 @@ class SealedRequest:
         return f"<SealedRequest message={len(self.message)} bytes>"
 
 
-def _binding(ad: bytes) -> bytes:
-    """``serviceReqBinding``: SHA3-256("SimpleXService" ‖ rcAD)."""
-    return hashlib.sha3_256(SIGNING_DOMAIN + ad).digest()
-
-
 def _box(message: bytes, nonce: bytes, their_public: bytes, our_private: bytes) -> bytes:
     """``cbEncrypt``: X25519 ``crypto_box`` of the message padded to 15,904 (tag first)."""
     return nacl.bindings.crypto_box(
@@ -615,16 +614,21 @@ def _client_envelope(version: int, our_private: bytes, nonce: bytes, boxed: byte
 
 
 def _check_randomness(r: RequestRandomness, address: AddressPublicKeys) -> None:
-    for name, length in (("e2e_k1", 56), ("e2e_k2", 56), ("ratchet_key", 56),
-                         ("kem_secret", _r.KEM_SECRET_LENGTH),
-                         ("kem_public", _r.KEM_PUBLIC_LENGTH), ("box_key", 32),
-                         ("nonce", NONCE_LENGTH), ("reply_dh", 32)):
+    for name, length in (
+        ("e2e_k1", _r.X448_LENGTH),
+        ("e2e_k2", _r.X448_LENGTH),
+        ("ratchet_key", _r.X448_LENGTH),
+        ("kem_secret", _r.KEM_SECRET_LENGTH),
+        ("kem_public", _r.KEM_PUBLIC_LENGTH),
+        ("box_key", X25519_LENGTH),
+        ("nonce", NONCE_LENGTH),
+        ("reply_dh", X25519_LENGTH),
+    ):
         _bytes(getattr(r, name), f"randomness {name}", length)
     if address.kem is not None:
         if r.kem_ciphertext is None or r.kem_shared is None:
             raise AgentCryptoError(
-                "randomness: the address has a KEM key; kem_ciphertext and kem_shared are"
-                " required",
+                "randomness: the address has a KEM key: kem_ciphertext and kem_shared are due",
                 layer="keys",
             )
         _bytes(r.kem_ciphertext, "randomness kem_ciphertext", _r.KEM_CIPHERTEXT_LENGTH)
@@ -635,11 +639,16 @@ def _check_randomness(r: RequestRandomness, address: AddressPublicKeys) -> None:
         )
 
 
+def _with_key(queue: SMPQueueInfo, reply_dh: bytes) -> SMPQueueInfo:
+    """The reply queue with the public half of its X25519 pair (as the agent makes Q_A)."""
+    return dataclasses.replace(queue, dh_public_key=x25519_spki(_x25519_public(reply_dh)))
+
+
 def seal_service_request(
     payload: bytes,
     address: AddressPublicKeys,
     *,
-    reply_queue: ReplyQueue,
+    reply_queue: SMPQueueInfo,
     sign_key: SigningKey | None = None,
     randomness: RequestRandomness | None = None,
     agent_version: int = AGENT_VERSION,
@@ -647,24 +656,25 @@ def seal_service_request(
 ) -> SealedRequest:
     """Seal ``payload`` as the agent's ``sendServiceRequest'`` does.
 
-    The request is ``AgentServiceRequest`` (one reply queue, the optional signature
+    The request is ``AgentServiceRequest`` (the reply queue, the optional signature
     over SHA3-256("SimpleXService" ‖ rcAD) ‖ payload) padded to 11,106, the first
     message of a double ratchet begun by X3DH with the address's keys (``'A'``
     ``AgentContactRequest``), in a ``ClientMessage`` boxed to the address queue's
-    key and padded to 15,904. ``client_version`` is the address queue's SMP client
-    version in the ``PubHeader``. Raises :class:`PayloadTooLarge` when the block
-    would exceed 11,106 bytes.
+    key and padded to 15,904. ``reply_queue`` names the server, the sender id, the
+    client version and the mode; its ``dh_public_key`` is replaced by the public
+    half of the queue's key pair, made with the randomness (``reply_dh``), whose
+    private half the state keeps. ``client_version`` is the address queue's SMP
+    client version in the ``PubHeader``. Raises :class:`PayloadTooLarge` when the
+    block would exceed 11,106 bytes.
     """
     payload = _bytes(payload, "payload")
-    limit = max_request_payload(reply_queue, signed=sign_key is not None)
-    if len(payload) > limit:
-        raise PayloadTooLarge(
-            f"request payload of {len(payload)} bytes exceeds {limit} for this reply queue",
-            size=len(payload),
-            limit=limit,
+    if not isinstance(reply_queue, SMPQueueInfo):
+        raise TypeError(
+            f"reply_queue: expected SMPQueueInfo, got {type(reply_queue).__name__}"
         )
     r = randomness if randomness is not None else RequestRandomness.generate(address)
     _check_randomness(r, address)
+    queue = _with_key(reply_queue, r.reply_dh)
     spk1 = _r.x448_private(r.e2e_k1, "e2e_k1")
     spk2 = _r.x448_private(r.e2e_k2, "e2e_k2")
     rc_dhrs = _r.x448_private(r.ratchet_key, "ratchet_key")
@@ -677,24 +687,19 @@ def seal_service_request(
         kem_shared,
     )
     spk1_public = _r.x448_public_raw(spk1)
-    ad = spk1_public + address.k1
+    ad = spk1_public + address.k1  # pqX3dh's assocData: pubKeyBytes sk1 <> pubKeyBytes rk1
+    # the padded 'A' block: the wire layer's codec (the active backend), signed over rcAD
+    block = _backend.active.seal_request(payload, ad, sign_key, reply_queue=queue)
     # initSndRatchet: the first sending chain from the address's k2 and rcDHRs
     root_key, chain_key, _ = _r.root_kdf(sk, _r.dh(address.k2, rc_dhrs, "ratchet"), kem_shared)
     kem: _r.KemParams = (r.kem_ciphertext if address.kem is not None else None, r.kem_public)
     header = _r.encode_header(_r.x448_public_raw(rc_dhrs), kem)
-    signature = None
-    if sign_key is not None:
-        signature = (sign_key.public_key.raw, sign_key.sign(_binding(ad) + payload))
-    reply_public = _x25519_public(r.reply_dh)
-    block = encode_request(reply_queue, reply_public, signature, payload)
     enc_conn_info = _r.encrypt_message(
         ad=ad,
         header_key=hk,
         chain_key=chain_key,
-        header=header,
-        header_padded=_r.HEADER_PADDED_PQ,
-        message=block,
-        message_padded=CONN_INFO_PQ,
+        padded_header=_r.pad(header, _r.HEADER_PADDED_PQ),
+        padded_message=block,
     )
     e2e_params = (
         _r.E2E_VERSION.to_bytes(2, "big")
@@ -718,9 +723,9 @@ def seal_service_request(
         ratchet_key=r.ratchet_key,
         kem_secret=r.kem_secret,
         reply_dh=r.reply_dh,
-        reply_queue=reply_queue,
+        reply_queue=queue,
     )
-    return SealedRequest(message, state, ad, _r.pad(block, CONN_INFO_PQ))
+    return SealedRequest(message, state, ad, block)
 
 
 # -- the service's side -----------------------------------------------------------------------
@@ -733,13 +738,16 @@ class ServiceReply:
     with its randomness, is :func:`seal_service_response`'s.
     """
 
-    __slots__ = ("_nhk", "_peer_dh", "_peer_kem", "_root_key", "ad", "agent_version",
-                 "pq_support", "reply_dh", "reply_queue")
-
-    def __init__(self, **kw: Any) -> None:
-        for name in self.__slots__:
-            object.__setattr__(self, name, kw[name])
-
+    __slots__ = (
+        "_nhk",
+        "_peer_dh",
+        "_peer_kem",
+        "_root_key",
+        "ad",
+        "agent_version",
+        "pq_support",
+        "reply_queue",
+    )
     _nhk: bytes
     _peer_dh: bytes
     _peer_kem: bytes | None
@@ -747,8 +755,11 @@ class ServiceReply:
     ad: bytes
     agent_version: int
     pq_support: bool
-    reply_dh: bytes
-    reply_queue: ReplyQueue
+    reply_queue: SMPQueueInfo
+
+    def __init__(self, **kw: Any) -> None:
+        for name in self.__slots__:
+            object.__setattr__(self, name, kw[name])
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("ServiceReply is immutable")
@@ -763,12 +774,12 @@ class ServiceReply:
 @dataclass(frozen=True)
 class OpenedServiceRequest:
     """An opened request: ``payload``; ``signer``, the verified key or None;
-    ``reply_queues`` as ``(ReplyQueue, X25519 key)``; ``ad`` (rcAD, 112 bytes);
-    ``reply``, to answer with; ``padded_block``, the 11,106-byte ``'A'`` block."""
+    ``reply_queues``; ``ad`` (rcAD, 112 bytes); ``reply``, to answer with;
+    ``padded_block``, the 11,106-byte ``'A'`` block."""
 
     payload: bytes
     signer: PublicKey | None
-    reply_queues: tuple[tuple[ReplyQueue, bytes], ...]
+    reply_queues: tuple[SMPQueueInfo, ...]
     ad: bytes
     reply: ServiceReply
     padded_block: bytes
@@ -777,8 +788,8 @@ class OpenedServiceRequest:
         return f"<OpenedServiceRequest payload={len(self.payload)} bytes signer={self.signer!r}>"
 
 
-def _client_message(message: bytes, private: bytes, layer: str) -> tuple[int, bytes, bytes]:
-    """Read a ``ClientMsgEnvelope`` and open its box: (version, sender key, ``ClientMessage``)."""
+def _client_message(message: bytes, private: bytes, layer: str) -> bytes:
+    """Read a ``ClientMsgEnvelope`` and open its box: the unpadded ``ClientMessage``."""
     reader = _r.Reader(_bytes(message, "message"), f"{layer} envelope")
     at = reader.pos
     version = reader.word16("SMP client version")
@@ -786,8 +797,9 @@ def _client_message(message: bytes, private: bytes, layer: str) -> tuple[int, by
     if version > 4:
         reader.fail(f"SMP client version {version} is newer than 4", at)
     if not reader.maybe("sender key"):
-        reader.fail("no sender key (a PubHeader without a key: the agent's 'no keys')",
-                    reader.pos - 1)
+        reader.fail(
+            "no sender key (a PubHeader without a key: the agent's 'no keys')", reader.pos - 1
+        )
     sender = read_x25519(reader, "sender key")
     nonce = reader.take(NONCE_LENGTH, "nonce")
     at = reader.pos
@@ -801,7 +813,7 @@ def _client_message(message: bytes, private: bytes, layer: str) -> tuple[int, by
             f"{layer} box: crypto_box does not open (wrong key, or the bytes were changed)",
             layer=f"{layer} box",
         ) from None
-    return version, sender, _r.unpad(padded, f"{layer} box padding", (CONFIRMATION_LENGTH,))
+    return _r.unpad(padded, f"{layer} box padding", (CONFIRMATION_LENGTH,))
 
 
 def _agent_version(reader: _r.Reader) -> int:
@@ -816,12 +828,13 @@ def _agent_version(reader: _r.Reader) -> int:
 def open_service_request(message: bytes, address: AddressKeys) -> OpenedServiceRequest:
     """Open a request as ``smpContactRequest`` does, and verify its signature.
 
-    Every layer is read strictly; a failure raises :class:`AgentCryptoError` naming
-    the layer and the offset. A signature that does not verify over
+    Every layer is read strictly: a failure raises :class:`AgentCryptoError` naming
+    the layer and the offset, or, inside the padded block, the wire layer's
+    :class:`FrameError`. A signature that does not verify over
     SHA3-256("SimpleXService" ‖ rcAD) ‖ payload, with rcAD computed here from the
     X3DH keys, raises :class:`BadSignature`.
     """
-    _, _, client_message = _client_message(message, address._queue_dh, "request")
+    client_message = _client_message(message, address._queue_dh, "request")
     reader = _r.Reader(client_message, "client message")
     reader.char("private header", b"_")
     agent_version = _agent_version(reader)
@@ -866,20 +879,8 @@ def open_service_request(message: bytes, address: AddressKeys) -> OpenedServiceR
         kem_ss = _kem_decapsulate(address._kem[0], msg_kem[0], "a request to a PQ address")
     root_key, chain_key, _ = _r.root_kdf(sk, _r.dh(peer_dh, rpk2, "ratchet"), kem_ss)
     padded = encrypted.open(chain_key, ad)
-    block = _r.unpad(padded, "ratchet message padding", (CONN_INFO_PQ,))
-    parsed = decode_block(block)
-    if parsed.tag != "A":
-        raise AgentCryptoError(
-            f"agent message: {parsed.tag!r} where a service request ('A') is required",
-            layer="agent message",
-            offset=0,
-        )
-    payload = parsed.payload
-    signer = None
-    if parsed.signature is not None:
-        signer = PublicKey(parsed.signature[0])
-        signer._verify_tagged(_binding(ad), payload, parsed.signature[1])
-    reply_queue, reply_dh = parsed.queues[0]
+    # the padded 'A' block: the wire layer's codec, strict fill (ours), signature over rcAD
+    opened = _backend.active.open_request(padded, ad, strict=True)
     reply = ServiceReply(
         _nhk=nhk,
         _peer_dh=peer_dh,
@@ -888,16 +889,17 @@ def open_service_request(message: bytes, address: AddressKeys) -> OpenedServiceR
         ad=ad,
         agent_version=agent_version,
         pq_support=address.pq_support,
-        reply_dh=reply_dh,
-        reply_queue=reply_queue,
+        reply_queue=opened.reply_queues[0],  # smpContactRequest: replyQueue :| _
     )
-    return OpenedServiceRequest(payload, signer, parsed.queues, ad, reply, padded)
+    return OpenedServiceRequest(
+        opened.payload, opened.signer, opened.reply_queues, ad, reply, padded
+    )
 
 
 def _seal_answer(block: bytes, reply: ServiceReply, randomness: ResponseRandomness | None) -> bytes:
     r = randomness if randomness is not None else ResponseRandomness.generate(reply)
     _bytes(r.ratchet_key, "randomness ratchet_key", _r.X448_LENGTH)
-    _bytes(r.e2e_key, "randomness e2e_key", 32)
+    _bytes(r.e2e_key, "randomness e2e_key", X25519_LENGTH)
     _bytes(r.nonce, "randomness nonce", NONCE_LENGTH)
     # pqRatchetStep, sending half: with PQ support, a new pair, and an encapsulation to the
     # requester's KEM key (when its header had one)
@@ -917,22 +919,23 @@ def _seal_answer(block: bytes, reply: ServiceReply, randomness: ResponseRandomne
                     "randomness: an answer with PQ support needs kem_ciphertext and kem_shared",
                     layer="keys",
                 )
-            ciphertext = _bytes(r.kem_ciphertext, "randomness kem_ciphertext",
-                                _r.KEM_CIPHERTEXT_LENGTH)
+            ciphertext = _bytes(
+                r.kem_ciphertext, "randomness kem_ciphertext", _r.KEM_CIPHERTEXT_LENGTH
+            )
             kem_ss = _bytes(r.kem_shared, "randomness kem_shared", _r.KEM_SHARED_LENGTH)
         kem = (ciphertext, r.kem_public)
     rc_dhrs = _r.x448_private(r.ratchet_key, "ratchet_key")
-    _, chain_key, _ = _r.root_kdf(reply._root_key, _r.dh(reply._peer_dh, rc_dhrs, "ratchet"),
-                                  kem_ss)
+    _, chain_key, _ = _r.root_kdf(
+        reply._root_key, _r.dh(reply._peer_dh, rc_dhrs, "ratchet"), kem_ss
+    )
     header = _r.encode_header(_r.x448_public_raw(rc_dhrs), kem)
+    header_padded = _r.HEADER_PADDED_PQ if reply.pq_support else _r.HEADER_PADDED_NO_PQ
     enc_conn_info = _r.encrypt_message(
         ad=reply.ad,
         header_key=reply._nhk,
         chain_key=chain_key,
-        header=header,
-        header_padded=_r.HEADER_PADDED_PQ if reply.pq_support else _r.HEADER_PADDED_NO_PQ,
-        message=block,
-        message_padded=CONN_INFO_PQ if reply.pq_support else CONN_INFO_NO_PQ,
+        padded_header=_r.pad(header, header_padded),
+        padded_message=block,
     )
     confirmation = reply.agent_version.to_bytes(2, "big") + b"C0" + enc_conn_info
     # sendConfirmation: '_' when the sender can secure the queue (a messaging queue),
@@ -942,12 +945,13 @@ def _seal_answer(block: bytes, reply: ServiceReply, randomness: ResponseRandomne
     else:
         if r.auth_seed is None:
             raise AgentCryptoError(
-                "randomness: the reply queue is not a messaging queue; auth_seed is required",
+                "randomness: the reply queue is not a messaging queue: auth_seed is due",
                 layer="keys",
             )
         auth = SigningKey(_bytes(r.auth_seed, "randomness auth_seed", 32)).public_key
         private_header = b"K" + _r.short(auth.der)
-    boxed = _box(private_header + confirmation, r.nonce, reply.reply_dh, r.e2e_key)
+    reply_dh = reply.reply_queue.dh_public_key[len(X25519_SPKI_PREFIX) :]
+    boxed = _box(private_header + confirmation, r.nonce, reply_dh, r.e2e_key)
     return _client_envelope(reply.reply_queue.client_version, r.e2e_key, r.nonce, boxed)
 
 
@@ -956,52 +960,32 @@ def seal_service_response(
 ) -> bytes:
     """The SMP message body of the answer to the reply queue (``prepareReply``).
 
-    ``AgentServiceResponse`` padded to 11,106 (PQ support) or 14,832, encrypted by
-    the ratchet the request began, as ``AgentConfirmation``, boxed to the reply
-    queue's key with ``'_'`` (messaging queue) or ``'K'`` and the auth key.
+    ``AgentServiceResponse`` padded to 11,106 (PQ support) or 14,832 (the wire
+    layer's codec), encrypted by the ratchet the request began, as
+    ``AgentConfirmation``, boxed to the reply queue's key with ``'_'`` (a messaging
+    queue) or ``'K'`` and the auth key. A payload too large raises
+    :class:`PayloadTooLarge`.
     """
-    payload = _bytes(payload, "payload")
-    limit = max_response_payload(pq_support=reply.pq_support)
-    if len(payload) > limit:
-        raise PayloadTooLarge(
-            f"response payload of {len(payload)} bytes exceeds {limit}",
-            size=len(payload),
-            limit=limit,
-        )
-    return _seal_answer(b"P" + payload, reply, randomness)
+    block = _backend.active.seal_response(payload, pq_support=reply.pq_support)
+    return _seal_answer(block, reply, randomness)
 
 
 def seal_service_rejection(
     reason: bytes, reply: ServiceReply, *, randomness: ResponseRandomness | None = None
 ) -> bytes:
     """As :func:`seal_service_response`, with ``AgentRejection`` (``'J'``) and ``reason``."""
-    reason = _bytes(reason, "reason")
-    limit = max_response_payload(pq_support=reply.pq_support)
-    if len(reason) > limit:
-        raise PayloadTooLarge(
-            f"rejection reason of {len(reason)} bytes exceeds {limit}",
-            size=len(reason),
-            limit=limit,
-        )
-    return _seal_answer(b"J" + reason, reply, randomness)
-
-
-class ServiceRejected(AgentCryptoError):
-    """The service answered with ``AgentRejection``; ``reason`` is its bytes."""
-
-    def __init__(self, reason: bytes) -> None:
-        super().__init__(
-            f"the service rejected the request ({len(reason)}-byte reason)", layer="agent message"
-        )
-        self.reason = reason
+    block = _backend.active.seal_rejection(reason, pq_support=reply.pq_support)
+    return _seal_answer(block, reply, randomness)
 
 
 def open_service_response(message: bytes, state: RequesterState) -> bytes:
     """Read the answer as the requester's ``smpConfirmation`` does; the response payload.
 
-    A rejection (``'J'``) raises :class:`ServiceRejected` with its reason.
+    A rejection (``'J'``) raises :class:`ServiceRejected` with its reason. Ours: the
+    body's padding must follow the header's (2,310 and 11,106 bytes with PQ support,
+    88 and 14,832 without).
     """
-    _, _, client_message = _client_message(message, state._reply_dh, "response")
+    client_message = _client_message(message, state._reply_dh, "response")
     reader = _r.Reader(client_message, "client message")
     at = reader.pos
     private_header = reader.char("private header", b"_K")
@@ -1012,10 +996,13 @@ def open_service_response(message: bytes, state: RequesterState) -> bytes:
     _agent_version(reader)
     reader.char("envelope tag", b"C")
     if reader.maybe("E2E parameters"):
-        reader.fail("E2E parameters in the answer (the ratchet began with the request)",
-                    reader.pos - 1)
+        reader.fail(
+            "E2E parameters in the answer (the ratchet began with the request)", reader.pos - 1
+        )
     encrypted = _r.EncryptedMessage(reader.tail())
-    header = encrypted.header(state._nhk, state.ad, (_r.HEADER_PADDED_PQ, _r.HEADER_PADDED_NO_PQ))
+    header = encrypted.header(
+        state._nhk, state.ad, (_r.HEADER_PADDED_PQ, _r.HEADER_PADDED_NO_PQ)
+    )
     peer_dh, msg_kem = _r.decode_header(header)
     pq = len(encrypted.header_body) == _r.HEADER_PADDED_PQ
     kem_ss = None
@@ -1027,19 +1014,12 @@ def open_service_response(message: bytes, state: RequesterState) -> bytes:
         kem_ss,
     )
     padded = encrypted.open(chain_key, state.ad)
-    # ours: the body's padding follows the header's (PQ support on both, or off on both)
-    block = _r.unpad(padded, "ratchet message padding", (CONN_INFO_PQ if pq else CONN_INFO_NO_PQ,))
-    parsed = decode_block(block)
-    if parsed.tag == "J":
-        raise ServiceRejected(parsed.payload)
-    if parsed.tag != "P":
+    want = CONN_INFO_PQ if pq else CONN_INFO_NO_PQ
+    if len(padded) != want:
         raise AgentCryptoError(
-            "agent message: a service request ('A') where an answer is required",
-            layer="agent message",
+            f"ratchet message padding: a block of {len(padded)} bytes where the header's"
+            f" padding calls for {want}",
+            layer="ratchet message padding",
             offset=0,
         )
-    return parsed.payload
-
-
-def _ed25519_spki(raw: bytes) -> bytes:
-    return ED25519_SPKI_PREFIX + raw
+    return _backend.active.open_response(padded, strict=True)

@@ -25,9 +25,10 @@ from typing import Any, Final, Literal, Protocol, overload
 
 from ..errors import PaddingError, PayloadTooLarge, SimplexRpcError
 from . import padding as _padding
+from .agent_block import SMPQueueInfo
 from .keys import SigningKey, session_tag
 from .padding import PADDED_LENGTH, whole_blocks_error
-from .seal import OpenedRequest, check_request_size, check_signing_key
+from .seal import OpenedRequest, check_reply_queue, check_request_size, check_signing_key
 
 __all__ = [
     "MIN_BLOCKS_PER_WORKER",
@@ -254,6 +255,7 @@ class SealRequestsFunction(Protocol):
         ad_or_ads: Buffer | Iterable[Buffer],
         signing_key: SigningKey | None = None,
         *,
+        reply_queue: SMPQueueInfo,
         workers: int | None = None,
     ) -> bytes: ...
 
@@ -321,17 +323,19 @@ def seal_requests_with(
     ad_or_ads: Buffer | Iterable[Buffer],
     signing_key: SigningKey | None = None,
     *,
+    reply_queue: SMPQueueInfo,
     workers: int | None = None,
 ) -> bytes:
     """``seal_requests`` of a backend whose single-block sealer is ``seal_request``."""
     check_signing_key(signing_key)
+    check_reply_queue(reply_queue)
     items = _items(payloads)
     count = len(items)
     signed = signing_key is not None
     # Every size and AD is checked before any work is done.
     for index, payload in enumerate(items):
         try:
-            check_request_size(memoryview(payload).nbytes, signed)
+            check_request_size(memoryview(payload).nbytes, reply_queue, signed)
         except PayloadTooLarge as exc:
             raise PayloadTooLarge(
                 f"payload {index}: {exc}", size=exc.size, limit=exc.limit
@@ -349,7 +353,7 @@ def seal_requests_with(
 
     def work(start: int, step: int) -> None:
         for i in range(start, count, step):
-            blocks[i] = seal_request(items[i], ads[i], signing_key)
+            blocks[i] = seal_request(items[i], ads[i], signing_key, reply_queue=reply_queue)
 
     threads = _workers(workers, count)  # checks ``workers`` whether or not it is used
     # Only signing releases the GIL; unsigned sealing gains nothing from threads.
@@ -413,16 +417,19 @@ def batch_functions(
         ad_or_ads: Buffer | Iterable[Buffer],
         signing_key: SigningKey | None = None,
         *,
+        reply_queue: SMPQueueInfo,
         workers: int | None = None,
     ) -> bytes:
-        """Seal many request payloads; return their blocks back to back.
+        """Seal many request payloads, each with ``reply_queue``; return the blocks back to back.
 
         ``ad_or_ads`` is one AD for every payload or a sequence of one AD per
         payload. Every payload size and AD is checked before any work is done;
         a payload too large raises :class:`PayloadTooLarge` naming its index.
         Signed requests are signed on ``workers`` threads (default: every CPU).
         """
-        return seal_requests_with(seal_request, payloads, ad_or_ads, signing_key, workers=workers)
+        return seal_requests_with(
+            seal_request, payloads, ad_or_ads, signing_key, reply_queue=reply_queue, workers=workers
+        )
 
     def open_requests(
         blocks: Buffer | Iterable[Buffer],

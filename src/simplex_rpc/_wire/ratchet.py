@@ -222,11 +222,9 @@ def unpad(block: bytes, layer: str, lengths: tuple[int, ...]) -> bytes:
     return block[2 : 2 + n]
 
 
-def encrypt_aead(
-    key: bytes, iv: bytes, padded_length: int, ad: bytes, message: bytes
-) -> tuple[bytes, bytes]:
-    """``encryptAEAD``: pad, then AES-256-GCM with a 16-byte IV; the tag and the ciphertext."""
-    sealed = AESGCM(key).encrypt(iv, pad(message, padded_length), ad)
+def seal_aead(key: bytes, iv: bytes, ad: bytes, padded: bytes) -> tuple[bytes, bytes]:
+    """``encryptAEAD`` after its padding: AES-256-GCM with a 16-byte IV; (tag, ciphertext)."""
+    sealed = AESGCM(key).encrypt(iv, padded, ad)
     return sealed[-TAG_LENGTH:], sealed[:-TAG_LENGTH]
 
 
@@ -319,16 +317,18 @@ def encrypt_message(
     ad: bytes,
     header_key: bytes,
     chain_key: bytes,
-    header: bytes,
-    header_padded: int,
-    message: bytes,
-    message_padded: int,
+    padded_header: bytes,
+    padded_message: bytes,
 ) -> bytes:
-    """``rcEncryptHeader`` then ``rcEncryptMsg``: the encoded ``EncRatchetMessage``."""
+    """``rcEncryptHeader`` then ``rcEncryptMsg``: the encoded ``EncRatchetMessage``.
+
+    Both parts come padded (``encryptAEAD`` pads before it encrypts): the header to
+    2,310 or 88 bytes, the message to its block length.
+    """
     _, message_key, iv, header_iv = chain_kdf(chain_key)
-    header_tag, header_body = encrypt_aead(header_key, header_iv, header_padded, ad, header)
+    header_tag, header_body = seal_aead(header_key, header_iv, ad, padded_header)
     em_header = E2E_VERSION.to_bytes(2, "big") + header_iv + header_tag + large(header_body)
-    tag, body = encrypt_aead(message_key, iv, message_padded, ad + em_header, message)
+    tag, body = seal_aead(message_key, iv, ad + em_header, padded_message)
     return large(em_header) + tag + body
 
 

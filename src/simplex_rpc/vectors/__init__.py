@@ -1,7 +1,7 @@
 """Test vectors for independent implementations (wire.md section 7).
 
 :func:`build_documents` builds five documents deterministically: ``keys``,
-``signatures``, ``padding``, ``frames`` and ``envelopes``, each
+``signatures``, ``padding``, ``agent_messages`` and ``envelopes``, each
 ``{"format": "simplex-rpc-vectors", "version": 1, "kind": ..., "cases": [...]}``.
 Every key comes from a fixed seed and Ed25519 signing is deterministic, so a
 second run gives byte-identical files. :func:`render_files` turns them into

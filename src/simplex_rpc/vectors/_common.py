@@ -25,7 +25,7 @@ FORMAT: Final = "simplex-rpc-vectors"
 VERSION: Final = 1
 
 
-KINDS: Final = ("keys", "signatures", "padding", "frames", "envelopes")
+KINDS: Final = ("keys", "signatures", "padding", "agent_messages", "envelopes")
 
 
 #: Fields that hold bytes: lowercase hex in JSON, byte strings in CBOR.
@@ -34,8 +34,10 @@ HEX_FIELDS: Final = frozenset(
         "ad",
         "block",
         "der",
-        "frame",
+        "dh_public_key",
+        "encoded",
         "json_hex",
+        "key_hash",
         "message",
         "padded_head",
         "padded_sha256",
@@ -43,8 +45,10 @@ HEX_FIELDS: Final = frozenset(
         "private_key_der",
         "public_key_der",
         "public_key_raw",
+        "reason",
         "request_key_raw",
         "seed",
+        "sender_id",
         "session_tag",
         "signature",
     }
@@ -141,7 +145,8 @@ _DESCRIPTIONS: Final = {
     "keys": "Ed25519 keys in the SimpleX core's encodings (wire.md section 1).",
     "signatures": "Session-bound request signatures (wire.md section 2).",
     "padding": "SimpleX padding to a fixed block (wire.md section 5).",
-    "frames": "simplex-rpc's request and response frame (wire.md section 4).",
+    "agent_messages": "The SimpleX agent's Service RPC messages (agent v8) and reply queues,"
+    " padded as the agent pads them (wire.md section 4).",
     "envelopes": "Service RPC request and response envelopes, strict JSON (wire.md section 3).",
 }
 

@@ -12,6 +12,7 @@ import cbor2
 
 from .._wire import backend as _backend
 from .._wire.backend import Backend
+from ._agent_messages import _agent_messages_document, _verify_agent_message
 from ._common import (
     ERROR_CLASSES,
     FORMAT,
@@ -25,7 +26,6 @@ from ._common import (
     _is_hex,
 )
 from ._envelopes import _envelopes_document, _verify_envelope
-from ._frames import _frames_document, _verify_frame
 from ._keys import _keys_document, _verify_key
 from ._padding import _padding_document, _verify_padding
 from ._signatures import _signatures_document, _verify_signature
@@ -34,7 +34,7 @@ _BUILDERS: Final[dict[str, Callable[[], Document]]] = {
     "keys": _keys_document,
     "signatures": _signatures_document,
     "padding": _padding_document,
-    "frames": _frames_document,
+    "agent_messages": _agent_messages_document,
     "envelopes": _envelopes_document,
 }
 
@@ -246,7 +246,7 @@ _VERIFIERS: Final[dict[str, Callable[[_Checker, Case, list[Backend]], None]]] = 
     "keys": _verify_key,
     "signatures": _verify_signature,
     "padding": _verify_padding,
-    "frames": _verify_frame,
+    "agent_messages": _verify_agent_message,
     "envelopes": _verify_envelope,
 }
 
@@ -280,11 +280,21 @@ Fields, positive cases first, then negative ones:
   (first 64 bytes), or `message_length`, `length`, `error`; `op: "unpad"` with
   `block`, `length` (the exact size required, or null), `strict`, and `message` or
   `error`.
-- frames: `kind`, `payload`, `frame`, `padded_sha256` (the frame padded to 11,106
-  bytes), and for a signed request `seed`, `ad`, `public_key`, `signature`.
-  Negative: `frame` and `error`, with `expect` (and `ad`) when the frame is opened as
-  a request or a response; or `kind`, `signed`, `payload_length`, `error` for a
-  payload too large to seal.
+- agent_messages: the SimpleX agent's own Service RPC block (agent v8), each case with
+  a `type`. `smp_queue_info`: `client_version`, `hosts` (a list), `port`, `key_hash`,
+  `sender_id`, `dh_public_key` (X25519 SPKI DER), `queue_mode` (`"M"`, `"C"` or
+  null), `uri` (simplexmq's text form) and `encoded`; where the printed URI does not
+  read back, `uri_reads_as` (the hosts and port simplexmq reads) or `uri_error`.
+  `service_request`: `reply_queues` (objects with the fields above, without
+  `encoded` and `uri`), `seed` and `ad` when signed, `payload`, `message` (unpadded),
+  `padded_length`, `padded_sha256`. `service_response`: `payload`, `pq_support`,
+  `message`, `padded_length`, `padded_sha256`. `rejection`: `reason`, `pq_support`,
+  `message`, `padded_length`, `padded_sha256`. Negative: `message_error` with
+  `message`, `expect` (`request` or `response`: how the padded message is opened),
+  `error`, `offset` (the offset the error names, from the message's first byte)
+  and `ad` for a signature that does not verify; `too_large` with `reply_queues` and
+  `signed` (or `pq_support`), `payload_length` and `error`; `smp_queue_info_error`
+  with `encoded`; `uri_error` with `uri`.
 - envelopes: `envelope` (`request` or `response`), `json` (the input's text, or null
   with `json_hex` when the input is not UTF-8), `valid`; what the parse gives when
   valid (`protocol`, `request_key_raw`; `ok`, `error_code`, `retry_after`, `final`),
