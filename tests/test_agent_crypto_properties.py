@@ -16,6 +16,7 @@ from pqcrypto.kem import sntrup_761
 
 from simplex_rpc import BadSignature, SigningKey
 from simplex_rpc._wire import agent_crypto as ac
+from simplex_rpc._wire import backend
 from simplex_rpc.agent import SMPQueueInfo, SMPServer, max_request_payload, max_response_payload
 from simplex_rpc.errors import AgentCryptoError
 
@@ -98,13 +99,10 @@ def test_a_signature_moved_between_two_requests_fails(
     key = SigningKey.from_seed(hashlib.sha256(seed).digest())
     first = ac.seal_service_request(payload, one.public, reply_queue=QUEUE, sign_key=key,
                                     randomness=_randomness(seed, one.public))
-    padded = ac.open_service_request(first.message, one).padded_block
-    # 'A', the queues, '1', the key, the signature, the payload
-    block = padded[2 : 2 + int.from_bytes(padded[:2], "big")]
-    signature = block[len(block) - len(payload) - 64 : len(block) - len(payload)]
-    moved = _signed_with(key, signature)
-    second = ac.seal_service_request(payload, two.public, reply_queue=QUEUE, sign_key=moved,
-                                     randomness=_randomness(seed + b"2", two.public))
+    # the second request carries the first's signature: made over the first's rcAD
+    second = ac.seal_request_on(_SignsUnder(first.ad), payload, two.public, reply_queue=QUEUE,
+                                sign_key=key, randomness=_randomness(seed + b"2", two.public))
+    assert second.ad != first.ad
     try:
         ac.open_service_request(second.message, two)
     except BadSignature:
@@ -112,26 +110,18 @@ def test_a_signature_moved_between_two_requests_fails(
     raise AssertionError("a moved signature verified")
 
 
-class _signed_with(SigningKey):
-    """A signing key whose every signature is a given one (to move a signature)."""
+class _SignsUnder:
+    """A backend for the block that signs under a given AD (another request's rcAD)."""
 
-    __slots__ = ()
+    name = "moved"
 
-    def __new__(cls, key: SigningKey, signature: bytes) -> _signed_with:
-        obj = object.__new__(cls)
-        for name in ("_seed", "_sk", "_public"):
-            object.__setattr__(obj, name, getattr(key, name))
-        _MOVED[id(obj)] = signature
-        return obj
+    def __init__(self, ad: bytes) -> None:
+        self.ad = ad
 
-    def __init__(self, key: SigningKey, signature: bytes) -> None:
-        pass
-
-    def sign(self, message: bytes) -> bytes:
-        return _MOVED[id(self)]
-
-
-_MOVED: dict[int, bytes] = {}
+    def seal_request(
+        self, payload: bytes, ad: bytes, key: SigningKey | None, *, reply_queue: SMPQueueInfo
+    ) -> bytes:
+        return backend.active.seal_request(payload, self.ad, key, reply_queue=reply_queue)
 
 
 @SLOW

@@ -41,6 +41,7 @@ from . import b64 as _b64
 from . import backend as _backend
 from . import ratchet as _r
 from .agent_block import X25519_SPKI_PREFIX, SMPQueueInfo
+from .backend import Backend
 from .keys import SPKI_LENGTH as ED25519_SPKI_LENGTH
 from .keys import SPKI_PREFIX as ED25519_SPKI_PREFIX
 from .keys import PublicKey, SigningKey
@@ -654,7 +655,31 @@ def seal_service_request(
     agent_version: int = AGENT_VERSION,
     client_version: int = 4,
 ) -> SealedRequest:
-    """Seal ``payload`` as the agent's ``sendServiceRequest'`` does.
+    """Seal ``payload`` as the agent's ``sendServiceRequest'`` does (:func:`seal_request_on`)."""
+    return seal_request_on(
+        _backend.active,
+        payload,
+        address,
+        reply_queue=reply_queue,
+        sign_key=sign_key,
+        randomness=randomness,
+        agent_version=agent_version,
+        client_version=client_version,
+    )
+
+
+def seal_request_on(
+    impl: Backend,
+    payload: bytes,
+    address: AddressPublicKeys,
+    *,
+    reply_queue: SMPQueueInfo,
+    sign_key: SigningKey | None = None,
+    randomness: RequestRandomness | None = None,
+    agent_version: int = AGENT_VERSION,
+    client_version: int = 4,
+) -> SealedRequest:
+    """Seal ``payload`` as the agent's ``sendServiceRequest'`` does, the block on ``impl``.
 
     The request is ``AgentServiceRequest`` (the reply queue, the optional signature
     over SHA3-256("SimpleXService" ‖ rcAD) ‖ payload) padded to 11,106, the first
@@ -689,7 +714,7 @@ def seal_service_request(
     spk1_public = _r.x448_public_raw(spk1)
     ad = spk1_public + address.k1  # pqX3dh's assocData: pubKeyBytes sk1 <> pubKeyBytes rk1
     # the padded 'A' block: the wire layer's codec (the active backend), signed over rcAD
-    block = _backend.active.seal_request(payload, ad, sign_key, reply_queue=queue)
+    block = impl.seal_request(payload, ad, sign_key, reply_queue=queue)
     # initSndRatchet: the first sending chain from the address's k2 and rcDHRs
     root_key, chain_key, _ = _r.root_kdf(sk, _r.dh(address.k2, rc_dhrs, "ratchet"), kem_shared)
     kem: _r.KemParams = (r.kem_ciphertext if address.kem is not None else None, r.kem_public)
@@ -826,7 +851,12 @@ def _agent_version(reader: _r.Reader) -> int:
 
 
 def open_service_request(message: bytes, address: AddressKeys) -> OpenedServiceRequest:
-    """Open a request as ``smpContactRequest`` does, and verify its signature.
+    """Open a request as ``smpContactRequest`` does (see :func:`open_request_on`)."""
+    return open_request_on(_backend.active, message, address)
+
+
+def open_request_on(impl: Backend, message: bytes, address: AddressKeys) -> OpenedServiceRequest:
+    """Open a request as ``smpContactRequest`` does, the block on ``impl``; verify it.
 
     Every layer is read strictly: a failure raises :class:`AgentCryptoError` naming
     the layer and the offset, or, inside the padded block, the wire layer's
@@ -880,7 +910,7 @@ def open_service_request(message: bytes, address: AddressKeys) -> OpenedServiceR
     root_key, chain_key, _ = _r.root_kdf(sk, _r.dh(peer_dh, rpk2, "ratchet"), kem_ss)
     padded = encrypted.open(chain_key, ad)
     # the padded 'A' block: the wire layer's codec, strict fill (ours), signature over rcAD
-    opened = _backend.active.open_request(padded, ad, strict=True)
+    opened = impl.open_request(padded, ad, strict=True)
     reply = ServiceReply(
         _nhk=nhk,
         _peer_dh=peer_dh,
@@ -966,7 +996,18 @@ def seal_service_response(
     queue) or ``'K'`` and the auth key. A payload too large raises
     :class:`PayloadTooLarge`.
     """
-    block = _backend.active.seal_response(payload, pq_support=reply.pq_support)
+    return seal_response_on(_backend.active, payload, reply, randomness=randomness)
+
+
+def seal_response_on(
+    impl: Backend,
+    payload: bytes,
+    reply: ServiceReply,
+    *,
+    randomness: ResponseRandomness | None = None,
+) -> bytes:
+    """:func:`seal_service_response` with the block sealed on ``impl``."""
+    block = impl.seal_response(payload, pq_support=reply.pq_support)
     return _seal_answer(block, reply, randomness)
 
 
@@ -979,7 +1020,12 @@ def seal_service_rejection(
 
 
 def open_service_response(message: bytes, state: RequesterState) -> bytes:
-    """Read the answer as the requester's ``smpConfirmation`` does; the response payload.
+    """Read the answer as the requester's ``smpConfirmation`` does (:func:`open_response_on`)."""
+    return open_response_on(_backend.active, message, state)
+
+
+def open_response_on(impl: Backend, message: bytes, state: RequesterState) -> bytes:
+    """Read the answer as the requester's ``smpConfirmation`` does, the block on ``impl``.
 
     A rejection (``'J'``) raises :class:`ServiceRejected` with its reason. Ours: the
     body's padding must follow the header's (2,310 and 11,106 bytes with PQ support,
@@ -1022,4 +1068,4 @@ def open_service_response(message: bytes, state: RequesterState) -> bytes:
             layer="ratchet message padding",
             offset=0,
         )
-    return _backend.active.open_response(padded, strict=True)
+    return impl.open_response(padded, strict=True)

@@ -12,6 +12,7 @@ import cbor2
 
 from .._wire import backend as _backend
 from .._wire.backend import Backend
+from ._agent_crypto import _agent_crypto_document, _verify_agent_crypto
 from ._agent_messages import _agent_messages_document, _verify_agent_message
 from ._common import (
     ERROR_CLASSES,
@@ -36,6 +37,7 @@ _BUILDERS: Final[dict[str, Callable[[], Document]]] = {
     "padding": _padding_document,
     "agent_messages": _agent_messages_document,
     "envelopes": _envelopes_document,
+    "agent_crypto": _agent_crypto_document,
 }
 
 
@@ -248,6 +250,7 @@ _VERIFIERS: Final[dict[str, Callable[[_Checker, Case, list[Backend]], None]]] = 
     "padding": _verify_padding,
     "agent_messages": _verify_agent_message,
     "envelopes": _verify_envelope,
+    "agent_crypto": _verify_agent_crypto,
 }
 
 
