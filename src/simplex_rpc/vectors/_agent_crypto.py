@@ -16,6 +16,7 @@ this module imports them only when vectors of this kind are built or checked.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import TYPE_CHECKING, Any, Final
 
@@ -56,7 +57,7 @@ def _kem() -> Any:
 
 def _address(label: str, kem: bool, pq: bool) -> ac.AddressKeys:
     k = _kem()
-    return _crypto().AddressKeys.from_raw(
+    keys: ac.AddressKeys = _crypto().AddressKeys.from_raw(
         queue_dh=_derived(f"agent crypto {label} queue dh"),
         k1=_derived(f"agent crypto {label} k1", 56),
         k2=_derived(f"agent crypto {label} k2", 56),
@@ -64,6 +65,7 @@ def _address(label: str, kem: bool, pq: bool) -> ac.AddressKeys:
         key_id=_derived(f"agent crypto {label} key id", 16),
         pq_support=pq,
     )
+    return keys
 
 
 def _address_fields(keys: ac.AddressKeys) -> dict[str, Any]:
@@ -84,7 +86,7 @@ def _address_of(fields: dict[str, Any]) -> ac.AddressKeys:
     kem = None
     if fields["kem_secret"] is not None:
         kem = (bytes.fromhex(fields["kem_secret"]), bytes.fromhex(fields["kem_public"]))
-    return _crypto().AddressKeys.from_raw(
+    keys: ac.AddressKeys = _crypto().AddressKeys.from_raw(
         queue_dh=bytes.fromhex(fields["queue_dh"]),
         k1=bytes.fromhex(fields["k1"]),
         k2=bytes.fromhex(fields["k2"]),
@@ -92,6 +94,7 @@ def _address_of(fields: dict[str, Any]) -> ac.AddressKeys:
         key_id=bytes.fromhex(fields["key_id"]),
         pq_support=fields["pq_support"],
     )
+    return keys
 
 
 def _queue(label: str, hosts: tuple[str, ...], mode: str | None = "M") -> SMPQueueInfo:
@@ -127,7 +130,7 @@ def _queue_of(fields: dict[str, Any]) -> SMPQueueInfo:
 def _request_randomness(label: str, keys: ac.AddressPublicKeys) -> ac.RequestRandomness:
     k = _kem()
     with_kem = keys.kem is not None
-    return _crypto().RequestRandomness(
+    r: ac.RequestRandomness = _crypto().RequestRandomness(
         e2e_k1=_derived(f"agent crypto {label} e2e k1", 56),
         e2e_k2=_derived(f"agent crypto {label} e2e k2", 56),
         ratchet_key=_derived(f"agent crypto {label} ratchet key", 56),
@@ -139,11 +142,12 @@ def _request_randomness(label: str, keys: ac.AddressPublicKeys) -> ac.RequestRan
         nonce=_derived(f"agent crypto {label} nonce", 24),
         reply_dh=_derived(f"agent crypto {label} reply dh"),
     )
+    return r
 
 
 def _response_randomness(label: str, pq: bool, mode: str | None) -> ac.ResponseRandomness:
     k = _kem()
-    return _crypto().ResponseRandomness(
+    r: ac.ResponseRandomness = _crypto().ResponseRandomness(
         ratchet_key=_derived(f"agent crypto {label} service ratchet key", 56),
         kem_secret=k.SERVICE_SECRET if pq else None,
         kem_public=k.SERVICE_PUBLIC if pq else None,
@@ -153,6 +157,7 @@ def _response_randomness(label: str, pq: bool, mode: str | None) -> ac.ResponseR
         nonce=_derived(f"agent crypto {label} service nonce", 24),
         auth_seed=None if mode == "M" else _derived(f"agent crypto {label} service auth"),
     )
+    return r
 
 
 def _randomness_of(cls: type, fields: dict[str, Any]) -> Any:
@@ -356,7 +361,7 @@ def _verify_agent_crypto(c: _Checker, case: Case, impls: list[Backend]) -> None:
     kind = case["type"]
     if kind == "request":
         for b in impls:
-            c.run(case, lambda b=b: _check_request(c, case, b), b)
+            c.run(case, functools.partial(_check_request, c, case, b), b)
     elif kind == "message_error":
         keys = _address_of(case["address"])
         message = _h(case, "message")
