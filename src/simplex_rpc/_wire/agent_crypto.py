@@ -149,6 +149,15 @@ def read_ed25519(reader: _r.Reader, what: str) -> bytes:
     return der[len(ED25519_SPKI_PREFIX) :]
 
 
+def _secret_reader(text: str | bytes, what: str) -> _r.Reader:
+    """A reader over the base64url text of private material (errors name offsets only)."""
+    try:
+        data = _b64.decode(text, what, secret=True)
+    except ValueError as exc:
+        raise AgentCryptoError(str(exc), layer=what) from None
+    return _r.Reader(data, what)
+
+
 def _secret_repr(obj: object, shown: dict[str, object]) -> str:
     inner = ", ".join(f"{k}={v}" for k, v in shown.items())
     return f"<{type(obj).__name__} {inner} (private keys redacted)>"
@@ -574,6 +583,36 @@ class RequesterState:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("RequesterState is immutable")
 
+    def encode(self) -> str:
+        """The state as text (ours), to keep until the answer comes: private key material.
+
+        base64url of ``'1'`` (the format) and, each ``Large``: rcAD, the root key, the
+        next header key, the ratchet's X448 key, the sntrup761 secret, the reply
+        queue's X25519 key and its ``SMPQueueInfo``.
+        """
+        parts = (self.ad, self._root_key, self._nhk, self._ratchet_key, self._kem_secret,
+                 self._reply_dh, self.reply_queue.encode())
+        return _b64.encode(b"1" + b"".join(_r.large(p) for p in parts))
+
+    @classmethod
+    def decode(cls, text: str | bytes) -> RequesterState:
+        """Read :meth:`encode`'s text strictly; errors name offsets, never key bytes."""
+        reader = _secret_reader(text, "requester state")
+        reader.char("format", b"1")
+        fields = [reader.large(what) for what in (
+            "rcAD", "root key", "header key", "ratchet key", "KEM secret", "reply key", "queue"
+        )]
+        reader.end("state")
+        return cls(
+            ad=_bytes(fields[0], "rcAD", 112),
+            root_key=_bytes(fields[1], "root key", 32),
+            nhk=_bytes(fields[2], "header key", 32),
+            ratchet_key=_bytes(fields[3], "ratchet key", _r.X448_LENGTH),
+            kem_secret=_bytes(fields[4], "KEM secret", _r.KEM_SECRET_LENGTH),
+            reply_dh=_bytes(fields[5], "reply key", X25519_LENGTH),
+            reply_queue=SMPQueueInfo.decode(fields[6]),
+        )
+
     def __repr__(self) -> str:
         return _secret_repr(self, {"ad_sha256": hashlib.sha256(self.ad).hexdigest()[:16]})
 
@@ -788,6 +827,42 @@ class ServiceReply:
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("ServiceReply is immutable")
+
+    def encode(self) -> str:
+        """The reply context as text (ours), to answer later: private key material.
+
+        base64url of ``'1'`` (the format), the agent version (2 bytes), PQ support
+        (``'T'``/``'F'``) and, each ``Large``: the next header key, the requester's
+        ratchet key, its sntrup761 key (empty when none), the root key, rcAD and the
+        reply queue's ``SMPQueueInfo``.
+        """
+        parts = (self._nhk, self._peer_dh, self._peer_kem or b"", self._root_key, self.ad,
+                 self.reply_queue.encode())
+        head = b"1" + self.agent_version.to_bytes(2, "big") + (b"T" if self.pq_support else b"F")
+        return _b64.encode(head + b"".join(_r.large(p) for p in parts))
+
+    @classmethod
+    def decode(cls, text: str | bytes) -> ServiceReply:
+        """Read :meth:`encode`'s text strictly; errors name offsets, never key bytes."""
+        reader = _secret_reader(text, "service reply")
+        reader.char("format", b"1")
+        version = reader.word16("agent version")
+        pq = reader.char("PQ support", b"TF") == 0x54
+        fields = [reader.large(what) for what in (
+            "header key", "peer ratchet key", "peer KEM key", "root key", "rcAD", "queue"
+        )]
+        reader.end("reply")
+        peer_kem = fields[2] and _bytes(fields[2], "peer KEM key", _r.KEM_PUBLIC_LENGTH)
+        return cls(
+            _nhk=_bytes(fields[0], "header key", 32),
+            _peer_dh=_bytes(fields[1], "peer ratchet key", _r.X448_LENGTH),
+            _peer_kem=peer_kem or None,
+            _root_key=_bytes(fields[3], "root key", 32),
+            ad=_bytes(fields[4], "rcAD", 112),
+            agent_version=version,
+            pq_support=pq,
+            reply_queue=SMPQueueInfo.decode(fields[5]),
+        )
 
     def __repr__(self) -> str:
         return _secret_repr(self, {"pq_support": self.pq_support})

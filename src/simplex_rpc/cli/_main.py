@@ -14,11 +14,13 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from ..errors import SimplexRpcError
-from . import _a2a_proxy, _adapter, _bench, _chat, _core, _proxy
+from . import _a2a_proxy, _adapter, _agent, _bench, _chat, _core, _proxy
 from ._common import EXIT_OK, EXIT_USAGE, CliError
 
 #: Modules that add subcommands, in the order of ``--help``.
-COMMAND_MODULES: tuple[ModuleType, ...] = (_core, _adapter, _chat, _bench, _proxy, _a2a_proxy)
+COMMAND_MODULES: tuple[ModuleType, ...] = (
+    _core, _agent, _adapter, _chat, _bench, _proxy, _a2a_proxy
+)
 
 
 class _Parser(argparse.ArgumentParser):
