@@ -208,6 +208,36 @@ int srpc_seal_parts(const unsigned char *head, size_t head_len,
     return SRPC_OK;
 }
 
+int srpc_seal_parts_many(const unsigned char *head, size_t head_len,
+                         const unsigned char *src, size_t src_len, const size_t *lens,
+                         size_t count, size_t length, unsigned char *out, size_t out_len,
+                         srpc_error *err)
+{
+    size_t i, at = 0;
+    int status;
+
+    if ((head == NULL && head_len != 0) || (count != 0 && (lens == NULL || out == NULL))
+        || (src == NULL && src_len != 0) || (count != 0 && length > SIZE_MAX / count)
+        || out_len != count * length) {
+        return fail(err, SRPC_E_ARGUMENT, 0, count, length);
+    }
+    for (i = 0; i < count; i++) {
+        if (lens[i] > src_len - at) {
+            return fail(err, SRPC_E_ARGUMENT, 0, lens[i], src_len - at);
+        }
+        status = srpc_seal_parts(head, head_len, src + at, lens[i], out + i * length, length,
+                                 err);
+        if (status != SRPC_OK) {
+            if (err != NULL) {
+                err->index = i;
+            }
+            return status;
+        }
+        at += lens[i];
+    }
+    return at == src_len ? SRPC_OK : fail(err, SRPC_E_ARGUMENT, 0, at, src_len);
+}
+
 int srpc_seal_signed_begin(const unsigned char *tag, const unsigned char *payload,
                            size_t payload_len, size_t payload_at, unsigned char *block,
                            size_t length, srpc_error *err)

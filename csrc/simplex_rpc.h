@@ -87,6 +87,15 @@ int srpc_seal_parts(const unsigned char *head, size_t head_len,
                     const unsigned char *payload, size_t payload_len,
                     unsigned char *block, size_t length, srpc_error *err);
 
+/* srpc_seal_parts for `count` payloads stored back to back in src (lens[i]
+ * bytes each), all with the same head, into out (exactly count * length
+ * bytes): the unsigned requests of one reply queue. The first that fails
+ * fails the call; err->index names it. */
+int srpc_seal_parts_many(const unsigned char *head, size_t head_len,
+                         const unsigned char *src, size_t src_len, const size_t *lens,
+                         size_t count, size_t length, unsigned char *out, size_t out_len,
+                         srpc_error *err);
+
 /* Signing a request in place, so that the payload is copied once, into the
  * block. The payload starts at `payload_at` (2 + the head's length), and the
  * head ends with the signature: ... '1' 44 key 64 sig.

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests._queues import QUEUE
 
 import simplex_rpc as sx
 from simplex_rpc._wire import backend as _backend
@@ -271,7 +272,7 @@ def test_rule_open_request_identical_on_mutated_blocks(
     c_backend: _backend.Backend, data: st.DataObject, payload: bytes, signer: int | None
 ) -> None:
     key = None if signer is None else KEYS[signer]
-    block = PURE.seal_request(payload, AD, key)
+    block = PURE.seal_request(payload, AD, key, reply_queue=QUEUE)
     bad = data.draw(mutated(block))
     ad = data.draw(st.sampled_from([AD, AD[:-1] + b"?", b""]))
     strict = data.draw(st.booleans())
@@ -284,7 +285,7 @@ def test_rule_seal_and_open_response_identical(
     c_backend: _backend.Backend, data: st.DataObject, payload: bytes, response: bool
 ) -> None:
     same(c_backend, "seal_response", data.draw(buffers(payload)))
-    block = PURE.seal_response(payload) if response else PURE.seal_request(payload, AD)
+    block = PURE.seal_response(payload) if response else PURE.seal_request(payload, AD, reply_queue=QUEUE)
     bad = data.draw(mutated(block))
     same(c_backend, "open_response", data.draw(buffers(bad)), strict=data.draw(st.booleans()))
 
@@ -302,7 +303,7 @@ def test_rule_batch_open_requests_identical(
     c_backend: _backend.Backend, data: st.DataObject, items: list[tuple[bytes, int | None]]
 ) -> None:
     blocks = [
-        data.draw(mutated(PURE.seal_request(p, AD, None if k is None else KEYS[k])))
+        data.draw(mutated(PURE.seal_request(p, AD, None if k is None else KEYS[k], reply_queue=QUEUE)))
         for p, k in items
     ]
     ads = data.draw(st.sampled_from([AD, [AD] * len(blocks), [b"other"] * len(blocks)]))
@@ -330,7 +331,7 @@ def test_rule_batch_seal_requests_identical(
 
 def test_rule_every_status_reached_by_the_differential_inputs(c_backend: _backend.Backend) -> None:
     """Each C failure status has at least one input here that gives the pure error."""
-    signed = PURE.seal_request(b"{}", AD, KEYS[0])
+    signed = PURE.seal_request(b"{}", AD, KEYS[0], reply_queue=QUEUE)
     frame = signed[2 : 2 + int.from_bytes(signed[:2], "big")]
     cases: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
         ("pad", (b"abc", 1), {}),
@@ -376,9 +377,9 @@ def test_rule_every_buffer_type_gives_the_same_bytes(
     """
     message = bytes(range(200))
     block = PURE.pad(message)
-    sealed = PURE.seal_request(message, AD, KEYS[0])
+    sealed = PURE.seal_request(message, AD, KEYS[0], reply_queue=QUEUE)
     assert c_backend.pad(as_buffer(message, kind)) == block
-    assert c_backend.seal_request(as_buffer(message, kind), AD, KEYS[0]) == sealed
+    assert c_backend.seal_request(as_buffer(message, kind), AD, KEYS[0], reply_queue=QUEUE) == sealed
     for backend in (PURE, c_backend):
         if kind == "strided":
             with pytest.raises(TypeError, match="C-contiguous"):

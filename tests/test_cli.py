@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._queues import QUEUE
 
 import simplex_rpc as sx
 
@@ -254,7 +255,7 @@ def test_seal_refuses_binary_to_a_terminal() -> None:
 
 
 def test_open_request_in_another_session_is_invalid(tmp_path: Path) -> None:
-    block = sx.seal_request(PAYLOAD, AD, KEY)
+    block = sx.seal_request(PAYLOAD, AD, KEY, reply_queue=QUEUE)
     result = run("open", "request", "--ad", (AD[::-1]).hex(), stdin=block)
     assert result.returncode == 1 and result.stdout == b""
     assert b"does not verify" in result.stderr and b"Traceback" not in result.stderr
@@ -266,7 +267,7 @@ def test_open_request_in_another_session_is_invalid(tmp_path: Path) -> None:
 def test_open_reports_the_request_key_rule() -> None:
     """The protocol text: an unsigned request with requestKey is answered bad_request."""
     payload = sx.Request(protocol="mcp", request={}, request_key=KEY.public_key).to_json()
-    block = sx.seal_request(payload, AD)
+    block = sx.seal_request(payload, AD, reply_queue=QUEUE)
     out = as_json("open", "request", "--ad", AD.hex(), stdin=block)
     assert out["signed"] is False
     assert out["envelope"]["request_key_check"]["code"] == "bad_request"
@@ -278,7 +279,7 @@ def test_open_reports_the_request_key_rule() -> None:
     ("args", "stdin", "needle"),
     [
         (["open", "response"], b"", "block"),
-        (["open", "response"], sx.seal_request(b"x", b"ad"), "request where a response"),
+        (["open", "response"], sx.seal_request(b"x", b"ad", reply_queue=QUEUE), "request where a response"),
         (["open", "request", "--ad", "00"], sx.seal_response(b"x"), "response where a request"),
         (["open", "request", "--ad", "00"], b"\x00" * 100, "11106"),
         (["open", "response", "--hex"], b"not hex", "hex"),

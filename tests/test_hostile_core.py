@@ -35,7 +35,7 @@ SIGNED_FRAME = sx.encode_frame(
 )
 UNSIGNED_FRAME = sx.encode_frame("request", PAYLOAD)
 RESPONSE_FRAME = sx.encode_frame("response", b'{"response":1}')
-SIGNED_BLOCK = sx.seal_request(PAYLOAD, AD, KEY)
+SIGNED_BLOCK = sx.seal_request(PAYLOAD, AD, KEY, reply_queue=QUEUE)
 MAX_MESSAGE = 500
 
 Decoder = Callable[[Any], Any]
@@ -80,6 +80,7 @@ WRONG_TYPES: list[object] = [None, 0, 1.5, [], {}, object(), ["a"], {"a": 1}]
 _GC_SCRIPT = """
 import gc
 import simplex_rpc as sx
+from tests._queues import QUEUE
 impl = sx.backends[{name!r}]
 calls = [
     lambda v: impl.decode_frame(v),

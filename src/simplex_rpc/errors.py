@@ -89,9 +89,6 @@ class ServiceRejected(SimplexRpcError):
         super().__init__(f"the service rejected the request: {shown!r}{more}")
         self.reason = reason
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.reason,))
-
 
 class EnvelopeError(SimplexRpcError):
     """A request or response envelope is invalid.

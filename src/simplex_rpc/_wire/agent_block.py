@@ -153,8 +153,16 @@ def host_at(data: bytes, at: int) -> tuple[str, int] | None:
     return None
 
 
+#: A plain domain name: every alternative before the domain's fails on it (no colon, so
+#: no IPv6; a first label with a letter, so no IPv4; no ".onion" anywhere), and its
+#: text is its canonical form. The common case, checked without the full parser.
+_PLAIN_DOMAIN: Final = re.compile(r"(?!.*\.onion)[a-z0-9-]*[a-z-][a-z0-9-]*(\.[a-z0-9-]+)*")
+
+
 def check_host(text: str) -> str:
     """``text`` if it is a canonical TransportHost text; else ValueError saying why."""
+    if _PLAIN_DOMAIN.fullmatch(text):
+        return text
     try:
         raw = text.encode("latin-1")
     except UnicodeEncodeError:
@@ -216,6 +224,15 @@ class SMPServer:
         except ValueError as exc:
             raise FrameError(f"SMP server: {exc}") from None
 
+    @classmethod
+    def _checked(cls, hosts: tuple[str, ...], port: str, key_hash: bytes) -> SMPServer:
+        """A server of fields the decoder has already checked (no second check)."""
+        server = object.__new__(cls)
+        object.__setattr__(server, "hosts", hosts)
+        object.__setattr__(server, "port", port)
+        object.__setattr__(server, "key_hash", key_hash)
+        return server
+
     def encode(self) -> bytes:
         """``smpEncode (host, port, keyHash)``: NonEmpty of ByteString hosts, port, key hash."""
         out = bytearray([len(self.hosts)])
@@ -276,6 +293,19 @@ class SMPQueueInfo:
         if self.queue_mode not in (None, "M", "C"):
             raise FrameError(f"SMP queue: queue mode {self.queue_mode!r} is not 'M', 'C' or None")
         object.__setattr__(self, "_encoded", self._encode())
+
+    @classmethod
+    def _checked(
+        cls, version: int, server: SMPServer, sender_id: bytes, dh: bytes,
+        mode: QueueMode | None, encoded: bytes,
+    ) -> SMPQueueInfo:
+        """A queue of fields the decoder has already checked, with its encoding."""
+        queue = object.__new__(cls)
+        for name, value in (("client_version", version), ("server", server),
+                            ("sender_id", sender_id), ("dh_public_key", dh),
+                            ("queue_mode", mode), ("_encoded", encoded)):
+            object.__setattr__(queue, name, value)
+        return queue
 
     def _encode(self) -> bytes:
         v, mode = self.client_version, self.queue_mode
@@ -497,7 +527,7 @@ class _Reader:
         key_hash = self.bytestring("the server key hash")
         if legacy and len(hosts) == 1 and hosts[0] in EXTRA_SMP_SERVER_HOSTS:
             hosts.append(EXTRA_SMP_SERVER_HOSTS[hosts[0]])  # updateSMPServerHosts
-        return SMPServer(tuple(hosts), text, key_hash)
+        return SMPServer._checked(tuple(hosts), text, key_hash)
 
     def queue(self) -> SMPQueueInfo:
         start = self.at
@@ -520,13 +550,18 @@ class _Reader:
             if b in b"MCTF":
                 self.at += 1
                 mode = "M" if b in b"MT" else "C"
-        queue = SMPQueueInfo(version, server, sender_id, key, mode)
-        if queue._encoded != self.data[start : self.at]:
-            raise self.fail(
-                f"queue mode byte is not the one simplexmq writes for client version {version}",
-                mode_at,
-            )
-        return queue
+                # The one byte smpEncode writes: 'M'/'C' from version 4, 'T' at 3 (ours:
+                # simplexmq also reads 'T'/'F' and 'M'/'C' at any version).
+                if b not in (b"MC" if version >= SHORT_LINKS_CLIENT_VERSION
+                             else b"T" if version == SND_AUTH_KEY_CLIENT_VERSION else b""):
+                    raise self.fail(
+                        f"queue mode byte {chr(b)!r} is not the one simplexmq writes for client"
+                        f" version {version}",
+                        mode_at,
+                    )
+        return SMPQueueInfo._checked(
+            version, server, sender_id, key, mode, self.data[start : self.at]
+        )
 
     def signature(self) -> RequestSignature | None:
         at = self.at
@@ -548,7 +583,10 @@ class _Reader:
         if m != SIGNATURE_LENGTH:
             raise self.fail(f"signature length {m} is not 64", sig_at)
         sig = self.take(m, "the signature")
-        return RequestSignature(PublicKey(der[len(SPKI_PREFIX) :]), sig)
+        signature = object.__new__(RequestSignature)  # both fields checked above
+        object.__setattr__(signature, "key", PublicKey(der[len(SPKI_PREFIX) :]))
+        object.__setattr__(signature, "signature", sig)
+        return signature
 
     def request_head(self) -> tuple[tuple[SMPQueueInfo, ...], RequestSignature | None]:
         count_at = self.at

@@ -161,7 +161,9 @@ def _c() -> Backend:
     """The C backend; raises whatever stops its extension from loading."""
     from . import cbackend as c
 
-    seal_requests, open_requests = _batch.batch_functions(c.seal_request, c.open_request)
+    seal_requests, open_requests = _batch.batch_functions(
+        c.seal_request, c.open_request, c.seal_unsigned_many
+    )
     return Backend(
         name="c",
         pad=c.pad,

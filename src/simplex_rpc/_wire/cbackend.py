@@ -73,6 +73,7 @@ __all__ = [
     "seal_rejection",
     "seal_request",
     "seal_response",
+    "seal_unsigned_many",
     "unpad",
     "unpad_many",
 ]
@@ -529,6 +530,32 @@ def seal_request(
     except BaseException:
         _release(src, payload)
         raise
+
+
+def seal_unsigned_many(
+    payloads: list[Any], reply_queue: SMPQueueInfo, dst: memoryview | None = None
+) -> bytes | memoryview:
+    """The blocks of unsigned requests of checked sizes, in one C call (``seal_requests``):
+    into ``dst`` when given (large enough), else into a new bytes object."""
+    head = _unsigned_head(reply_queue)
+    joined, lens = _gather(payloads, _REQ_LEN)
+    count = len(lens)
+    total = count * _REQ_LEN
+    c_out = _take_scratch(total) if dst is None else ffi.from_buffer(dst)
+    try:
+        args = (head, len(head), joined, len(joined), ffi.new("size_t[]", lens), count,
+                _REQ_LEN, c_out, total)
+        status = lib.srpc_seal_parts_many(*args, _NULL)
+        if status < 0:
+            raise BackendMismatch(f"C refused to seal checked requests (status {status})")
+        if dst is None:
+            return _unpack(c_out, total)  # type: ignore[no-any-return]
+        return dst[:total]
+    finally:
+        if dst is None:
+            _give_scratch(c_out)
+        else:
+            ffi.release(c_out)
 
 
 def _message_length(src: Any, length: int, strict: bool) -> int:
