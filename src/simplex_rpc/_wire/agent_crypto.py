@@ -287,10 +287,22 @@ class AddressKeys:
     nowhere: not in ``repr``, not in any error.
     """
 
-    __slots__ = ("_k1", "_k2", "_kem", "_queue_dh", "key_id", "pq_support", "public")
+    __slots__ = (
+        "_k1",
+        "_k1_key",
+        "_k2",
+        "_k2_key",
+        "_kem",
+        "_queue_dh",
+        "key_id",
+        "pq_support",
+        "public",
+    )
     _queue_dh: bytes
     _k1: bytes
     _k2: bytes
+    _k1_key: Any  # X448PrivateKey, loaded once (loading costs as much as an exchange)
+    _k2_key: Any
     _kem: tuple[bytes, bytes] | None
     key_id: bytes
     pq_support: bool
@@ -329,13 +341,15 @@ class AddressKeys:
         set_(self, "_k2", k2)
         set_(self, "_kem", kem)
         set_(self, "pq_support", bool(pq_support))
+        set_(self, "_k1_key", _r.x448_private(k1, "k1"))
+        set_(self, "_k2_key", _r.x448_private(k2, "k2"))
         set_(
             self,
             "public",
             AddressPublicKeys(
                 queue_dh=_x25519_public(queue_dh),
-                k1=_r.x448_public_raw(_r.x448_private(k1, "k1")),
-                k2=_r.x448_public_raw(_r.x448_private(k2, "k2")),
+                k1=_r.x448_public_raw(self._k1_key),
+                k2=_r.x448_public_raw(self._k2_key),
                 kem=None if kem is None else kem[1],
                 key_id=key_id,
             ),
@@ -963,8 +977,8 @@ def open_request_on(impl: Backend, message: bytes, address: AddressKeys) -> Open
         if address._kem is None:
             reader.fail("KEM: an accepted KEM, but the address has no KEM key", at_kem)
         kem_shared = _kem_decapsulate(address._kem[0], snd_kem[0], "a request to a PQ address")
-    rpk1 = _r.x448_private(address._k1, "k1")
-    rpk2 = _r.x448_private(address._k2, "k2")
+    rpk1 = address._k1_key
+    rpk2 = address._k2_key
     hk, nhk, sk = _r.x3dh(
         _r.dh(sk2, rpk1, "X3DH"), _r.dh(sk1, rpk2, "X3DH"), _r.dh(sk2, rpk2, "X3DH"), kem_shared
     )
@@ -981,7 +995,10 @@ def open_request_on(impl: Backend, message: bytes, address: AddressKeys) -> Open
                 "ratchet header: an accepted KEM, but the address has no KEM key",
                 layer="ratchet header",
             )
-        kem_ss = _kem_decapsulate(address._kem[0], msg_kem[0], "a request to a PQ address")
+        if snd_kem is not None and msg_kem[0] == snd_kem[0]:
+            kem_ss = kem_shared  # the agent sends the same ciphertext twice: decapsulated once
+        else:
+            kem_ss = _kem_decapsulate(address._kem[0], msg_kem[0], "a request to a PQ address")
     root_key, chain_key, _ = _r.root_kdf(sk, _r.dh(peer_dh, rpk2, "ratchet"), kem_ss)
     padded = encrypted.open(chain_key, ad)
     # the padded 'A' block: the wire layer's codec, strict fill (ours), signature over rcAD
