@@ -267,7 +267,7 @@ Each `<kind>.json` is `{"format": "simplex-rpc-vectors", "version": 1, "kind": .
 ASCII only and a final newline. Bytes are lowercase hex. Every case has a unique
 `name`; a negative case has `"error"`, the name of the library error class that
 must be raised (`KeyFormatError`, `BadSignature`, `PaddingError`,
-`PayloadTooLarge`, `FrameError`, `EnvelopeError`, or `SimplexRpcError` for a
+`PayloadTooLarge`, `FrameError`, `EnvelopeError`, `AgentCryptoError`, or `SimplexRpcError` for a
 refused argument such as an empty AD). `<kind>.cbor` holds the same document as
 canonical CBOR, with every hex field as a byte string instead.
 
@@ -302,4 +302,13 @@ Fields, positive cases first, then negative ones:
   with `json_hex` when the input is not UTF-8), `valid`; what the parse gives when
   valid (`protocol`, `request_key_raw`; `ok`, `error_code`, `retry_after`, `final`),
   and `error`, `code` when not.
+- agent_crypto: Service RPC messages as they cross an SMP server (wire.md section 8).
+  `request`: `address` (`queue_dh`, `k1`, `k2`, `kem_secret`, `kem_public`, `key_id`,
+  `pq_support`), `reply_queue` (the fields of agent_messages), `payload`, `seed`,
+  `agent_version`, `client_version`, `request_randomness`, `message`, `rc_ad`,
+  `inner_padded_sha256`, `response_type` (`P` or `J`), `response_payload`,
+  `response_randomness`, `response_message`. Negative: `message_error` with
+  `address`, `message`, `error` and `layer` (of an `AgentCryptoError`);
+  `response_error` with a request's inputs, a damaged `response_message`, `error`
+  and `layer`.
 """
