@@ -127,7 +127,8 @@ def test_rule_seal_requests_checks_everything_before_any_work() -> None:
 
     limit = sx.max_request_payload(QUEUE)
     big = b"x" * (limit + 1)
-    with pytest.raises(sx.PayloadTooLarge, match=rf"^payload 2: payload of {limit + 1} bytes") as info:
+    too_large = rf"^payload 2: payload of {limit + 1} bytes"
+    with pytest.raises(sx.PayloadTooLarge, match=too_large) as info:
         _batch.seal_requests_with(spy, [b"{}", b"{}", big], AD, KEY, reply_queue=QUEUE)
     assert (info.value.size, info.value.limit) == (limit + 1, limit)
     with pytest.raises(sx.SimplexRpcError, match=r"^ad 1: ad: the associated data must not"):
@@ -220,7 +221,10 @@ def test_rule_open_requests_takes_one_buffer_or_many_blocks(backend: _backend.Ba
 
 
 def test_rule_open_requests_per_block_ads(backend: _backend.Backend) -> None:
-    blocks = [sx.seal_request(b"{}", AD, KEY, reply_queue=QUEUE), sx.seal_request(b"{}", OTHER_AD, KEY, reply_queue=QUEUE)]
+    blocks = [
+        sx.seal_request(b"{}", AD, KEY, reply_queue=QUEUE),
+        sx.seal_request(b"{}", OTHER_AD, KEY, reply_queue=QUEUE),
+    ]
     assert backend.open_requests(blocks, [AD, OTHER_AD]).ok
     result = backend.open_requests(blocks, AD)
     assert [type(r).__name__ for r in result] == ["OpenedRequest", "BlockFailure"]
@@ -240,7 +244,10 @@ def test_rule_a_failure_is_the_error_open_request_raises(backend: _backend.Backe
 
 
 def test_rule_unwrap_returns_all_or_raises_the_first(backend: _backend.Backend) -> None:
-    good = [sx.seal_request(b"[1]", AD, KEY, reply_queue=QUEUE), sx.seal_request(b"[2]", AD, reply_queue=QUEUE)]
+    good = [
+        sx.seal_request(b"[1]", AD, KEY, reply_queue=QUEUE),
+        sx.seal_request(b"[2]", AD, reply_queue=QUEUE),
+    ]
     opened = backend.open_requests(good, AD).unwrap()
     assert [o.payload for o in opened] == [b"[1]", b"[2]"]
     result = backend.open_requests(mixed_blocks(), AD)

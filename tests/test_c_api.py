@@ -319,6 +319,7 @@ def test_rule_the_session_tag_cache_never_caches_errors(c_backend: _backend.Back
     for _ in range(2):
         with pytest.raises(sx.SimplexRpcError, match="must not be empty"):
             c_backend.seal_request(b"{}", b"", reply_queue=QUEUE)
-    assert c_backend.open_request(c_backend.seal_request(b"{}", AD, KEY, reply_queue=QUEUE), AD).signer == (
+    block = c_backend.seal_request(b"{}", AD, KEY, reply_queue=QUEUE)
+    assert c_backend.open_request(block, AD).signer == (
         KEY.public_key
     )

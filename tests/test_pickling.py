@@ -121,7 +121,8 @@ def test_rule_every_error_class_of_the_library_is_covered() -> None:
 
 def _values() -> list[object]:
     signed = sx.seal_request(b'{"a":1}', AD, KEY, reply_queue=QUEUE)
-    opened = sx.open_requests([signed, b"short", sx.seal_request(b"x", AD, KEY, reply_queue=QUEUE)], OTHER_AD)
+    other = sx.seal_request(b"x", AD, KEY, reply_queue=QUEUE)
+    opened = sx.open_requests([signed, b"short", other], OTHER_AD)
     return [
         sx.Request(protocol="mcp", request={"id": 1}, version="1", request_key=KEY.public_key),
         sx.Request(protocol="mcp", request=None),
@@ -155,7 +156,8 @@ def test_rule_every_value_object_pickles_and_copies_to_an_equal_value(value: obj
 
 
 def test_rule_block_failures_keep_their_error_across_pickle() -> None:
-    opened = sx.open_requests([b"short", sx.seal_request(b"x", AD, KEY, reply_queue=QUEUE)], OTHER_AD)
+    sealed = sx.seal_request(b"x", AD, KEY, reply_queue=QUEUE)
+    opened = sx.open_requests([b"short", sealed], OTHER_AD)
     back = pickle.loads(pickle.dumps(opened))
     assert [f.index for f in back.failures] == [0, 1]
     assert isinstance(back.failures[0].error, sx.PaddingError)
@@ -185,7 +187,8 @@ def _blocks() -> tuple[list[bytes], list[type[sx.SimplexRpcError] | None]]:
     unsigned = sx.seal_request(b'{"n":2}', AD, reply_queue=QUEUE)
     tampered = bytearray(good)
     tampered[-1] ^= 1  # a fill byte: only a strict open refuses it
-    blocks = [good, b"short", unsigned, sx.seal_request(b"x", OTHER_AD, KEY, reply_queue=QUEUE), bytes(tampered)]
+    elsewhere = sx.seal_request(b"x", OTHER_AD, KEY, reply_queue=QUEUE)
+    blocks = [good, b"short", unsigned, elsewhere, bytes(tampered)]
     expected = [None, sx.PaddingError, None, sx.BadSignature, None]
     return blocks, expected
 

@@ -55,7 +55,8 @@ def _head(signature: bytes | None = None, key: SigningKey = KEY) -> bytes:
 
 
 def test_rule_limits_follow_the_reply_queue() -> None:
-    """§5: 11,106 - 2 - 'A' - count - queue - (111 signed, 1 unsigned); responses 11,103 / 14,829."""
+    """§5: 11,106 - 2 - 'A' - count - queue - (111 signed, 1 unsigned); a response 11,103,
+    or 14,829 without PQ."""
     assert len(Q) == 124  # one 15-byte host, no port, 32-byte key hash: client version 4
     assert max_request_payload(QUEUE) == 11106 - 2 - 2 - 124 - 111 == 10867
     assert max_request_payload(QUEUE, signed=False) == 11106 - 2 - 2 - 124 - 1 == 10977
@@ -78,7 +79,8 @@ def test_rule_sealed_unsigned_request_is_pad_of_the_agents_message(backend: Back
 
 
 def test_rule_sealed_signed_request_carries_key_and_signature(backend: Backend) -> None:
-    """§2 + §4: '1' ‖ 44 ‖ SPKI key ‖ 64 ‖ Ed25519 over SHA3-256("SimpleXService" ‖ AD) ‖ payload."""
+    """§2 + §4: '1' ‖ 44 ‖ SPKI key ‖ 64 ‖ Ed25519 over
+    SHA3-256("SimpleXService" ‖ AD) ‖ payload."""
     block = backend.seal_request(PAYLOAD, AD, KEY, reply_queue=QUEUE)
     signature = KEY.sign_request(AD, PAYLOAD)
     assert block == backend.pad(_head(signature) + PAYLOAD)
