@@ -18,7 +18,7 @@ from simplex_rpc import BadSignature, SigningKey
 from simplex_rpc._wire import agent_crypto as ac
 from simplex_rpc._wire import backend
 from simplex_rpc.agent import SMPQueueInfo, SMPServer, max_request_payload, max_response_payload
-from simplex_rpc.errors import AgentCryptoError
+from simplex_rpc.errors import AgentCryptoError, SimplexRpcError
 
 # sntrup761 key generation takes tens of milliseconds: a few pairs serve every example.
 _PAIRS = [tuple(bytes(x) for x in reversed(sntrup_761.keygen())) for _ in range(3)]
@@ -145,3 +145,45 @@ def test_a_message_opened_with_another_address_fails(
         assert exc.layer in ("request box", "client message", "ratchet header GCM")
         return
     raise AssertionError("opened with another address's keys")
+
+
+_ADDRESS = ac.AddressKeys.from_raw(
+    queue_dh=bytes(range(32)), k1=bytes(range(56)), k2=bytes(range(1, 57)), kem=_kem(0),
+    key_id=b"k" * 16,
+)
+_SENT = ac.seal_service_request(b'{"q":1}', _ADDRESS.public, reply_queue=QUEUE,
+                                randomness=_randomness(b"hostile", _ADDRESS.public))
+_REPLY = ac.open_service_request(_SENT.message, _ADDRESS).reply
+_ANSWER = ac.seal_service_response(b'{"a":2}', _REPLY)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=400) | st.binary(min_size=15990, max_size=16000))
+def test_arbitrary_bytes_are_refused_with_the_library_errors(data: bytes) -> None:
+    """Hostile input: never a crash, only the library's own errors."""
+    for action in (lambda: ac.open_service_request(data, _ADDRESS),
+                   lambda: ac.open_service_response(data, _SENT.state)):
+        try:
+            action()
+        except SimplexRpcError:
+            continue
+        raise AssertionError("opened arbitrary bytes")
+
+
+@settings(max_examples=200, deadline=None)
+@given(at=st.integers(2, len(_SENT.message) - 1), bit=st.integers(0, 7))
+def test_any_flipped_bit_is_refused(at: int, bit: int) -> None:
+    """A flipped bit anywhere: the request or the answer no longer opens, with a library error.
+
+    Not in the first two bytes: the PubHeader's SMP client version is outside the box,
+    and a lower version (4 -> 0) is one the agent accepts (``phVer <= agreed``).
+    """
+    for message, action in ((_SENT.message, lambda m: ac.open_service_request(m, _ADDRESS)),
+                            (_ANSWER, lambda m: ac.open_service_response(m, _SENT.state))):
+        flipped = bytearray(message)
+        flipped[at % len(message)] ^= 1 << bit
+        try:
+            action(bytes(flipped))
+        except SimplexRpcError:
+            continue
+        raise AssertionError(f"a flipped bit at {at} was not noticed")

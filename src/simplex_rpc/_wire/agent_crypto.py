@@ -120,6 +120,11 @@ def _bytes(value: object, what: str, length: int | None = None) -> bytes:
     return value
 
 
+def _check_type(value: object, cls: type, what: str) -> None:
+    if not isinstance(value, cls):
+        raise TypeError(f"{what}: expected {cls.__name__}, got {type(value).__name__}")
+
+
 def _x25519_public(private: bytes) -> bytes:
     return nacl.bindings.crypto_scalarmult_base(private)
 
@@ -746,10 +751,12 @@ def seal_request_on(
     block would exceed 11,106 bytes.
     """
     payload = _bytes(payload, "payload")
-    if not isinstance(reply_queue, SMPQueueInfo):
-        raise TypeError(
-            f"reply_queue: expected SMPQueueInfo, got {type(reply_queue).__name__}"
-        )
+    _check_type(address, AddressPublicKeys, "address")
+    _check_type(reply_queue, SMPQueueInfo, "reply_queue")
+    if sign_key is not None:
+        _check_type(sign_key, SigningKey, "sign_key")
+    if randomness is not None:
+        _check_type(randomness, RequestRandomness, "randomness")
     r = randomness if randomness is not None else RequestRandomness.generate(address)
     _check_randomness(r, address)
     queue = _with_key(reply_queue, r.reply_dh)
@@ -953,6 +960,7 @@ def open_request_on(impl: Backend, message: bytes, address: AddressKeys) -> Open
     SHA3-256("SimpleXService" ‖ rcAD) ‖ payload, with rcAD computed here from the
     X3DH keys, raises :class:`BadSignature`.
     """
+    _check_type(address, AddressKeys, "address")
     client_message = _client_message(message, address._queue_dh, "request")
     reader = _r.Reader(client_message, "client message")
     reader.char("private header", b"_")
@@ -1019,6 +1027,8 @@ def open_request_on(impl: Backend, message: bytes, address: AddressKeys) -> Open
 
 
 def _seal_answer(block: bytes, reply: ServiceReply, randomness: ResponseRandomness | None) -> bytes:
+    if randomness is not None:
+        _check_type(randomness, ResponseRandomness, "randomness")
     r = randomness if randomness is not None else ResponseRandomness.generate(reply)
     _bytes(r.ratchet_key, "randomness ratchet_key", _r.X448_LENGTH)
     _bytes(r.e2e_key, "randomness e2e_key", X25519_LENGTH)
@@ -1099,6 +1109,7 @@ def seal_response_on(
     randomness: ResponseRandomness | None = None,
 ) -> bytes:
     """:func:`seal_service_response` with the block sealed on ``impl``."""
+    _check_type(reply, ServiceReply, "reply")
     block = impl.seal_response(payload, pq_support=reply.pq_support)
     return _seal_answer(block, reply, randomness)
 
@@ -1107,6 +1118,7 @@ def seal_service_rejection(
     reason: bytes, reply: ServiceReply, *, randomness: ResponseRandomness | None = None
 ) -> bytes:
     """As :func:`seal_service_response`, with ``AgentRejection`` (``'J'``) and ``reason``."""
+    _check_type(reply, ServiceReply, "reply")
     block = _backend.active.seal_rejection(reason, pq_support=reply.pq_support)
     return _seal_answer(block, reply, randomness)
 
@@ -1123,6 +1135,7 @@ def open_response_on(impl: Backend, message: bytes, state: RequesterState) -> by
     body's padding must follow the header's (2,310 and 11,106 bytes with PQ support,
     88 and 14,832 without).
     """
+    _check_type(state, RequesterState, "state")
     client_message = _client_message(message, state._reply_dh, "response")
     reader = _r.Reader(client_message, "client message")
     at = reader.pos
