@@ -7,7 +7,7 @@ from simplex_rpc.cli import _bench, _bench_agent
 
 
 def test_every_row_runs_and_opens_what_it_seals() -> None:
-    rows = _bench_agent.measures()
+    rows = _bench_agent.measures(_bench.Contender, _bench.Measure)
     assert [m.key for m in rows] == list(_bench_agent.KEYS)
     assert set(_bench_agent.KEYS) <= set(_bench.MEASURES)
     for row in rows:

@@ -452,7 +452,7 @@ def build_measures(backends: dict[str, _backend.Backend]) -> list[Measure]:
         )
     )
     if _bench_agent.available():  # the agent's cryptography: its own module and extras
-        measures.extend(_bench_agent.measures())
+        measures.extend(_bench_agent.measures(Contender, Measure))
     return measures
 
 

@@ -37,8 +37,11 @@ def available() -> bool:
     return True
 
 
-def measures() -> list[Any]:
-    """The eight rows (:data:`KEYS` order): seal and open, with and without a KEM, signed or not."""
+def measures(Contender: Any, Measure: Any) -> list[Any]:  # noqa: N803 - _bench's classes
+    """The eight rows (:data:`KEYS` order): seal and open, with and without a KEM, signed or not.
+
+    ``Contender`` and ``Measure`` are ``_bench``'s classes (passed in: no import cycle).
+    """
     import nacl.bindings
     from cryptography.hazmat.primitives.asymmetric.x448 import X448PrivateKey
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -47,7 +50,6 @@ def measures() -> list[Any]:
     from .._wire import agent_crypto as ac
     from .._wire.agent_block import SMPQueueInfo, SMPServer
     from .._wire.keys import SigningKey
-    from ._bench import Contender, Measure
 
     queue = SMPQueueInfo(4, SMPServer(("smp.example.net",)), bytes(24),
                          bytes.fromhex("302a300506032b656e032100") + bytes(32), "M")
