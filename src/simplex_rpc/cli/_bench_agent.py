@@ -37,7 +37,7 @@ def available() -> bool:
     return True
 
 
-def measures(Contender: Any, Measure: Any) -> list[Any]:  # noqa: N803 - _bench's classes
+def measures(Contender: Any, Measure: Any) -> list[Any]:
     """The eight rows (:data:`KEYS` order): seal and open, with and without a KEM, signed or not.
 
     ``Contender`` and ``Measure`` are ``_bench``'s classes (passed in: no import cycle).
