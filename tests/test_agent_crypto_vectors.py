@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +65,19 @@ def test_the_error_cases_name_a_layer_for_every_agent_crypto_error() -> None:
     assert layers >= {"request envelope", "request box", "client message",
                       "encrypted ratchet header", "ratchet header GCM", "ratchet message GCM",
                       "response envelope", "response box"}
+
+
+def test_without_the_extra_the_check_names_what_it_did_not_check(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The other kinds are still checked; agent_crypto is a named problem, not a pass."""
+    from simplex_rpc.errors import SimplexRpcError
+    from simplex_rpc.vectors import check_vectors, generate
+
+    monkeypatch.setitem(sys.modules, "pqcrypto.kem", None)
+    problems = check_vectors(VECTORS.parent)
+    assert len(problems) == 1
+    assert problems[0].startswith("agent_crypto.json: not checked: ")
+    assert "simplex-rpc[sntrup761]" in problems[0]
+    with pytest.raises(SimplexRpcError, match=r"simplex-rpc\[sntrup761\]"):
+        generate(tmp_path)

@@ -27,7 +27,7 @@ from .._wire.backend import Backend
 from .._wire.keys import SigningKey
 from .._wire.seal import max_request_payload, max_response_payload
 from ..errors import AgentCryptoError, ServiceRejected, SimplexRpcError
-from ._common import Case, Document, _Checker, _derived, _document, _h, _pattern
+from ._common import Case, Document, VectorError, _Checker, _derived, _document, _h, _pattern
 from ._examples import MCP_TOOLS_CALL_REQUEST_TEXT, MCP_TOOLS_CALL_RESPONSE_TEXT
 
 if TYPE_CHECKING:
@@ -43,7 +43,20 @@ _SETTINGS: Final = (
 )
 
 
+def missing_extra() -> str | None:
+    """None when the cryptography can run; else what to install, in one line."""
+    try:
+        import cryptography  # noqa: F401
+        from pqcrypto.kem import sntrup_761  # noqa: F401
+    except ImportError as exc:
+        return f"the agent's cryptography needs pip install 'simplex-rpc[sntrup761]' ({exc})"
+    return None
+
+
 def _crypto() -> Any:
+    reason = missing_extra()
+    if reason is not None:
+        raise VectorError(f"agent_crypto vectors: {reason}")
     from .._wire import agent_crypto
 
     return agent_crypto
