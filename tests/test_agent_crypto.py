@@ -504,3 +504,26 @@ def _prepare_pq_randomness() -> None:
     pq = address("q2", True, True)
     if pq.key_id not in _PREPARED:
         _PREPARED[pq.key_id] = request_randomness("q2", pq.public)
+
+
+def test_keys_of_small_order_are_library_errors() -> None:
+    """libsodium and OpenSSL refuse an all-zero shared secret: the library names the layer."""
+    service = address("t", False, False)
+    p = service.public
+    zero_queue = ac.AddressPublicKeys(queue_dh=bytes(32), k1=p.k1, k2=p.k2, kem=None,
+                                      key_id=p.key_id)
+    with pytest.raises(AgentCryptoError) as info:
+        ac.seal_service_request(b"x", zero_queue, reply_queue=queue())
+    assert info.value.layer == "box"
+    zero_k1 = ac.AddressPublicKeys(queue_dh=p.queue_dh, k1=bytes(56), k2=p.k2, kem=None,
+                                   key_id=p.key_id)
+    with pytest.raises(AgentCryptoError, match="small order"):
+        ac.seal_service_request(b"x", zero_k1, reply_queue=queue())
+    sent = ac.seal_service_request(b"x", p, reply_queue=queue())
+    at = 2 + 1 + 1 + 12  # the sender key's raw bytes inside its SPKI
+    zero_sender = sent.message[:at] + bytes(32) + sent.message[at + 32 :]
+    with pytest.raises(AgentCryptoError) as info:
+        ac.open_service_request(zero_sender, service)
+    assert info.value.layer == "request box"
+    with pytest.raises(AgentCryptoError, match="client_version"):
+        ac.seal_service_request(b"x", p, reply_queue=queue(), client_version=70000)

@@ -656,9 +656,15 @@ class SealedRequest:
 
 def _box(message: bytes, nonce: bytes, their_public: bytes, our_private: bytes) -> bytes:
     """``cbEncrypt``: X25519 ``crypto_box`` of the message padded to 15,904 (tag first)."""
-    return nacl.bindings.crypto_box(
-        _r.pad(message, CONFIRMATION_LENGTH), nonce, their_public, our_private
-    )
+    try:
+        return nacl.bindings.crypto_box(
+            _r.pad(message, CONFIRMATION_LENGTH), nonce, their_public, our_private
+        )
+    except (nacl.exceptions.CryptoError, RuntimeError):  # libsodium refuses a small-order key
+        raise AgentCryptoError(
+            "box: the X25519 key is of small order (libsodium refuses the shared secret)",
+            layer="box",
+        ) from None
 
 
 def _client_envelope(version: int, our_private: bytes, nonce: bytes, boxed: bytes) -> bytes:
@@ -751,6 +757,11 @@ def seal_request_on(
     block would exceed 11,106 bytes.
     """
     payload = _bytes(payload, "payload")
+    for name, value, top in (("agent_version", agent_version, AGENT_VERSION),
+                             ("client_version", client_version, 4)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+            raise AgentCryptoError(f"{name}: {value!r} is not a version from 1 to {top}",
+                                   layer="keys")
     _check_type(address, AddressPublicKeys, "address")
     _check_type(reply_queue, SMPQueueInfo, "reply_queue")
     if sign_key is not None:
@@ -929,7 +940,7 @@ def _client_message(message: bytes, private: bytes, layer: str) -> bytes:
         reader.fail(f"box of {len(boxed)} bytes where {BOX_LENGTH} are required", at)
     try:
         padded = nacl.bindings.crypto_box_open(boxed, nonce, sender, private)
-    except nacl.exceptions.CryptoError:
+    except (nacl.exceptions.CryptoError, RuntimeError):  # a wrong key, or one of small order
         raise AgentCryptoError(
             f"{layer} box: crypto_box does not open (wrong key, or the bytes were changed)",
             layer=f"{layer} box",
