@@ -327,6 +327,8 @@ class AddressKeys:
         k1 = _bytes(k1, "k1", _r.X448_LENGTH)
         k2 = _bytes(k2, "k2", _r.X448_LENGTH)
         if kem is not None:
+            if not isinstance(kem, tuple) or len(kem) != 2:
+                raise TypeError("kem: expected (secret, public), the sntrup761 pair, or None")
             secret, public = kem
             kem = (
                 _bytes(secret, "kem secret", _r.KEM_SECRET_LENGTH),
