@@ -75,9 +75,29 @@ def test_without_the_extra_the_check_names_what_it_did_not_check(
     from simplex_rpc.vectors import check_vectors, generate
 
     monkeypatch.setitem(sys.modules, "pqcrypto.kem", None)
-    problems = check_vectors(VECTORS.parent)
+    problems = check_vectors(VECTORS.parent)  # the library's default: a problem
     assert len(problems) == 1
     assert problems[0].startswith("agent_crypto.json: not checked: ")
     assert "simplex-rpc[sntrup761]" in problems[0]
+    noted: list[str] = []  # the command line's way: the others pass, this one is named
+    assert check_vectors(VECTORS.parent, not_checked=noted) == []
+    assert noted == problems
     with pytest.raises(SimplexRpcError, match=r"simplex-rpc\[sntrup761\]"):
         generate(tmp_path)
+
+
+def test_the_command_line_checks_the_rest_and_names_agent_crypto(tmp_path: Path) -> None:
+    """`simplex-rpc vectors check` without pqcrypto: exit 0, agent_crypto named on stderr."""
+    import os
+    import subprocess
+
+    hidden = tmp_path / "pqcrypto"
+    hidden.mkdir()
+    (hidden / "__init__.py").write_text("raise ImportError('pqcrypto hidden for the test')\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run([sys.executable, "-m", "simplex_rpc", "vectors", "check"], env=env,
+                          capture_output=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert b"agent_crypto.json: not checked: " in done.stderr
+    assert b"simplex-rpc[sntrup761]" in done.stderr
+    assert b"every other file is as generated" in done.stdout
