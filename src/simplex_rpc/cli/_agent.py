@@ -46,10 +46,17 @@ def _one_stdin(*specs: str | None) -> None:
         fail("only one input can come from stdin ('-')")
 
 
-def _text(spec: str, what: str, *, secret: bool = False) -> str:
-    data = read_input(spec, what=what)
-    if secret and spec.startswith("@"):
+def _private(spec: str, what: str, decode: Any) -> Any:
+    """Private material from ``spec``, decoded; a file others can read is warned about
+    once it is known to hold it (as the core's keys are)."""
+    value = decode(_text(spec, what))
+    if spec.startswith("@"):
         warn_if_readable_by_others(spec[1:], what)
+    return value
+
+
+def _text(spec: str, what: str) -> str:
+    data = read_input(spec, what=what)
     try:
         text = data.decode("ascii").strip()
     except UnicodeDecodeError:
@@ -165,7 +172,7 @@ def _cmd_seal_request(args: argparse.Namespace) -> int:
 def _cmd_open_request(args: argparse.Namespace) -> int:
     ac = _crypto()
     _one_stdin(args.keys, args.input)
-    keys = ac.AddressKeys.decode(_text(args.keys, "--keys", secret=True))
+    keys = _private(args.keys, "--keys", ac.AddressKeys.decode)
     message = _message(args)
     try:
         got = ac.open_service_request(message, keys)
@@ -200,7 +207,7 @@ def _cmd_open_request(args: argparse.Namespace) -> int:
 def _cmd_seal_response(args: argparse.Namespace) -> int:
     ac = _crypto()
     _one_stdin(args.reply, args.payload)
-    reply = ac.ServiceReply.decode(_text(args.reply, "--reply", secret=True))
+    reply = _private(args.reply, "--reply", ac.ServiceReply.decode)
     payload = read_input(args.payload, what="payload")
     seal = ac.seal_service_rejection if args.reject else ac.seal_service_response
     _write_message(seal(payload, reply), args)
@@ -210,7 +217,7 @@ def _cmd_seal_response(args: argparse.Namespace) -> int:
 def _cmd_open_response(args: argparse.Namespace) -> int:
     ac = _crypto()
     _one_stdin(args.state, args.input)
-    state = ac.RequesterState.decode(_text(args.state, "--state", secret=True))
+    state = _private(args.state, "--state", ac.RequesterState.decode)
     message = _message(args)
     try:
         payload = ac.open_service_response(message, state)
