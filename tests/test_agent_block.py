@@ -332,3 +332,43 @@ def test_vectors_cover_the_required_shapes() -> None:
     assert {c["pq_support"] for c in _cases("service_response")} == {True, False}
     assert any("at the limit" in c["name"] for c in _cases("service_request"))
     assert len(_cases("too_large")) >= 3
+
+
+# -- the fast path of the common head reads as the general reader --------------------------
+
+
+def _general(message: bytes) -> object:
+    from simplex_rpc._wire.agent_block import _Reader
+
+    try:
+        reader = _Reader(message, "request", 1)
+        queues, signature = reader.request_head()
+        return queues, signature, reader.at
+    except FrameError as exc:
+        return str(exc)
+
+
+def test_the_common_head_fast_path_agrees_with_the_general_reader() -> None:
+    """_common_head reads the usual request (one queue, version 4, plain hosts) fast; on
+    every prefix and every one-byte change of such heads it gives the general reader's
+    value, or declines (None) so that the general reader decides."""
+    from simplex_rpc._wire.agent_block import _common_head
+
+    key = SigningKey.from_seed(bytes(32))
+    heads = [
+        AgentServiceRequest((q,), sig, b"{}").encode()
+        for q in (QUEUE, THREE_HOSTS, queue(("a.example", "b-2.example"), "443", mode=None))
+        for sig in (None, RequestSignature(key.public_key, bytes(64)))
+    ]
+    checked = 0
+    for head in heads:
+        variants = [head[:i] for i in range(1, len(head) + 1)]
+        variants += [head[:i] + bytes([v]) + head[i + 1 :] for i in range(1, len(head))
+                     for v in (0x00, 0x01, 0x2C, 0x30, 0x31, 0x40, 0x43, 0x4D, 0x54, 0xFF)]
+        for message in variants:
+            fast = _common_head(message, 0, len(message))
+            if fast is None:
+                continue
+            checked += 1
+            assert fast == _general(message), message.hex()
+    assert checked > 100

@@ -10,6 +10,7 @@ padding functions are those of the active backend (:func:`backend`).
 
 from __future__ import annotations
 
+from . import agent
 from ._wire import backend as _backend
 from ._wire.backend import BackendInfo, backend, backend_info, backends
 from ._wire.batch import BlockFailure, OpenedRequests
@@ -65,6 +66,7 @@ __all__ = [
     "ServiceRejected",
     "SigningKey",
     "SimplexRpcError",
+    "agent",
     "backend",
     "backend_info",
     "backends",

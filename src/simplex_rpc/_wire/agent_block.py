@@ -597,6 +597,71 @@ class _Reader:
         return queues, self.signature()
 
 
+_MODE_BYTES: Final = {ord("M"): "M", ord("C"): "C"}
+
+
+def _common_head(
+    data: bytes, start: int, stop: int
+) -> tuple[tuple[SMPQueueInfo, ...], RequestSignature | None, int] | None:
+    """The head of the common request, read fast: one reply queue of client version 4 or
+    more, plain domain hosts, a decimal port or none. None for anything else, which the
+    general reader (``_Reader``) then reads, or refuses with its error: this path never
+    raises and accepts only what that reader accepts, to the same values."""
+    try:
+        at = start + 1
+        if data[at] != 1:
+            return None
+        q = at + 1
+        version = (data[q] << 8) | data[q + 1]
+        count = data[q + 2]
+        if version < SHORT_LINKS_CLIENT_VERSION or count == 0:
+            return None
+        at = q + 3
+        hosts = []
+        for _ in range(count):
+            n = data[at]
+            host = data[at + 1 : at + 1 + n].decode("latin-1")
+            if len(host) != n or not _PLAIN_DOMAIN.fullmatch(host):
+                return None
+            hosts.append(host)
+            at += 1 + n
+        n = data[at]
+        port = data[at + 1 : at + 1 + n].decode("latin-1")
+        at += 1 + n
+        if port and (not port.isdigit() or not port.isascii() or port[0] == "0"
+                     or int(port) > 65535):
+            return None
+        n = data[at]
+        key_hash = data[at + 1 : at + 1 + n]
+        at += 1 + n
+        n = data[at]
+        sender_id = data[at + 1 : at + 1 + n]
+        at += 1 + n
+        if data[at] != SPKI_LENGTH or data[at + 1 : at + 13] != X25519_SPKI_PREFIX:
+            return None
+        dh = data[at + 1 : at + 45]
+        at += 45
+        mode = _MODE_BYTES.get(data[at])
+        if mode is not None:
+            at += 1
+        if at >= stop or len(dh) != SPKI_LENGTH:  # the Maybe tag must be inside the message
+            return None
+        server = SMPServer._checked(tuple(hosts), port, key_hash)
+        queue = SMPQueueInfo._checked(version, server, sender_id, dh, mode, data[q:at])  # type: ignore[arg-type]
+        flag = data[at]
+        if flag == 0x30:
+            return (queue,), None, at + 1
+        if (flag != 0x31 or data[at + 1] != SPKI_LENGTH or data[at + 46] != SIGNATURE_LENGTH
+                or data[at + 2 : at + 14] != SPKI_PREFIX or at + 111 > stop):
+            return None
+        signature = object.__new__(RequestSignature)
+        object.__setattr__(signature, "key", PublicKey(data[at + 14 : at + 46]))
+        object.__setattr__(signature, "signature", data[at + 47 : at + 111])
+        return (queue,), signature, at + 111
+    except IndexError:
+        return None
+
+
 def parse_request_head(
     message: Buffer, start: int = 0, stop: int | None = None
 ) -> tuple[tuple[SMPQueueInfo, ...], RequestSignature | None, int]:
@@ -612,6 +677,9 @@ def parse_request_head(
         raise _error("empty, no tag at offset 0")
     if data[start] != REQUEST_TAG:
         raise tag_error(data[start], "a request ('A')")
+    common = _common_head(data, start, end)
+    if common is not None:
+        return common
     reader = _Reader(data, "request", start + 1, base=start, stop=end)
     queues, signature = reader.request_head()
     return queues, signature, reader.at
