@@ -527,3 +527,29 @@ def test_keys_of_small_order_are_library_errors() -> None:
     assert info.value.layer == "request box"
     with pytest.raises(AgentCryptoError, match="client_version"):
         ac.seal_service_request(b"x", p, reply_queue=queue(), client_version=70000)
+
+
+def test_mangled_private_texts_never_show_key_material() -> None:
+    """Decode errors of private keys, states and reply contexts name offsets, never bytes."""
+    import copy
+
+    keys = address("u", True, True)
+    sent = ac.seal_service_request(b"x", keys.public, reply_queue=queue(),
+                                   randomness=request_randomness("u", keys.public))
+    got = ac.open_service_request(sent.message, keys)
+    for value, cls in ((keys, ac.AddressKeys), (sent.state, ac.RequesterState),
+                       (got.reply, ac.ServiceReply)):
+        text = value.encode()
+        with pytest.raises(TypeError):
+            copy.deepcopy(value)
+        assert cls.decode(text).encode() == text
+        refused = 0
+        for at in range(0, len(text), max(1, len(text) // 40)):
+            for mangled in (text[:at] + "!" + text[at + 1 :], text[:at]):
+                try:
+                    cls.decode(mangled)
+                except (AgentCryptoError, FrameError) as exc:
+                    shown = str(exc)
+                    assert all(text[i : i + 12] not in shown for i in range(0, len(text) - 12, 6))
+                    refused += 1
+        assert refused >= 40, cls
