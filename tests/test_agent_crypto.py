@@ -553,3 +553,15 @@ def test_mangled_private_texts_never_show_key_material() -> None:
                     assert all(text[i : i + 12] not in shown for i in range(0, len(text) - 12, 6))
                     refused += 1
         assert refused >= 40, cls
+
+
+def test_the_replay_key_is_the_agents_duplicate_request_hash() -> None:
+    """smpContactRequest's duplicateRequest: sha256(pubKeyBytes k1 <> pubKeyBytes k2)."""
+    service = address("v", False, True)
+    r = request_randomness("v", service.public)
+    sent = ac.seal_service_request(b"x", service.public, reply_queue=queue(), randomness=r)
+    got = ac.open_service_request(sent.message, service)
+    k1, k2 = standin.x448_pub(r.e2e_k1), standin.x448_pub(r.e2e_k2)
+    assert got.replay_key == hashlib.sha256(k1 + k2).digest()
+    again = ac.open_service_request(sent.message, service)  # stateless: the caller dedupes
+    assert again.replay_key == got.replay_key

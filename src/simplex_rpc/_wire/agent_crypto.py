@@ -909,7 +909,10 @@ class ServiceReply:
 class OpenedServiceRequest:
     """An opened request: ``payload``; ``signer``, the verified key or None;
     ``reply_queues``; ``ad`` (rcAD, 112 bytes); ``reply``, to answer with;
-    ``padded_block``, the 11,106-byte ``'A'`` block."""
+    ``padded_block``, the 11,106-byte ``'A'`` block; ``replay_key``, what the agent
+    keeps to refuse the same request twice (``duplicateRequest``: SHA-256 of the
+    requester's raw X448 keys ``k1`` and ``k2``). Opening is stateless: a service
+    that must refuse a replayed request keeps the replay keys it has seen."""
 
     payload: bytes
     signer: PublicKey | None
@@ -917,6 +920,7 @@ class OpenedServiceRequest:
     ad: bytes
     reply: ServiceReply
     padded_block: bytes
+    replay_key: bytes = b""
 
     def __repr__(self) -> str:
         return f"<OpenedServiceRequest payload={len(self.payload)} bytes signer={self.signer!r}>"
@@ -1035,7 +1039,13 @@ def open_request_on(impl: Backend, message: bytes, address: AddressKeys) -> Open
         reply_queue=opened.reply_queues[0],  # smpContactRequest: replyQueue :| _
     )
     return OpenedServiceRequest(
-        opened.payload, opened.signer, opened.reply_queues, ad, reply, padded
+        opened.payload,
+        opened.signer,
+        opened.reply_queues,
+        ad,
+        reply,
+        padded,
+        hashlib.sha256(sk1 + sk2).digest(),  # duplicateRequest's rkHash
     )
 
 
