@@ -196,6 +196,7 @@ def _cmd_open_request(args: argparse.Namespace) -> int:
             "signed": got.signer is not None,
             "signer": got.signer and got.signer.encode(),
             "rc_ad": got.ad.hex(),
+            "replay_key": got.replay_key.hex(),
             "reply_queues": [q.uri() for q in got.reply_queues],
             "pq_support": got.reply.pq_support,
         })
