@@ -30,6 +30,10 @@ EXAMPLES = ROOT / "examples"
 # RFC 8032 section 7.1 TEST 1: a published key.
 SEED = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
 KEY = sx.SigningKey.from_seed(bytes.fromhex(SEED))
+QUEUE_URI = (
+    "smp://AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=@smp.example.com/AAECAwQFBgcICQoLDA0ODxAREhMUFRYX"
+    "#/?v=4&dh=MCowBQYDK2VuAyEAQEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8%3D&q=m"
+)
 PRIVATE = KEY.encode()
 PUBLIC = KEY.public_key.encode()
 AD = (bytes(range(56)) + bytes(range(100, 156))).hex()
@@ -141,9 +145,13 @@ TABLE: list[Row] = [
         "--signature", "@{tmp}/nope", needle="cannot read"),
     # -- seal
     row("seal-request-ad-not-hex", "seal", "request", "--ad", "zz", "--payload", "p", "--hex",
-        needle="hex digit"),
+        "--reply-queue", QUEUE_URI, needle="hex digit"),
     row("seal-request-payload-missing", "seal", "request", "--ad", AD, "--payload",
-        "@{tmp}/nope", "--hex", needle="cannot read"),
+        "@{tmp}/nope", "--hex", "--reply-queue", QUEUE_URI, needle="cannot read"),
+    row("seal-request-queue-uri-bad", "seal", "request", "--ad", AD, "--payload", "p", "--hex",
+        "--reply-queue", "smp://@smp.example.com/AAAA#/?v=4", needle="queue URI"),
+    row("seal-request-no-queue", "seal", "request", "--ad", AD, "--payload", "p", "--hex",
+        needle="--reply-queue"),
     row("seal-response-too-large", "seal", "response", "--payload", "@{tmp}/big.payload",
         "--hex", needle="too large"),
     row("seal-response-disk-full", "seal", "response", "--payload", "p", "-o", "/dev/full",

@@ -396,7 +396,7 @@ def render_text(result: DemoResult) -> str:
         "6. Response (the protocol text's example)",
         f"   json          {result.response_json.decode('utf-8')}",
         f"   block         {len(result.response_block)} bytes, head"
-        f" {_hex(result.response_block, 8)}  (length, version 1, 'S')",
+        f" {_hex(result.response_block, 8)}  (length, 'P' AgentServiceResponse)",
         f"   opened        {len(result.response_payload)} bytes, equal to what was sealed:"
         f" {'yes' if result.response_payload == result.response_json else 'NO'}",
         f"   result text   {result.response_value['result']['content'][0]['text']}",
