@@ -438,8 +438,11 @@ def _check_vectors(args: argparse.Namespace, directory: Path) -> int:
         print(f"simplex-rpc vectors check: {len(problems)} problems", file=sys.stderr)
     else:
         names = ", ".join(sorted(_backend.backends))
-        checked = "every file" if not not_checked else "every other file"
-        print(f"{directory}: {checked} is as generated and every case holds (backends: {names})")
+        skipped = [line.split(":", 1)[0] for line in not_checked]
+        every = "every checked file" if skipped else "every file"
+        but = f"; not checked: {', '.join(skipped)} (see stderr)" if skipped else ""
+        print(f"{directory}: {every} is as generated and every case holds"
+              f" (backends: {names}){but}")
     return EXIT_INVALID if problems else EXIT_OK
 
 
