@@ -102,3 +102,4 @@ def test_the_command_line_checks_the_rest_and_names_agent_crypto(tmp_path: Path)
     assert b"simplex-rpc[sntrup761]" in done.stderr
     assert b"every case holds" in done.stdout
     assert b"not checked: agent_crypto.json (see stderr)" in done.stdout
+    assert b"every checked file is as generated" in done.stdout
