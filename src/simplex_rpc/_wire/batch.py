@@ -160,8 +160,8 @@ class BlockFailure:
     """A block that ``open_requests`` could not open.
 
     ``index`` is its position in the input; ``error`` is the exception
-    ``open_request`` raises for it (a :class:`SimplexRpcError`: padding, frame,
-    signature or AD). Two failures are equal when index, error class and
+    ``open_request`` raises for it (a :class:`SimplexRpcError`: padding, agent
+    message, signature or AD). Two failures are equal when index, error class and
     message are.
     """
 
@@ -364,15 +364,17 @@ def seal_requests_with(
     signed = signing_key is not None
     # Every size and AD is checked before any work is done; the limit is the queue's.
     limit = max_request_payload(reply_queue, signed)
-    for index, payload in enumerate(items):
-        size = len(payload) if type(payload) is bytes else memoryview(payload).nbytes
-        if size > limit:
-            try:
-                check_request_size(size, reply_queue, signed)
-            except PayloadTooLarge as exc:
-                raise PayloadTooLarge(
-                    f"payload {index}: {exc}", size=exc.size, limit=exc.limit
-                ) from None
+    # All bytes (the usual case): every size at C speed; otherwise one by one.
+    all_bytes = set(map(type, items)) <= {bytes}
+    sizes = list(map(len, items)) if all_bytes else [memoryview(p).nbytes for p in items]
+    if sizes and max(sizes) > limit:
+        index = next(i for i, size in enumerate(sizes) if size > limit)
+        try:
+            check_request_size(sizes[index], reply_queue, signed)
+        except PayloadTooLarge as exc:
+            raise PayloadTooLarge(
+                f"payload {index}: {exc}", size=exc.size, limit=exc.limit
+            ) from None
     ads = _ads(ad_or_ads, count, "seal_requests")
     if isinstance(ad_or_ads, _BYTES_LIKE):
         session_tag(ad_or_ads)  # type: ignore[arg-type]  # any bytes-like AD

@@ -926,7 +926,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "bench",
         help="time the C backend against the pure one, libsodium and memcpy",
-        description="Time padding, framing, sealing and opening on every backend, in one"
+        description="Time padding, the agent's block, sealing and opening on every backend, in one"
         " process on the same bytes, against the pure backend, raw libsodium and a memcpy"
         " floor; print a table (or JSON) and the targets of the C backend. A full run takes"
         " under a minute; --quick a few seconds. 'bench adapter' runs the Service RPC"

@@ -135,6 +135,10 @@ def _queue_cases() -> list[Case]:
     case("client version 2: no queue mode byte", _queue("v2", ("smp.example.com",), version=2,
                                                         mode=None))
     case(
+        "client version 5, above the agent's range (1 to 4): read as smpP reads it",
+        _queue("v5", ("smp.example.com",), version=5),
+    )
+    case(
         "client version 1 (legacy server) on a preset host: the onion host is added",
         _queue("v1", ("smp4.simplex.im",
                       "o5vmywmrnaxalvz6wi3zicyftgio6psuvyniis6gco6bp6ekl4cqj4id.onion"),
