@@ -18,7 +18,7 @@ import pytest
 
 import simplex_rpc as sx
 from simplex_rpc.cli import _bench as _cli_bench
-from simplex_rpc.cli import main
+from simplex_rpc.cli import _bench_agent, main
 
 
 def test_rule_every_contender_of_a_measure_works_on_the_same_bytes() -> None:
@@ -39,6 +39,7 @@ def test_rule_every_contender_of_a_measure_works_on_the_same_bytes() -> None:
         "parse_text",
         "open_parse",
         "open_requests",
+        *_bench_agent.KEYS,  # the agent's cryptography (tests/test_agent_crypto_bench.py)
     }
     # MEASURES, which --only's help lists, names them all, in the order of the report.
     assert tuple(measures) == _cli_bench.MEASURES

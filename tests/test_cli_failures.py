@@ -58,6 +58,20 @@ FILES: dict[str, bytes] = {
 }
 
 
+#: A service address's public keys (no KEM; fixed bytes) and a reply queue, for `agent`.
+AGENT_ADDRESS = (
+    "LDAqMAUGAytlbgMhAI9Axa22jyViSuWyFOp2em7JTYKdPXteGtG6bz4hOChfEGtra2tra2tra2tra2tra2sAAwAD"
+    "RDBCMAUGAytlbwM5ADxv0dApYODZ6TMI_GVzYUHDDbMHl3-Bt7EJluUeU_Vz5chmISBf9JEgnTt815M0KBd7pN76"
+    "4U3BRDBCMAUGAytlbwM5AL2nNluhvZpm8u84227FrF-tVFLpkNiy-I9yH9UzYyN-d19lIF0dRmfUc_Dh9MV2lNLY"
+    "Aujf8GAmMA=="
+)
+AGENT_QUEUE = (
+    "smp://AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=@smp.example.net/"
+    "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB#/?v=4&dh="
+    "MCowBQYDK2VuAyEAjiswwI3O_NKD1WIsSkRcRd6DkQh9rWU-I0YeiQpeTT0=&q=m"
+)
+
+
 @dataclass(frozen=True)
 class Row:
     """One failure: ``argv`` (with {tmp}, {closed}, {busy}), what stderr must say."""
@@ -153,6 +167,26 @@ TABLE: list[Row] = [
         needle="not a directory"),
     row("vectors-generate-into-a-file", "vectors", "generate", "{tmp}/a-file/sub",
         needle="cannot write"),
+    # -- agent (the agent's cryptography; pqcrypto blocked: the sntrup761 extra missing)
+    row("agent-keygen-unknown-option", "agent", "keygen", "--bogus",
+        needle="unrecognized arguments"),
+    row("agent-keygen-output-exists", "agent", "keygen", "--no-kem", "-o", "{tmp}/exists.key",
+        needle="exists"),
+    row("agent-keygen-pq-without-extra", "agent", "keygen", needle="simplex-rpc[sntrup761]",
+        block=("pqcrypto.kem",)),
+    row("agent-seal-request-address-not-base64", "agent", "seal-request", "--address", "xx",
+        "--reply-queue", "smp://x", "--payload", "p", "--state", "{tmp}/s", needle="address"),
+    row("agent-seal-request-without-extra", "agent", "seal-request", "--address", AGENT_ADDRESS,
+        "--reply-queue", AGENT_QUEUE, "--payload", "p", "--state", "{tmp}/s",
+        needle="simplex-rpc[sntrup761]", block=("pqcrypto.kem",)),
+    row("agent-open-request-keys-missing", "agent", "open-request", "{tmp}/garbage.block",
+        "--keys", "@{tmp}/missing.key", needle="cannot read"),
+    row("agent-open-request-keys-empty", "agent", "open-request", "{tmp}/garbage.block",
+        "--keys", "@{tmp}/empty", needle="empty"),
+    row("agent-seal-response-reply-not-base64", "agent", "seal-response", "--reply", "xx",
+        "--payload", "p", needle="service reply"),
+    row("agent-open-response-state-not-base64", "agent", "open-response", "{tmp}/garbage.block",
+        "--state", "xx", needle="requester state"),
     # -- demo
     row("demo-unknown-option", "demo", "--bogus", needle="unrecognized arguments"),
     # -- call

@@ -60,6 +60,10 @@ EXCEPTIONS: list[tuple[BaseException, dict[str, object]]] = [
     (ChatCoreTimeout("no answer", chat_error=None), {"chat_error": None}),
     (ChatCoreClosed("closed"), {"chat_error": None}),
     (sx.SimplexRpcError("base"), {}),
+    (
+        errors.AgentCryptoError("request box: bad", layer="request box", offset=3),
+        {"layer": "request box", "offset": 3},
+    ),
     (sx.KeyFormatError("public key DER: 3 bytes"), {}),
     (sx.BadSignature("signature: does not verify"), {}),
     (sx.PaddingError("unpad: block of 3 bytes"), {}),

@@ -128,7 +128,7 @@ def test_every_case_has_a_unique_name_and_known_error_kind(kind: str) -> None:
     assert all(isinstance(n, str) and n for n in names)
     assert len(set(names)) == len(names)
     known = {"KeyFormatError", "BadSignature", "PaddingError", "PayloadTooLarge"}
-    known |= {"FrameError", "EnvelopeError", "SimplexRpcError"}
+    known |= {"FrameError", "EnvelopeError", "SimplexRpcError", "AgentCryptoError"}
     assert {c["error"] for c in negatives(kind)} <= known
     assert positives(kind) and negatives(kind), "each file has positive and negative cases"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AgentCryptoError",
     "BadSignature",
     "CallSyntaxError",
     "ChatCoreError",
@@ -99,6 +100,20 @@ class EnvelopeError(SimplexRpcError):
     def __init__(self, message: str, *, code: str = "bad_request") -> None:
         super().__init__(message)
         self.code = code
+
+
+class AgentCryptoError(SimplexRpcError):
+    """A layer of an agent message (envelope, box, ratchet, block) is malformed or does not open.
+
+    ``layer`` names the layer (for example ``"box"``, ``"contact request"``,
+    ``"ratchet header GCM"``); ``offset`` is where in that layer's bytes the
+    decoding failed, or None when the layer fails as a whole (an AEAD tag).
+    """
+
+    def __init__(self, message: str, *, layer: str, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.layer = layer
+        self.offset = offset
 
 
 class CallSyntaxError(SimplexRpcError):

@@ -37,6 +37,7 @@ from .._wire.agent_block import SMPQueueInfo, SMPServer
 from .._wire.envelope import Request
 from .._wire.keys import SigningKey, session_tag
 from .._wire.padding import PADDED_LENGTH
+from . import _bench_agent
 from ._common import EXIT_OK, add_json_option, emit_json, fail, whole_number
 from ._machine import machine
 
@@ -86,6 +87,7 @@ MEASURES: Final = (
     "parse_text",
     "open_parse",
     "open_requests",
+    *_bench_agent.KEYS,
 )
 
 #: (rounds, seconds per timed sample) of a full and of a quick run.
@@ -449,6 +451,8 @@ def build_measures(backends: dict[str, _backend.Backend]) -> list[Measure]:
             {"1 worker": "1 worker"},
         )
     )
+    if _bench_agent.available():  # the agent's cryptography: its own module and extras
+        measures.extend(_bench_agent.measures(Contender, Measure))
     return measures
 
 
@@ -676,6 +680,7 @@ def evaluate_targets(results: Sequence[Result], cpus: int) -> list[Target]:
         lambda v: v >= 1.7,
         f"{cpus} CPU(s) available to this process; other load on the machine takes the second core",
     )
+    _bench_agent.targets(results, add, _ratio)
     return out
 
 

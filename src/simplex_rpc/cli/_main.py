@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from ..errors import SimplexRpcError
-from . import _a2a_proxy, _adapter, _bench, _chat, _core, _discover, _proxy
+from . import _a2a_proxy, _adapter, _agent, _bench, _chat, _core, _discover, _proxy
 from ._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -29,6 +29,7 @@ from ._common import (
 #: Modules that add subcommands, in the order of ``--help``.
 COMMAND_MODULES: tuple[ModuleType, ...] = (
     _core,
+    _agent,
     _adapter,
     _chat,
     _discover,
