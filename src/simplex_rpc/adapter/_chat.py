@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import re
-from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn, Protocol, TypeAlias
@@ -51,6 +51,7 @@ from ..chat import (
 )
 from ..declarations import _check_declared_versions
 from ..errors import CallSyntaxError, ChatCoreError, SimplexRpcError
+from ._admission import Admission, Decision, Ticket, Verdict, WindowSeen
 from ._core import _check_user_id, _dump_command_json, check_seconds, log
 from ._declare import _Declarations
 from ._errors import ChatCoreClosed
@@ -497,13 +498,21 @@ class _CallServer:
         self.user_id = user_id
         self.handler_timeout = check_seconds(handler_timeout, "handler_timeout")
         self.concurrency = concurrency
-        self.running = 0
-        self.backlog: deque[_Received] = deque()
         self.backlog_limit = backlog
+        # Which command runs, waits or is left: the policy, without I/O (._admission),
+        # shared with serve's responder. A conversation has no response window: no
+        # deadline from arrival (each handler has handler_timeout from its start), and
+        # the item ids are remembered by count only.
+        self.admission: Admission[_Received] = Admission(
+            slots=concurrency,
+            backlog=backlog,
+            deadline=None,
+            clock=asyncio.get_running_loop().time,
+            seen=WindowSeen(math.inf, _SEEN_LIMIT),
+        )
         self.unanswered = 0  # commands left unanswered since the last report
         self.report: asyncio.TimerHandle | None = None
         self.closing = False
-        self.seen: OrderedDict[tuple[str, int], None] = OrderedDict()
         self.tasks: set[asyncio.Task[None]] = set()
 
     async def run(self, stream: Any) -> NoReturn:
@@ -527,7 +536,7 @@ class _CallServer:
         finally:
             stream.close()
             self.closing = True
-            self.backlog.clear()
+            self.admission.stop()
             if self.report is not None:
                 self.report.cancel()
                 self._report()
@@ -566,28 +575,37 @@ class _CallServer:
         if not received.text.startswith(COMMAND + " "):
             return
         key = (received.chat, received.item_id)
-        if key in self.seen:
-            log.warning("chat item %s/%d seen again: not answered twice", *key)
-            return
-        self.seen[key] = None
-        while len(self.seen) > _SEEN_LIMIT:
-            self.seen.popitem(last=False)
         if len(received.text) > _MAX_TEXT:
+            if self.admission.seen is not None and self.admission.seen.seen(
+                key, self.admission.clock()
+            ):
+                log.warning("chat item %s/%d seen again: not answered twice", *key)
+                return
             log.warning(
                 "/_call of %d characters in %s is longer than any message: ignored",
                 len(received.text),
                 received.chat,
             )
             return
-        if self.running < self.concurrency:
-            self._start(received)
-        elif len(self.backlog) < self.backlog_limit:
-            self.backlog.append(received)
-        else:
-            self.unanswered += 1
-            if self.report is None:
-                loop = asyncio.get_running_loop()
-                self.report = loop.call_later(_REPORT_INTERVAL, self._report)
+        self._apply([self.admission.arrive(key, received)])
+
+    def _apply(self, decisions: list[Decision[_Received]]) -> None:
+        for decision in decisions:
+            verdict = decision.verdict
+            if verdict is Verdict.START:
+                self._start(decision.ticket)
+            elif verdict is Verdict.REPEAT:
+                log.warning(
+                    "chat item %s/%d seen again: not answered twice",
+                    decision.ticket.payload.chat,
+                    decision.ticket.payload.item_id,
+                )
+            elif verdict.shed:
+                # A /_call has no shed answer a binding defines: left unanswered, counted.
+                self.unanswered += 1
+                if self.report is None:
+                    loop = asyncio.get_running_loop()
+                    self.report = loop.call_later(_REPORT_INTERVAL, self._report)
 
     def _report(self) -> None:
         self.report = None
@@ -601,16 +619,14 @@ class _CallServer:
             )
             self.unanswered = 0
 
-    def _start(self, received: _Received) -> None:
-        self.running += 1
-        task = asyncio.create_task(self._answer(received))
+    def _start(self, ticket: Ticket[_Received]) -> None:
+        task = asyncio.create_task(self._answer(ticket.payload))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        task.add_done_callback(lambda _: self._finished(ticket))
 
-    def _finished(self) -> None:
-        self.running -= 1
-        if self.backlog and not self.closing:
-            self._start(self.backlog.popleft())
+    def _finished(self, ticket: Ticket[_Received]) -> None:
+        self._apply(self.admission.finish(ticket))
 
     async def _answer(self, received: _Received) -> None:
         where = f"{received.chat}/{received.item_id}"
@@ -623,8 +639,6 @@ class _CallServer:
         except Exception as exc:  # pragma: no cover - defensive: one command never stops the loop
             log.error("answering /_call %s failed: %s", where, type(exc).__name__)
             log.debug("answering /_call %s: the traceback", where, exc_info=True)
-        finally:
-            self._finished()
 
     async def _dispatch(self, received: _Received, where: str) -> None:
         try:

@@ -37,6 +37,7 @@ from .._wire.keys import PublicKey, SigningKey
 from .._wire.redact import show
 from .._wire.seal import MAX_RESPONSE
 from ..errors import ChatCoreError, EnvelopeError, KeyFormatError, SimplexRpcError
+from ._admission import Admission, Decision, Ticket, Verdict, WindowSeen
 from ._core import (
     DEFAULT_COMMAND_TIMEOUT,
     Pending,
@@ -546,7 +547,7 @@ class _Incoming:
     envelope: str | None  # requestData's text as the frame carried it
     frame_error: str | None  # why the frame is not strict JSON
     received: float  # the event loop's time when the frame was read
-    deadline: float  # received + handler_timeout
+    started: float = 0.0  # the event loop's time when its handler started
     answering: bool = False  # its handler is done and its answer on the way
     protocol: str | None = None  # once its envelope is read
     timed_out: bool = False  # answered at its deadline: a later result is dropped
@@ -618,6 +619,12 @@ _MAX_REMEMBERED: Final = 500_000
 _CANCEL_WAIT: Final = 0.5
 #: One overload line, and one line of repeats, per this many seconds at most.
 _INTERVAL: Final = 10.0
+#: The overload line's words for each way the policy sheds (a stop's shedding is in the
+#: summary, not an overload).
+_SHED_REASONS: Final = {
+    Verdict.SHED_FULL: "answered rate_limited (queue full)",
+    Verdict.SHED_LATE: "answered rate_limited (no slot in time)",
+}
 
 
 class _Responder:
@@ -703,12 +710,21 @@ class _Responder:
                 f"rate_limit: expected a RateLimit or None, got {type(rate_limit).__name__}"
             )
         self.limiter = _Limiter(rate_limit) if rate_limit is not None else None
-        self.queue: deque[_Incoming] = deque()
-        self.running: dict[asyncio.Task[None], _Incoming] = {}
         # Every requestId taken in the last window, with when it came: a repeat is not
         # handled again. Bounded by time (the core's window) and by count.
-        self.seen: OrderedDict[str, float] = OrderedDict()
         self.memory = max(RESPONSE_WINDOW, self.handler_timeout) + 10.0
+        self.seen = WindowSeen(self.memory, _MAX_REMEMBERED)
+        # Which request runs, waits or is shed: the policy, without I/O (._admission).
+        # Its clock is the event loop's, the clock of the arrivals.
+        self.admission: Admission[_Incoming] = Admission(
+            slots=concurrency,
+            backlog=self.max_queue,
+            deadline=self.handler_timeout,
+            clock=asyncio.get_running_loop().time,
+            seen=self.seen,
+            stop_retry_after=_STOP_RETRY_AFTER,
+        )
+        self.running: dict[asyncio.Task[None], Ticket[_Incoming]] = {}
         # Every answer goes through the outbox to one writer, which sends it without
         # waiting for the core's acknowledgement (pipelined); the acknowledgements are
         # tracked as they come (``unacked``).
@@ -722,13 +738,12 @@ class _Responder:
         # The answers' acknowledgement futures by due time, in the order sent.
         self.awaiting: dict[Pending, float] = {}
         self.ack_timer: asyncio.TimerHandle | None = None
-        # Due at the earliest deadline of the handlers running (see _start).
+        # Due at the policy's next deadline (Admission.next_due), if any.
         self.deadline_timer: asyncio.TimerHandle | None = None
         self.wakeup = asyncio.Event()
         self.failure: ChatCoreClosed | None = None
         self.stopping = False
         self.stopped = False  # the graceful stop ran to its end (and logged its summary)
-        self.service_time = 1.0  # a running mean of the handlers' time, for retryAfter
         self.outcome = _Outcome()
         self.overload = _IntervalLog(f"serving user {user_id} over capacity", _INTERVAL)
         self.repeated = _IntervalLog(f"serving user {user_id}", _INTERVAL)
@@ -749,15 +764,6 @@ class _Responder:
                 "serviceRequest with an unusable requestId %s: ignored", show(request_id, 80)
             )
             return True
-        self._forget(arrival)
-        if request_id in self.seen:
-            self.outcome.repeats += 1
-            self.repeated.note(
-                "repeated serviceRequests not handled again",
-                f"the first in this interval: requestId {show(request_id, 80)}",
-            )
-            return True
-        self.seen[request_id] = arrival
         incoming = _Incoming(
             request_id=request_id,
             signer_key=event.get("signerKey"),
@@ -765,40 +771,56 @@ class _Responder:
             envelope=envelope,
             frame_error=error,
             received=arrival,
-            deadline=arrival + self.handler_timeout,
         )
-        if self.stopping:
-            self._shed(incoming, _STOP_RETRY_AFTER, None)
-        elif incoming.deadline <= asyncio.get_running_loop().time():
-            # Held for this serve past its deadline: answered while the window is open.
-            self._shed(incoming, self._retry_after(), "answered rate_limited (no slot in time)")
-        elif len(self.running) < self.concurrency and not self.queue:
-            self._start(incoming)
-        elif len(self.queue) >= self.max_queue:
-            self._shed(incoming, self._retry_after(), "answered rate_limited (queue full)")
-        else:
-            self.queue.append(incoming)
-            self.wakeup.set()
+        self._apply([self.admission.arrive(request_id, incoming, arrival)])
         return True
 
     def lost(self, failure: ChatCoreClosed) -> None:
         self.failure = failure
         self.wakeup.set()
 
-    def _forget(self, now: float) -> None:
-        """Forget requestIds older than the window (and the oldest past the count bound)."""
-        seen = self.seen
-        while seen:
-            if now - next(iter(seen.values())) < self.memory and len(seen) < _MAX_REMEMBERED:
-                break
-            seen.popitem(last=False)
+    @property
+    def queue_length(self) -> int:
+        """Requests waiting for a slot."""
+        return self.admission.waiting
 
-    def _retry_after(self) -> int:
-        """Seconds until a slot is likely free for a new request: the queue ahead of it,
-        at the handlers' mean time, over the slots."""
-        waiting = len(self.queue) + len(self.running) + 1
-        estimate = self.service_time * waiting / self.concurrency
-        return int(min(RESPONSE_WINDOW, max(1, math.ceil(estimate))))
+    def _apply(self, decisions: list[Decision[_Incoming]]) -> None:
+        """Do what the policy decided, then set the timer for its next deadline."""
+        for decision in decisions:
+            verdict = decision.verdict
+            incoming = decision.ticket.payload
+            if verdict is Verdict.START:
+                self._start(decision.ticket)
+            elif verdict is Verdict.QUEUED:
+                pass
+            elif verdict is Verdict.REPEAT:
+                self.outcome.repeats += 1
+                self.repeated.note(
+                    "repeated serviceRequests not handled again",
+                    f"the first in this interval: requestId {show(incoming.request_id, 80)}",
+                )
+            elif verdict is Verdict.TIMED_OUT:
+                self._deadline(decision.ticket)
+            else:
+                assert decision.retry_after is not None
+                why = _SHED_REASONS.get(verdict)
+                self._shed(incoming, decision.retry_after, why)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        """One timer, due at the policy's next deadline: not a timer per request."""
+        due = self.admission.next_due() if self.failure is None else None
+        timer = self.deadline_timer
+        if timer is not None and (due is None or timer.when() != due):
+            timer.cancel()
+            self.deadline_timer = timer = None
+        if due is not None and timer is None:
+            self.deadline_timer = asyncio.get_running_loop().call_at(due, self._expire)
+
+    def _expire(self) -> None:
+        self.deadline_timer = None
+        if self.failure is None:
+            self._apply(self.admission.expire())
 
     def _shed(self, incoming: _Incoming, retry_after: int, why: str | None) -> None:
         response = Response.failure(
@@ -850,28 +872,14 @@ class _Responder:
                 self._left_running(stubborn)
 
     async def _dispatch(self) -> NoReturn:
-        loop = asyncio.get_running_loop()
+        """Wait until the connection is lost: everything else happens as events come
+        (:meth:`offer`), handlers end (:meth:`_finished`) and deadlines pass (:meth:`_expire`)."""
         while True:
             if self.failure is not None:
                 self._report_lost()
                 raise ChatCoreClosed(str(self.failure))
-            now = loop.time()
-            while self.queue and self.queue[0].deadline <= now:
-                # Still waiting at its deadline: answered while the window is open.
-                self._shed(
-                    self.queue.popleft(),
-                    self._retry_after(),
-                    "answered rate_limited (no slot in time)",
-                )
-            while self.queue and len(self.running) < self.concurrency:
-                self._start(self.queue.popleft())
             self.wakeup.clear()
-            timeout = self.queue[0].deadline - now if self.queue else None
-            try:
-                async with asyncio.timeout(timeout):
-                    await self.wakeup.wait()
-            except TimeoutError:
-                pass
+            await self.wakeup.wait()
 
     def _report_abrupt(self) -> None:
         """serve stopped at once (a second cancellation during the graceful stop): what is
@@ -879,24 +887,24 @@ class _Responder:
         unsent = len(self.outbox) + self.unacked
         in_flight = sum(
             1
-            for incoming in self.running.values()
-            if not (incoming.answering or incoming.timed_out)
+            for ticket in self.running.values()
+            if not (ticket.payload.answering or ticket.payload.timed_out)
         )
-        if unsent or in_flight or self.queue:
+        waiting = len(self.admission.clear())
+        if unsent or in_flight or waiting:
             log.warning(
                 "serving user %d stopped at once: %d requests in flight, %d waiting and %d"
                 " answers of the responder's own not sent are left unanswered",
                 self.user_id,
                 in_flight,
-                len(self.queue),
+                waiting,
                 unsent,
             )
-        self.outcome.unanswered += unsent + in_flight + len(self.queue)
-        self.queue.clear()
+        self.outcome.unanswered += unsent + in_flight + waiting
         self.outbox.clear()
 
     def _report_lost(self) -> None:
-        waiting = len(self.queue) + len(self.outbox)
+        waiting = len(self.admission.clear()) + len(self.outbox)
         if self.running or waiting:
             log.warning(
                 "serving user %d: %s; %d requests in flight and %d waiting cannot be answered",
@@ -905,15 +913,13 @@ class _Responder:
                 len(self.running),
                 waiting,
             )
-        self.queue.clear()
         self.outbox.clear()
 
     async def _stop(self) -> None:
         """The graceful stop: take no more requests, answer every queued one rate_limited,
         give the handlers in flight ``grace`` seconds, then cancel them (answered internal)."""
         self.stopping = True
-        while self.queue:
-            self._shed(self.queue.popleft(), _STOP_RETRY_AFTER, None)
+        self._apply(self.admission.stop())
         await self._wait_unless_lost(list(self.running), self.grace)
         cancelled = list(self.running.items())
         for task, _ in cancelled:
@@ -921,7 +927,8 @@ class _Responder:
         if cancelled:
             _, stubborn = await asyncio.wait([task for task, _ in cancelled], timeout=_CANCEL_WAIT)
             self._left_running(stubborn)
-        for task, incoming in cancelled:
+        for task, ticket in cancelled:
+            incoming = ticket.payload
             if not task.done() or not task.cancelled():
                 continue  # finished after all, or still running (named above)
             self.outcome.cancelled += 1
@@ -1004,7 +1011,7 @@ class _Responder:
 
     def _left_running(self, tasks: Collection[asyncio.Task[None]]) -> None:
         """Name the handlers that did not end when cancelled (one line), and let them be."""
-        handlers = [self.running.pop(task) for task in tasks if task in self.running]
+        handlers = [self.running.pop(task).payload for task in tasks if task in self.running]
         if handlers:
             log.warning(
                 "serving user %d: %d handlers ignored their cancellation and are left running"
@@ -1014,49 +1021,27 @@ class _Responder:
                 show(handlers[0].request_id, 80),
             )
 
-    def _start(self, incoming: _Incoming) -> None:
-        task = asyncio.create_task(self._answer(incoming))
-        self.running[task] = incoming
+    def _start(self, ticket: Ticket[_Incoming]) -> None:
+        # The deadline is the policy's (a timer of the loop, _schedule), not a scope inside
+        # the handler: a handler that swallows its cancellation is still answered at its
+        # deadline.
+        task = asyncio.create_task(self._answer(ticket))
+        self.running[task] = ticket
         task.add_done_callback(self._finished)
-        # The deadline is a timer of the loop, not a scope inside the handler: a handler
-        # that swallows its cancellation is still answered at its deadline. One timer for
-        # all the handlers running, due at the earliest of their deadlines (requests
-        # start in the order they came, so that is nearly always an older one's): not a
-        # timer made and cancelled per request.
-        timer = self.deadline_timer
-        if timer is None or timer.when() > incoming.deadline:
-            if timer is not None:
-                timer.cancel()
-            self.deadline_timer = asyncio.get_running_loop().call_at(
-                incoming.deadline, self._deadlines
-            )
 
     def _finished(self, task: asyncio.Task[None]) -> None:
-        self.running.pop(task, None)
-        if self.queue:
-            self.wakeup.set()  # a slot is free for the next one
+        ticket = self.running.pop(task, None)
+        if ticket is None or self.failure is not None:
+            return
+        seconds = asyncio.get_running_loop().time() - ticket.payload.started
+        self._apply(self.admission.finish(ticket, seconds))  # a slot for the next one
 
-    def _deadlines(self) -> None:
-        """The deadline timer: every handler still running at its request's deadline is
-        answered now (:meth:`_deadline`); the timer is set again for the next deadline."""
-        self.deadline_timer = None
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        due: float | None = None
-        for task, incoming in list(self.running.items()):
-            if incoming.timed_out or incoming.answering or task.done():
-                continue  # answered already, or on its way
-            if incoming.deadline <= now:
-                self._deadline(incoming, task)
-            elif due is None or incoming.deadline < due:
-                due = incoming.deadline
-        if due is not None:
-            self.deadline_timer = loop.call_at(due, self._deadlines)
-
-    def _deadline(self, incoming: _Incoming, task: asyncio.Task[None]) -> None:
+    def _deadline(self, ticket: Ticket[_Incoming]) -> None:
         """The handler still runs at the request's deadline: answer now, cancel it, and
         drop whatever it returns later."""
-        if task.done() or incoming.answering or incoming.timed_out or self.failure is not None:
+        incoming = ticket.payload
+        task = next((t for t, k in self.running.items() if k is ticket), None)
+        if task is None or task.done() or self.failure is not None:
             return
         incoming.timed_out = True
         protocol = incoming.protocol
@@ -1122,9 +1107,9 @@ class _Responder:
         if not self.outbox and self.writer is None and self.unacked == 0:
             self.drained.set()
 
-    async def _answer(self, incoming: _Incoming) -> None:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
+    async def _answer(self, ticket: Ticket[_Incoming]) -> None:
+        incoming = ticket.payload
+        incoming.started = asyncio.get_running_loop().time()
         try:
             # Cancelled when serve stops (or loses the connection): _stop answers and
             # counts it; or at the deadline: _deadline has answered it.
@@ -1136,10 +1121,7 @@ class _Responder:
         except Exception:  # pragma: no cover - defensive: one request never stops the loop
             log.error("request %s: answering failed", show(incoming.request_id, 80), exc_info=True)
             response, protocol = _failure(ErrorCode.INTERNAL, "the responder failed"), None
-        finally:
-            # A running mean of the handlers' time (for retryAfter), slow to move.
-            self.service_time += (loop.time() - started - self.service_time) / 16
-        if incoming.timed_out:
+        if not self.admission.answering(ticket):
             log.info(
                 "request %s: the handler returned after its deadline: its result is dropped",
                 show(incoming.request_id, 80),
