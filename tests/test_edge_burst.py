@@ -62,8 +62,9 @@ def test_a_burst_of_20000_requests_is_answered_exactly_once(
 
     async def main() -> None:
         async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-            serving = asyncio.create_task(core.serve(1, echo, protocols=["mcp"]))
-            await asyncio.sleep(0)
+            ready = asyncio.Event()
+            serving = asyncio.create_task(core.serve(1, echo, protocols=["mcp"], ready=ready))
+            await ready.wait()
             try:
                 await send_burst(fake, BURST)
                 await fake.wait_answers(BURST, within=240)
@@ -97,10 +98,11 @@ def test_a_burst_into_one_slot_and_no_queue_is_shed_not_lost() -> None:
 
     async def main() -> None:
         async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+            ready = asyncio.Event()
             serving = asyncio.create_task(
-                core.serve(1, echo, protocols=["mcp"], concurrency=1, max_queue=0)
+                core.serve(1, echo, protocols=["mcp"], concurrency=1, max_queue=0, ready=ready)
             )
-            await asyncio.sleep(0)
+            await ready.wait()
             try:
                 await send_burst(fake, count)
                 await fake.wait_answers(count, within=120)

@@ -69,8 +69,11 @@ async def responder_and_requester(
         assert await bob.start(service_requests=True)
         link = (await bob.service_address(1)).link
         assert await alice.start(service_requests=False)
-        serving = asyncio.create_task(bob.serve(1, handler, protocols=["mcp"], **serve_options))
-        await asyncio.sleep(0)
+        ready = asyncio.Event()
+        serving = asyncio.create_task(
+            bob.serve(1, handler, protocols=["mcp"], ready=ready, **serve_options)
+        )
+        await ready.wait()
         try:
             yield sim, alice, link, serving
         finally:

@@ -515,8 +515,10 @@ class _CallServer:
         self.closing = False
         self.tasks: set[asyncio.Task[None]] = set()
 
-    async def run(self, stream: Any) -> NoReturn:
+    async def run(self, stream: Any, ready: asyncio.Event | None = None) -> NoReturn:
         log.info("answering /_call for %s, user %d", ", ".join(sorted(self.handlers)), self.user_id)
+        if ready is not None:
+            ready.set()
         try:
             async for event in stream:
                 if event.get("type") != "newChatItems":
@@ -783,8 +785,14 @@ class _ChatCalls(_Declarations):
         handler_timeout: float = DEFAULT_CALL_TIMEOUT,
         declare: bool = False,
         versions: Mapping[str, Sequence[str]] | None = None,
+        ready: asyncio.Event | None = None,
     ) -> NoReturn:
         """Answer each ``/_call`` of ``handlers``' protocols sent to ``user_id``, until cancelled.
+
+        ``ready`` (an :class:`asyncio.Event`), when given, is set once the bot
+        serves: the active user checked, the profile declared (with ``declare``);
+        a ``/_call`` sent after that is answered (one that came before is too,
+        when held: ``event_hold``).
 
         ``handlers`` maps a protocol name to an async ``handler(call, send) ->
         str`` (``call`` an :class:`IncomingCall`, ``send(text)`` sends an
@@ -845,7 +853,7 @@ class _ChatCalls(_Declarations):
         except BaseException:
             stream.close()
             raise
-        await server.run(stream)
+        await server.run(stream, ready)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _active_user(

@@ -19,7 +19,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 from .._bindings import RPC_JSON_LIMIT
 from .._wire import strict_json as _json
@@ -439,8 +439,17 @@ class _ServiceRpc(_Declarations):
         max_queue: int = DEFAULT_MAX_QUEUE,
         grace: float = DEFAULT_GRACE,
         declare: bool = False,
-    ) -> NoReturn:
-        """Answer every ``serviceRequest`` event for ``user_id``; run until cancelled.
+        ready: asyncio.Event | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> ServeOutcome:
+        """Answer every ``serviceRequest`` event for ``user_id``, until stopped.
+
+        ``ready`` (an :class:`asyncio.Event`), when given, is set once requests are
+        taken: a request sent after that is answered (one that came before is too,
+        when held: ``event_hold``). ``stop``, when given, is the graceful stop: once
+        it is set, ``serve`` stops as described below and returns its
+        :class:`ServeOutcome` (the counts of its summary line). Cancelling
+        ``serve`` stops it the same way, then raises ``CancelledError``.
 
         For each request: an invalid envelope (or a ``signerKey`` that is not
         an Ed25519 key) is answered ``bad_request``; ``requestKey`` must match
@@ -477,7 +486,7 @@ class _ServiceRpc(_Declarations):
         180-second window) is not handled again; repeats are logged like overload,
         one line per 10 seconds with their count, naming the first.
 
-        Stopping: cancelling ``serve`` is a graceful stop. It takes no new
+        Stopping: setting ``stop`` or cancelling ``serve`` is a graceful stop. It takes no new
         requests, answers every queued one ``rate_limited`` with a short
         ``retryAfter`` (so that requesters retry), gives the handlers in flight
         up to ``grace`` seconds, then cancels them (answered ``internal``), and
@@ -506,16 +515,18 @@ class _ServiceRpc(_Declarations):
             grace=grace,
         )
         if not declare:
-            await responder.run()
+            return await responder.run(ready, stop)
         # The responder takes requests before the profile is written, so that one
         # arriving during the declaration's round trips is queued with its arrival
         # time, not lost; if declaring fails, stopping the responder answers it.
         self._request_sinks.add(responder)
         self._take_held_requests(responder)
-        runner = asyncio.create_task(responder.run())
+        runner = asyncio.create_task(responder.run(None, stop))
         try:
             await self._declare_transport(user_id, sorted(responder.protocols), "rpc", versions)
-            await runner
+            if ready is not None:
+                ready.set()  # requests were taken all along; now the profile says so too
+            return await runner
         finally:
             if not runner.done():
                 runner.cancel()
@@ -523,7 +534,6 @@ class _ServiceRpc(_Declarations):
             # A runner cancelled before its first step never ran its own cleanup (a
             # declaration refused at once): it must not stay a responder.
             self._request_sinks.discard(responder)
-        raise AssertionError("unreachable")  # pragma: no cover
 
 
 # ---------------------------------------------------------------------------
@@ -553,6 +563,27 @@ class _Incoming:
     timed_out: bool = False  # answered at its deadline: a later result is dropped
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeOutcome:
+    """What one ``serve`` did, returned when it stops (its summary line, as data).
+
+    ``answered``: requests handled whose answer the core took (or whose
+    acknowledgement was lost); ``shed``: answered ``rate_limited`` by the responder
+    itself, never handled; ``cancelled``: handlers still running past the stop's
+    grace, cancelled and answered ``internal``; ``failed``: answers the core refused
+    or never got; ``repeats``: requests repeating a ``requestId``, not handled
+    again; ``unanswered``: answers of the responder's own still waiting for the core
+    when the stop ended.
+    """
+
+    answered: int = 0
+    shed: int = 0
+    cancelled: int = 0
+    failed: int = 0
+    repeats: int = 0
+    unanswered: int = 0
+
+
 class _Outcome:
     """Counters of one ``serve``, for the overload lines and the summary."""
 
@@ -567,6 +598,16 @@ class _Outcome:
         # Answers of the responder's own never sent: past the outbox's bound, or still
         # waiting for the core when the stop ended (each counted in a logged line).
         self.unanswered = 0
+
+    def frozen(self) -> ServeOutcome:
+        return ServeOutcome(
+            answered=self.answered,
+            shed=self.shed,
+            cancelled=self.cancelled,
+            failed=self.failed,
+            repeats=self.repeats,
+            unanswered=self.unanswered,
+        )
 
 
 class _IntervalLog:
@@ -833,8 +874,12 @@ class _Responder:
 
     # -- running ------------------------------------------------------------------
 
-    async def run(self) -> NoReturn:
-        """Serve until cancelled (a graceful stop) or until the connection is lost."""
+    async def run(
+        self, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None
+    ) -> ServeOutcome:
+        """Serve until ``stop`` is set or the task is cancelled (a graceful stop; the
+        outcome returned, or CancelledError raised), or until the connection is lost
+        (:class:`ChatCoreClosed`). ``ready`` is set once requests are taken."""
         if self.core._failure is not None:
             raise ChatCoreClosed(str(self.core._failure))
         self.core._request_sinks.add(self)
@@ -843,12 +888,17 @@ class _Responder:
         # The requests that came before serve (held by the core): taken now, oldest first,
         # their deadlines counting from their arrival.
         self.core._take_held_requests(self)
+        if ready is not None:
+            ready.set()
         try:
-            await self._dispatch()
-        except asyncio.CancelledError:
-            if self.failure is None:
-                await self._stop()
-            raise
+            try:
+                await self._dispatch(stop)
+            except asyncio.CancelledError:
+                if self.failure is None:
+                    await self._stop()  # a second cancellation here stops at once
+                raise
+            await self._stop()
+            return self.outcome.frozen()
         finally:
             self.core._request_sinks.discard(self)
             self._resume()
@@ -871,15 +921,26 @@ class _Responder:
                 _, stubborn = await asyncio.wait(tasks, timeout=_CANCEL_WAIT)
                 self._left_running(stubborn)
 
-    async def _dispatch(self) -> NoReturn:
-        """Wait until the connection is lost: everything else happens as events come
-        (:meth:`offer`), handlers end (:meth:`_finished`) and deadlines pass (:meth:`_expire`)."""
-        while True:
-            if self.failure is not None:
-                self._report_lost()
-                raise ChatCoreClosed(str(self.failure))
-            self.wakeup.clear()
-            await self.wakeup.wait()
+    async def _dispatch(self, stop: asyncio.Event | None) -> None:
+        """Wait until ``stop`` is set (return) or the connection is lost (raise): everything
+        else happens as events come (:meth:`offer`), handlers end (:meth:`_finished`) and
+        deadlines pass (:meth:`_expire`)."""
+        stopper: asyncio.Future[Any] | None = None
+        if stop is not None:
+            stopper = asyncio.ensure_future(stop.wait())
+            stopper.add_done_callback(lambda _: self.wakeup.set())
+        try:
+            while True:
+                if self.failure is not None:
+                    self._report_lost()
+                    raise ChatCoreClosed(str(self.failure))
+                if stop is not None and stop.is_set():
+                    return
+                self.wakeup.clear()
+                await self.wakeup.wait()
+        finally:
+            if stopper is not None:
+                stopper.cancel()
 
     def _report_abrupt(self) -> None:
         """serve stopped at once (a second cancellation during the graceful stop): what is
@@ -984,8 +1045,6 @@ class _Responder:
             o.repeats,
             o.failed,
             o.unanswered,
-            # The counts as data too, for a program that reports them (the CLI's stop line).
-            extra={"outcome": {name: getattr(o, name) for name in o.__slots__}},
         )
         self.stopped = True
 

@@ -29,7 +29,15 @@ from typing import Any
 
 from .._wire.envelope import UNSET, Request, check_protocol_name
 from .._wire.keys import SigningKey
-from ..adapter import ChatCore, IncomingCall, RateLimit, ReplySink, ServiceRequest
+from ..adapter import (
+    ChatCore,
+    ChatCoreClosed,
+    IncomingCall,
+    RateLimit,
+    ReplySink,
+    ServeOutcome,
+    ServiceRequest,
+)
 from ..adapter._chat import check_chat_ref
 from ..errors import EnvelopeError
 from ._common import (
@@ -240,7 +248,11 @@ async def _serving(
     protocols: list[str],
     options: dict[str, Any],
     ready: Callable[[], None],
+    outcome: list[ServeOutcome],
 ) -> None:
+    """Run serve (and serve_calls with ``--chat``) until cancelled; ``ready`` is called
+    once both take their events; on a graceful stop, serve's outcome is put in
+    ``outcome`` before the cancellation goes on."""
     if args.declare:
         # Declared once, both transports, before either loop runs: the two
         # loops never write the profile (/_profile replaces it whole).
@@ -253,25 +265,60 @@ async def _serving(
             ("rpc", "chat") if args.chat else "rpc",
             dict.fromkeys(protocols, versions),
         )
-    serve = core.serve(args.user, rpc_handler, protocols=protocols, **options)
-    try:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(serve)
-            if args.chat:
-                tasks.create_task(
-                    core.serve_calls(
-                        args.user,
-                        dict.fromkeys(protocols, chat_handler),
-                        concurrency=args.concurrency,
-                    )
+    served = asyncio.Event()
+    stop = asyncio.Event()
+    serving = asyncio.create_task(
+        core.serve(args.user, rpc_handler, protocols=protocols, ready=served, stop=stop, **options)
+    )
+    loops: list[asyncio.Task[Any]] = [serving]
+    readiness = [served]
+    if args.chat:
+        calls_ready = asyncio.Event()
+        loops.append(
+            asyncio.create_task(
+                core.serve_calls(
+                    args.user,
+                    dict.fromkeys(protocols, chat_handler),
+                    concurrency=args.concurrency,
+                    ready=calls_ready,
                 )
-            # Ready once both loops listen: each takes its events in its first step,
-            # so a request or a /_call sent after this is not missed.
-            await asyncio.sleep(0)
+            )
+        )
+        readiness.append(calls_ready)
+    try:
+        # Ready once both loops take their events (each says so): a request or a
+        # /_call sent after the ready line is not missed.
+        all_ready = asyncio.gather(*(event.wait() for event in readiness))
+        try:
+            await asyncio.wait([*loops, all_ready], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            all_ready.cancel()
+        if all(event.is_set() for event in readiness) and not any(t.done() for t in loops):
             ready()
-    except ExceptionGroup as group:
         # Both end together when the connection ends: report the first reason once.
-        raise group.exceptions[0] from None
+        done, _ = await asyncio.wait(loops, return_when=asyncio.FIRST_COMPLETED)
+        for task in loops:
+            task.cancel()
+        await asyncio.gather(*loops, return_exceptions=True)
+        first = done.pop()
+        error = None if first.cancelled() else first.exception()
+        raise error if error is not None else ChatCoreClosed("serving ended")
+    except asyncio.CancelledError:
+        # The graceful stop (SIGTERM, SIGINT): serve stops and returns its outcome; a
+        # second cancellation meanwhile stops it at once.
+        stop.set()
+        for task in loops[1:]:
+            task.cancel()
+        try:
+            result = await asyncio.shield(serving)
+        except asyncio.CancelledError:
+            serving.cancel()
+            await asyncio.gather(*loops, return_exceptions=True)
+            raise
+        finally:
+            await asyncio.gather(*loops[1:], return_exceptions=True)
+        outcome.append(result)
+        raise
 
 
 @dataclass
@@ -360,34 +407,14 @@ def prepare_serve(args: argparse.Namespace) -> _Service:
     return _Service(protocols, entered)
 
 
-class _StopSummary(logging.Filter):
-    """Takes the adapter's summary record of a graceful stop, for the command's own line.
-
-    The command prints one summary line in the terms of issue 22: answered, shed,
-    refused (in flight past the grace: cancelled and answered internal) and unanswered
-    (no answer reached the core). A record it does not recognise passes unchanged.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.counts: dict[str, int] | None = None
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        # The responder's stop record carries its counts as ``outcome`` (adapter/_service.py).
-        outcome = getattr(record, "outcome", None)
-        if not isinstance(outcome, dict):
-            return True
-        self.counts = {key: int(value) for key, value in outcome.items()}
-        return False
-
-    def line(self) -> str | None:
-        c = self.counts
-        if c is None:
-            return None
-        return (
-            f"stopped: {c['answered']} answered, {c['shed']} shed, {c['cancelled']} refused,"
-            f" {c['unanswered'] + c['failed']} unanswered"
-        )
+def _stop_line(outcome: ServeOutcome) -> str:
+    """The command's summary of a graceful stop, in the terms of issue 22: answered,
+    shed, refused (in flight past the grace: cancelled and answered internal) and
+    unanswered (no answer reached the core)."""
+    return (
+        f"stopped: {outcome.answered} answered, {outcome.shed} shed, {outcome.cancelled}"
+        f" refused, {outcome.unanswered + outcome.failed} unanswered"
+    )
 
 
 @contextlib.asynccontextmanager
@@ -432,12 +459,7 @@ async def run_serve(
         "max_queue": args.max_queue,
         "grace": args.grace,
     }
-    adapter_log = logging.getLogger("simplex_rpc.adapter")
-    summary = _StopSummary()
-    adapter_log.addFilter(summary)
-    level = adapter_log.level
-    if not adapter_log.isEnabledFor(logging.INFO):
-        adapter_log.setLevel(logging.INFO)  # the summary is an INFO record
+    outcome: list[ServeOutcome] = []
     try:
         async with ChatCore.connect(args.core) as core:
             if args.start:
@@ -456,14 +478,18 @@ async def run_serve(
                         on_ready(link)
 
                 await _serving(
-                    core, args, rpc_handler, chat_handler, service.protocols, options, on_serving
+                    core,
+                    args,
+                    rpc_handler,
+                    chat_handler,
+                    service.protocols,
+                    options,
+                    on_serving,
+                    outcome,
                 )
     finally:
-        adapter_log.removeFilter(summary)
-        adapter_log.setLevel(level)
-        line = summary.line()
-        if line is not None:
-            print(f"simplex-rpc serve: {line}", file=sys.stderr, flush=True)
+        if outcome:
+            print(f"simplex-rpc serve: {_stop_line(outcome[0])}", file=sys.stderr, flush=True)
     return EXIT_OK  # pragma: no cover - serve returns only by raising
 
 

@@ -253,10 +253,11 @@ async def _through_simulator(
         await bob.start(service_requests=True)
         link = (await bob.service_address(1)).link
         await alice.start(service_requests=False)
+        ready = asyncio.Event()
         serving = asyncio.create_task(
-            bob.serve(1, handler, protocols=["mcp"], **(serve_options or {}))
+            bob.serve(1, handler, protocols=["mcp"], ready=ready, **(serve_options or {}))
         )
-        await asyncio.sleep(0)
+        await ready.wait()
         answered = 0
         dropped = asyncio.Event()
 
@@ -355,8 +356,10 @@ async def _repeated_ids(outcome: Outcome) -> None:
     async with serve(core, "127.0.0.1", 0, max_size=None) as server:
         port = server.sockets[0].getsockname()[1]
         async with ChatCore.connect(f"ws://127.0.0.1:{port}") as bob:
-            serving = asyncio.create_task(bob.serve(1, _echo, protocols=["mcp"]))
+            ready = asyncio.Event()
+            serving = asyncio.create_task(bob.serve(1, _echo, protocols=["mcp"], ready=ready))
             ws = await connection
+            await ready.wait()
             started = time.perf_counter()
             for n in range(n_requests):
                 request_id = f"r{n}"
@@ -477,8 +480,9 @@ async def _serve_responder(url: str) -> dict[str, Any]:
     """``ChatCore.serve`` with a trivial handler, against the same core."""
     async with ChatCore.connect(url) as core:
         stream = core.events()
-        serving = asyncio.create_task(core.serve(1, _edge_handler, protocols=["mcp"]))
-        await asyncio.sleep(0)
+        ready = asyncio.Event()
+        serving = asyncio.create_task(core.serve(1, _edge_handler, protocols=["mcp"], ready=ready))
+        await ready.wait()
         try:
             await core.command("/_bench_go")
             async for event in stream:
