@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import socket
 from typing import Any
 
@@ -408,13 +407,46 @@ def test_connecting_to_nothing_fails_clearly() -> None:
     run(main)
 
 
-def test_start_reports_a_running_chat(caplog: pytest.LogCaptureFixture) -> None:
+def test_start_with_service_requests_on_a_running_chat_names_both_ways_out() -> None:
+    """Issue 28, item 3: a running chat answers /_start with chatRunning and keeps its
+    settings (StartChat, Commands.hs), so service_requests=on would silently not apply:
+    start() raises a ChatCoreError naming `-m` and restart=True instead."""
+
     async def main() -> None:
         async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
             assert await core.start(service_requests=True) is True
-            with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
-                assert await core.start(service_requests=True) is False
-            assert "already running" in caplog.text
+            with pytest.raises(ChatCoreError) as caught:
+                await core.start(service_requests=True)
+            text = str(caught.value)
+            assert "already running" in text
+            assert "simplex-chat -p PORT -m" in text and "restart=True" in text
+            # Without service requests a running chat is what was wanted: False.
+            assert await core.start(service_requests=False) is False
+
+    run(main)
+
+
+def test_start_with_restart_stops_and_starts_the_chat_with_service_requests_on() -> None:
+    """restart=True: /_stop (chatStopped), then /_start main=on service_requests=on, which
+    must answer chatStarted."""
+
+    async def main() -> None:
+        async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
+            assert await core.start(service_requests=False) is True
+            sent: list[str] = []
+            command = core.command
+
+            async def recording(cmd: str, **options: Any) -> dict[str, Any]:
+                sent.append(cmd)
+                return await command(cmd, **options)
+
+            core.command = recording  # type: ignore[method-assign]
+            assert await core.start(service_requests=True, restart=True) is True
+            assert sent == [
+                "/_start main=on service_requests=on",
+                "/_stop",
+                "/_start main=on service_requests=on",
+            ]
 
     run(main)
 

@@ -223,7 +223,10 @@ def test_serve_arguments() -> None:
         ["serve", "--core", "ws://x", "--echo", "--rate-limit", "5/10", "--deadline", "3"]
     )
     assert args.rate_limit.requests == 5 and args.rate_limit.per == 10.0
-    assert args.deadline == 3.0 and args.start is True
+    assert args.deadline == 3.0 and args.start == "on"
+    assert parser.parse_args(["serve", "--core", "ws://x", "--echo", "--no-start"]).start == "off"
+    restart = parser.parse_args(["serve", "--core", "ws://x", "--echo", "--start", "restart"])
+    assert restart.start == "restart"
     with pytest.raises(SystemExit):
         parser.parse_args(["call", "--core", "ws://x", "t", "p", "1", "--timeout", "0"])
     with pytest.raises(SystemExit):

@@ -15,6 +15,8 @@ the only part of the library that does I/O. Its parts:
 * :mod:`._errors`: the adapter's errors (:class:`ChatCoreClosed`,
   :class:`ChatCoreTimeout`) and the strict JSON reading of a core message.
 * :mod:`._core`: ``ChatCore``'s commands and events.
+* :mod:`._admission`: request admission without I/O (slots, backlog, deadlines
+  from arrival, repeats, shedding, the stop), the policy of both servers.
 * :mod:`._service`: Service RPC, the requester and the responder.
 * :mod:`._chat`: the chat transport, ``/_call`` sent and answered as messages.
 * :mod:`._declare`: the profile declarations, written and read through the core.

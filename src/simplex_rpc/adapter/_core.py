@@ -772,6 +772,7 @@ class _CoreBase:
         service_requests: bool = True,
         *,
         main: bool = True,
+        restart: bool = False,
         timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
     ) -> bool:
         """Start the chat, with service requests enabled or not; True if it was started now.
@@ -779,24 +780,56 @@ class _CoreBase:
         Sends ``/_start main=on service_requests=on``: the syntax of simplex-chat
         ``bots/api/COMMANDS.md`` (StartChat, ``/_start main=on|off[ snd_files=off]
         [ service_requests=on]``), where the bare ``/_start`` takes no options.
-        A chat already running answers ``chatRunning`` and keeps its settings:
-        then False is returned and a warning logged. ``timeout`` bounds the wait
-        for the answer, as for :meth:`command`.
+        ``timeout`` bounds the wait for each answer, as for :meth:`command`.
+
+        A chat already running answers ``chatRunning`` and keeps its settings
+        (StartChat in the core's ``Commands.hs``). A CLI started the usual way
+        (``simplex-chat -p PORT``) runs its chat from the start, with service
+        requests off (``runSimplexChat`` calls ``startChatController``). So:
+
+        * without ``service_requests``, ``chatRunning`` is fine: False is returned;
+        * with ``service_requests`` and a running chat, :class:`ChatCoreError` is
+          raised naming the two ways out: run the CLI in maintenance mode
+          (``simplex-chat -p PORT -m``: it does not start the chat, and this
+          ``/_start`` does, with requests on), or pass ``restart=True``;
+        * with ``restart=True``, a running chat is stopped (``/_stop``, answered
+          ``chatStopped``) and started again with the same ``/_start``, which must
+          answer ``chatStarted``; True is returned. Everything in flight on the
+          core is interrupted by the stop: do it before serving.
         """
         cmd = "/_start main=" + ("on" if main else "off")
         if service_requests:
             cmd += " service_requests=on"
+            # Requests that come before serve are held for it from now on.
             self._expects_requests = True
         resp = await self.command(cmd, timeout=timeout)
         kind = resp.get("type")
+        if kind == "chatRunning" and service_requests and restart:
+            stopped = await self.command("/_stop", timeout=timeout)
+            if stopped.get("type") != "chatStopped":
+                raise ChatCoreError(
+                    f"unexpected answer {show(stopped.get('type'), 60)} to /_stop"
+                    " (restarting the chat with service requests on)"
+                )
+            resp = await self.command(cmd, timeout=timeout)
+            kind = resp.get("type")
+            if kind != "chatStarted":
+                raise ChatCoreError(
+                    f"the chat did not start again after /_stop: {cmd} answered"
+                    f" {show(kind, 60)}, not chatStarted"
+                )
+            log.info("chat restarted with service requests on")
         if kind == "chatStarted":
             log.info("chat started (service requests %s)", "on" if service_requests else "off")
             return True
         if kind == "chatRunning":
             if service_requests:
-                log.warning(
-                    "chat was already running: service_requests=on may not be in effect;"
-                    " start the core with service requests enabled"
+                raise ChatCoreError(
+                    "the chat core's chat is already running, so service_requests=on was"
+                    " not applied (a running chat answers chatRunning and keeps its settings)."
+                    " Either run the CLI in maintenance mode, `simplex-chat -p PORT -m`, so"
+                    " that start() starts the chat with service requests on, or pass"
+                    " restart=True (serve --start restart) to stop and start it again"
                 )
             return False
         raise ChatCoreError(f"unexpected answer {show(kind, 60)} to /_start")

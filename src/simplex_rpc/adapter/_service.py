@@ -288,7 +288,8 @@ class _ServiceRpc(_Declarations):
     """``ChatCore``'s Service RPC methods (see :class:`simplex_rpc.adapter.ChatCore`)."""
 
     async def service_address(self, user_id: int, pq_ratchet: bool = True) -> ServiceAddress:
-        """Make sure ``user_id``'s contact address exists and has ratchet keys; return it.
+        """Make sure ``user_id``'s contact address exists and has ratchet keys; return it,
+        with a short link that carries them (:attr:`ServiceAddress.link`).
 
         Creates it with ``/_address <userId> pq_ratchet=on|off``, or updates the
         existing one with ``/_address_settings <userId> pq_ratchet=on|off
@@ -296,6 +297,14 @@ class _ServiceRpc(_Declarations):
         APICreateMyAddress and APISetAddressSettings; the protocol text: the
         core adds ratchet keys to an address created or updated with either
         option).
+
+        An address upgraded in place keeps its full link, and only its short link
+        carries the keys: a request to the full link still fails ``ASENotDRAddress``
+        (issue 28, item 4: ``setMyAddressData`` on the existing connection, Commands.hs,
+        as the chat's plans read it). So the short link is what is returned; an
+        address without one (made before short links) gets one with
+        ``/_short_link_address <userId> pq_ratchet=on`` (APIAddMyAddressShortLink).
+        An address that still has no short link raises :class:`ChatCoreError`.
         """
         _check_user_id(user_id)
         option = f"pq_ratchet={'on' if pq_ratchet else 'off'}"
@@ -307,7 +316,7 @@ class _ServiceRpc(_Declarations):
             created = await self.command(f"/_address {user_id} {option}")
             address = ServiceAddress.from_created_link(created.get("connLinkContact"))
             log.info("created a contact address with ratchet keys for user %d", user_id)
-            return address
+            return await self._with_short_link(user_id, address)
         contact_link = shown.get("contactLink")
         settings = contact_link.get("addressSettings") if isinstance(contact_link, dict) else None
         if not isinstance(settings, dict):
@@ -319,7 +328,26 @@ class _ServiceRpc(_Declarations):
             link.get("connLinkContact") if isinstance(link, dict) else None
         )
         log.info("updated the contact address of user %d with ratchet keys", user_id)
-        return address
+        return await self._with_short_link(user_id, address)
+
+    async def _with_short_link(self, user_id: int, address: ServiceAddress) -> ServiceAddress:
+        """``address`` with a short link: its own, or one made now with
+        ``/_short_link_address <userId> pq_ratchet=on`` (the keys go on it)."""
+        if address.short_link is not None:
+            return address
+        resp = await self.command(f"/_short_link_address {user_id} pq_ratchet=on")
+        link = resp.get("contactLink")
+        upgraded = ServiceAddress.from_created_link(
+            link.get("connLinkContact") if isinstance(link, dict) else None
+        )
+        if upgraded.short_link is None:
+            raise ChatCoreError(
+                f"the chat core made no short link for the address of user {user_id}"
+                f" (/_short_link_address answered {show(resp.get('type'), 60)}): the address's"
+                " ratchet keys are on its short link only"
+            )
+        log.info("added a short link with ratchet keys to the address of user %d", user_id)
+        return upgraded
 
     async def service_request(
         self,

@@ -462,8 +462,8 @@ async def run_serve(
     outcome: list[ServeOutcome] = []
     try:
         async with ChatCore.connect(args.core) as core:
-            if args.start:
-                await core.start(service_requests=True)
+            if args.start != "off":
+                await core.start(service_requests=True, restart=args.start == "restart")
             link = ""
             if args.address or service.needs_link:
                 address = await core.service_address(args.user)
@@ -754,10 +754,20 @@ def register(subparsers: Any) -> None:
         help="an MCP tool that needs a conversation: answered conversation_required",
     )
     p.add_argument(
+        "--start",
+        choices=("on", "restart", "off"),
+        default="on",
+        help="on (the default): send /_start main=on service_requests=on first, which"
+        " starts a CLI run with -m (maintenance mode) and fails clearly on a chat already"
+        " running; restart: on a running chat, /_stop and /_start again with service"
+        " requests on; off: send nothing",
+    )
+    p.add_argument(
         "--no-start",
         dest="start",
-        action="store_false",
-        help="do not send /_start main=on service_requests=on first",
+        action="store_const",
+        const="off",
+        help="the same as --start off",
     )
     p.add_argument(
         "--address",
