@@ -328,7 +328,8 @@ def test_the_connection_dropped_mid_request_fails_every_pending_command() -> Non
             ]
             events = p.alice.events()
             await asyncio.sleep(0.2)
-            assert await p.sim.drop_connections("alice") == 1
+            # The pool: the first connection, and one per service request in flight.
+            assert await p.sim.drop_connections("alice") == 6
             results = await asyncio.gather(*calls, return_exceptions=True)
             assert all(isinstance(r, ChatCoreClosed) for r in results)
             assert "closed" in str(results[0])

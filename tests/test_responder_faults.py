@@ -60,11 +60,16 @@ async def responder_and_requester(
     response_window: float = 180.0,
     **serve_options: Any,
 ) -> Any:
-    """The simulator, a responder ``bob`` serving ``handler`` and a requester ``alice``."""
+    """The simulator, a responder ``bob`` serving ``handler`` and a requester ``alice``.
+
+    ``alice``'s pool has a connection for each request of the largest burst here (the
+    core runs one request at a time per connection): the bursts reach the responder at
+    once, as many requesters' would.
+    """
     async with (
         CoreSimulator(response_window=response_window) as sim,
         ChatCore.connect(sim.url_for("bob"), event_buffer=event_buffer) as bob,
-        ChatCore.connect(sim.url_for("alice")) as alice,
+        ChatCore.connect(sim.url_for("alice"), connections=101) as alice,
     ):
         assert await bob.start(service_requests=True)
         link = (await bob.service_address(1)).link

@@ -14,7 +14,10 @@ the only part of the library that does I/O. Its parts:
   rules (the envelope a frame carries cut out and read on its own).
 * :mod:`._errors`: the adapter's errors (:class:`ChatCoreClosed`,
   :class:`ChatCoreTimeout`) and the strict JSON reading of a core message.
-* :mod:`._core`: ``ChatCore``'s commands and events.
+* :mod:`._core`: ``ChatCore``'s commands and events, over a small pool of
+  connections to one core (the core runs one command at a time per connection
+  and gives each event to one connection: ``apps/simplex-chat/Server.hs``).
+* :mod:`._pool`: the connections a blocking ``/_service_request`` runs on.
 * :mod:`._admission`: request admission without I/O (slots, backlog, deadlines
   from arrival, repeats, shedding, the stop), the policy of both servers.
 * :mod:`._service`: Service RPC, the requester and the responder.
@@ -92,6 +95,10 @@ class ChatCore(_ServiceRpc, _ChatCalls):
 
     Use :meth:`connect` (WebSocket) or :meth:`native` as an async context
     manager. Commands may run concurrently; answers are matched by
-    ``corrId``. When the connection drops, every pending command fails with
-    :class:`ChatCoreClosed`.
+    ``corrId``. Over WebSocket a ``ChatCore`` is a small pool of connections to
+    one core (:meth:`connect`: commands and answers on one, each blocking
+    ``/_service_request`` on one of its own), whose events are read as one
+    stream. One client per core: another program connected to the same core
+    takes events too, and the library cannot see that. When a connection
+    drops, every pending command fails with :class:`ChatCoreClosed`.
     """

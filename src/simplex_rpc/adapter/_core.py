@@ -22,6 +22,7 @@ from .._wire.redact import RedactingLogger, redact, redact_tree, show
 from ..errors import ChatCoreError, SimplexRpcError
 from ._errors import ChatCoreClosed, ChatCoreTimeout, _AnswerLost
 from ._frames import Frame, read_frame
+from ._pool import BLOCKING_COMMANDS, _Lanes
 from ._transports import (
     LibsimplexHandle,
     NativeHandle,
@@ -35,6 +36,9 @@ log = RedactingLogger(logging.getLogger("simplex_rpc.adapter"))
 
 #: How long a plain command may take before the adapter gives up on it.
 DEFAULT_COMMAND_TIMEOUT: Final = 60.0
+#: The connections of a ``ChatCore`` over WebSocket, at most: one for commands and
+#: answers, the others for blocking ``/_service_request`` commands, one each.
+DEFAULT_CONNECTIONS: Final = 8
 #: How long an event that a later ``serve`` or ``serve_calls`` would take waits for it
 #: (a ``serviceRequest`` no responder took, a ``newChatItems`` with a ``/_call`` no
 #: ``serve_calls`` took), in seconds.
@@ -232,6 +236,13 @@ class _CoreBase:
         ):
             raise SimplexRpcError("event_hold: expected a non-negative number of seconds")
         self._transport = transport
+        # The connections blocking commands run on (WebSocket only: the native library
+        # runs commands on worker threads of its own), set by _opened.
+        self._lanes: _Lanes | None = None
+        # Each command sent and not answered yet, by corrId: the connection it went on.
+        # Kept past a timeout, until the core's late answer: the core still works on it,
+        # and the connection runs nothing else meanwhile (Server.hs).
+        self._route: dict[str, _Transport] = {}
         self._event_buffer = event_buffer
         self._event_hold = float(event_hold)
         # Events a later serve / serve_calls would take, in arrival order (see _hold).
@@ -242,6 +253,7 @@ class _CoreBase:
         # Who asked the transport to stop reading (the responders at their outbox bound).
         self._pausers: set[object] = set()
         self._stray_answers = 0
+        self._stray_requests = 0  # serviceRequests given to this ChatCore, which serves none
         # Whether serviceRequests are this connection's to answer: it started them
         # (start(service_requests=True)) or has served; only then are they held.
         self._expects_requests = False
@@ -271,22 +283,58 @@ class _CoreBase:
         proxy: str | None = None,
         event_buffer: int = 10_000,
         event_hold: float = DEFAULT_EVENT_HOLD,
+        connections: int = DEFAULT_CONNECTIONS,
     ) -> AsyncIterator[Self]:
-        """Connect to the CLI's WebSocket API (``simplex-chat -p PORT``): ``async with``.
+        """Connect to the CLI's WebSocket API (``simplex-chat -p PORT -m``): ``async with``.
+
+        The core runs one command at a time per connection, and gives each event
+        to one connection (``apps/simplex-chat/Server.hs``). So a ``ChatCore`` is
+        a small pool of at most ``connections`` connections to one core, whose
+        events are read as one stream (each reaches its consumer whichever
+        connection carried it): the first carries the commands and ``serve``'s
+        answers; each blocking ``/_service_request`` runs on another, opened when
+        first needed, one request at a time. So at most ``connections - 1``
+        service requests are in flight at once (more wait, in order, for a free
+        connection), and a bot that calls and serves keeps answering while its
+        calls wait. With ``connections=1`` every command shares one connection
+        (a request then waits behind the others, as in the core).
+
+        One client per core: another program connected to the same core (a
+        second ``ChatCore``, ``simplex-rpc call`` against the bot's own core, a
+        monitoring tool) takes events too, and the library cannot see that: a
+        ``serviceRequest`` it takes is not this ``ChatCore``'s to answer.
+
+        ``ping_interval`` is the keepalive: an idle connection is pinged, and
+        closed when the ping is not answered in as long; a connection whose
+        command runs is never pinged (the core reads no frame meanwhile).
 
         ``proxy`` is None by default: the CLI listens on the local host.
         ``event_hold`` is how long a ``serviceRequest`` (or a ``/_call``) that
         no ``serve`` (``serve_calls``) takes yet waits for one; past it, it is
         logged at WARNING by its id, and a request is answered ``rate_limited``.
         """
-        transport = _WebSocketTransport(
-            url,
-            open_timeout=open_timeout,
-            max_size=max_size,
-            ping_interval=ping_interval,
-            proxy=proxy,
-        )
+        if isinstance(connections, bool) or not isinstance(connections, int) or connections < 1:
+            raise SimplexRpcError("connections: expected a positive integer")
+        options: dict[str, Any] = {
+            "open_timeout": open_timeout,
+            "max_size": max_size,
+            "proxy": proxy,
+        }
+        transport = _WebSocketTransport(url, ping_interval=ping_interval, **options)
         async with cls._opened(transport, event_buffer, event_hold) as core:
+            if connections > 1:
+
+                async def open_lane() -> _Transport:
+                    # No keepalive on a lane: its connection is busy whenever it is used.
+                    lane = _WebSocketTransport(url, ping_interval=None, **options)
+                    await lane.open(core)
+                    if core._failure is not None:  # pragma: no cover - lost meanwhile
+                        await lane.close()
+                        raise ChatCoreClosed(str(core._failure))
+                    log.debug("opened a connection for service requests to %s", lane.description)
+                    return lane
+
+                core._lanes = _Lanes(open_lane, connections - 1)
             log.info("connected to the chat core at %s", transport.description)
             yield core
 
@@ -345,11 +393,17 @@ class _CoreBase:
         return self._failure is not None
 
     async def close(self) -> None:
-        """Close the connection; pending commands fail with :class:`ChatCoreClosed`."""
+        """Close the connections; pending commands fail with :class:`ChatCoreClosed`."""
         if self._failure is None:
             self._closing = True
             self._lost("closed by this side")
-        await self._transport.close()
+        for transport in self._transports():
+            await transport.close()
+
+    def _transports(self) -> list[_Transport]:
+        """Every connection of this core: the first, then the lanes."""
+        lanes = self._lanes.lanes if self._lanes is not None else []
+        return [self._transport, *lanes]
 
     # -- input from transports -------------------------------------------------
 
@@ -431,7 +485,17 @@ class _CoreBase:
             return
         log.warning("native library sent an invalid event: %s", show(text))
 
+    def _answered(self, corr_id: str) -> None:
+        """The core answered ``corr_id`` (in time or not): its connection runs the next."""
+        transport = self._route.pop(corr_id, None)
+        if transport is None:
+            return
+        transport.in_flight -= 1
+        if self._lanes is not None and transport is not self._transport and not transport.in_flight:
+            self._lanes.give_back(transport)
+
     def _deliver(self, corr_id: str, resp: dict[str, Any]) -> None:
+        self._answered(corr_id)
         future = self._pending.get(corr_id)
         if future is None or future.done():
             # A core answering a command twice, or too late, or one never sent: worth a
@@ -449,6 +513,7 @@ class _CoreBase:
         future.set_result(resp)
 
     def _fail_command(self, corr_id: str, reason: str) -> None:
+        self._answered(corr_id)
         future = self._pending.get(corr_id)
         if future is not None and not future.done():
             future.set_exception(ChatCoreError(f"the chat core command failed: {reason}"))
@@ -477,13 +542,12 @@ class _CoreBase:
                 # serve), for event_hold seconds.
                 self._hold(self._held_requests, _Held(event, envelope, error, arrival))
             elif not taken:
-                # This connection never asked for service requests (another connection
-                # of the core may serve them): not held, so never answered from here.
-                log.info(
-                    "serviceRequest %s: no serve() on this connection, which did not start"
-                    " service requests: left to the core's other connections",
-                    show(event.get("requestId"), 80),
-                )
+                # This ChatCore never asked for service requests, yet the core gave it one:
+                # the core gives each event to one client (Server.hs), so no other client
+                # gets it. Answered rate_limited at once (the requester may retry and
+                # reach the client that serves), never dropped silently.
+                self._stray_requests += 1
+                self._unserved_request(_Held(event, envelope, error, arrival), arrival, stray=True)
         if error is not None:
             return  # a lenient reading is for the responder's bad_request only
         if frame is not None:
@@ -556,8 +620,9 @@ class _CoreBase:
                 kept.append(item)
         self._held_calls = kept
 
-    def _unserved_request(self, item: _Held, now: float) -> None:
-        """A held request no responder took in time (answered by :mod:`._service`)."""
+    def _unserved_request(self, item: _Held, now: float, *, stray: bool = False) -> None:
+        """A held request no responder took in time, or (``stray``) a request given to this
+        ChatCore, which serves none (answered by :mod:`._service`)."""
         log.warning(
             "serviceRequest %s waited %.1f s and no serve() took it: not answered",
             show(item.event.get("requestId"), 80),
@@ -606,14 +671,16 @@ class _CoreBase:
         """Stop reading the core's frames until every ``who`` resumes (the socket and
         the core then carry the back-pressure)."""
         if not self._pausers and self._failure is None:
-            self._transport.pause_reading()
+            for transport in self._transports():
+                transport.pause_reading()
         self._pausers.add(who)
 
     def _resume_reading(self, who: object) -> None:
         if who in self._pausers:
             self._pausers.discard(who)
             if not self._pausers:
-                self._transport.resume_reading()
+                for transport in self._transports():
+                    transport.resume_reading()
 
     def _lost(self, reason: str) -> None:
         if self._failure is not None:
@@ -639,9 +706,13 @@ class _CoreBase:
         for reply, reply_error in replies:
             reply.set_exception(reply_error)
         self._drop_held()
+        if self._lanes is not None:
+            self._lanes.lost(self._failure)
+        self._route.clear()
         if self._pausers:
             self._pausers.clear()
-            self._transport.resume_reading()  # so that the reader sees the end
+            for transport in self._transports():
+                transport.resume_reading()  # so that the readers see the end
 
     # -- commands -------------------------------------------------------------
 
@@ -662,7 +733,16 @@ class _CoreBase:
         if timeout is not None:
             timeout = check_seconds(timeout, "timeout")
         name = _command_name(cmd)
-        future = await self._post_command(cmd, timeout)
+        lane: _Transport | None = None
+        if name in BLOCKING_COMMANDS and self._lanes is not None:
+            # A connection of its own: the core runs nothing else on it until the answer.
+            lane = await self._lanes.take()
+        try:
+            future = await self._post_command(cmd, timeout, transport=lane)
+        except BaseException:
+            if lane is not None:
+                self._lanes.give_back(lane)  # type: ignore[union-attr]  # never sent
+            raise
         assert isinstance(future, asyncio.Future)  # no on_answer: a future
         try:
             resp = await future
@@ -683,6 +763,8 @@ class _CoreBase:
         cmd: str,
         timeout: float | None,
         on_answer: Callable[[Pending], None] | None = None,
+        *,
+        transport: _Transport | None = None,
     ) -> Pending:
         """Send one command (checked by the caller) and return the future of its ``resp``,
         without waiting for it: answers can be pipelined, their acknowledgements tracked.
@@ -694,7 +776,8 @@ class _CoreBase:
         ``chatCmdError`` is a result, for the caller to raise. ``on_answer`` is
         called with the future once it is done; with ``on_answer`` and no
         ``timeout``, the "future" is a :class:`_Reply`, and ``on_answer`` is called
-        in the very step the answer is read (or the connection lost).
+        in the very step the answer is read (or the connection lost). ``transport`` is
+        the connection to send on (by default the first).
         """
         if self._failure is not None:
             raise ChatCoreClosed(str(self._failure))
@@ -707,13 +790,17 @@ class _CoreBase:
         debug = log.isEnabledFor(logging.DEBUG)
         if debug:
             log.debug("command %s: %s", corr_id, show(cmd, 300))
+        connection = transport if transport is not None else self._transport
         try:
-            await self._transport.send(self, corr_id, cmd)
+            await connection.send(self, corr_id, cmd)
         except BaseException:
             self._pending.pop(corr_id, None)
             future.cancel()
             raise
         self._sent.add(corr_id)
+        if not future.done():
+            connection.in_flight += 1
+            self._route[corr_id] = connection
         timer = (
             loop.call_later(timeout, self._time_out, future)
             if timeout is not None and not future.done()
@@ -751,6 +838,8 @@ class _CoreBase:
             raise
         if not reply.done():
             self._sent.add(corr_id)
+            self._transport.in_flight += 1
+            self._route[corr_id] = self._transport
         return reply
 
     @staticmethod

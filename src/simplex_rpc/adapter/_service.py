@@ -46,6 +46,7 @@ from ._core import (
     _CoreBase,
     _dump_command_json,
     _Held,
+    _power_of_ten,
     check_seconds,
     log,
 )
@@ -405,9 +406,12 @@ class _ServiceRpc(_Declarations):
             )
             await asyncio.sleep(error.retry_after)
 
-    def _unserved_request(self, item: _Held, now: float) -> None:
-        """A request held for a ``serve()`` that did not come within ``event_hold``: logged
-        at WARNING by its id and answered ``rate_limited`` (the requester may repeat it)."""
+    def _unserved_request(self, item: _Held, now: float, *, stray: bool = False) -> None:
+        """A request held for a ``serve()`` that did not come within ``event_hold``, or
+        (``stray``) one the core gave to this ChatCore, which serves no requests (the core
+        gives each event to one client: another client of the core serves, and will never
+        see it). Logged at WARNING by its id and answered ``rate_limited`` (the requester
+        may repeat it)."""
         event = item.event
         request_id = event.get("requestId")
         user = event.get("user")
@@ -419,19 +423,40 @@ class _ServiceRpc(_Declarations):
             and user_id > 0
             and self._failure is None
         )
-        log.warning(
-            "serviceRequest %s for user %s waited %.1f s and no serve() took it: %s",
-            show(request_id, 80),
-            show(user_id, 20),
-            now - item.arrival,
+        outcome = (
             f"answering rate_limited (retryAfter {_UNSERVED_RETRY_AFTER})"
             if answerable
-            else "it cannot be answered",
+            else "it cannot be answered"
         )
+        if stray:
+            count = self._stray_requests
+            if count <= 10 or _power_of_ten(count):
+                log.warning(
+                    "serviceRequest %s for user %s came to this ChatCore, which serves no"
+                    " requests (%d so far): the core gives each event to one of its clients,"
+                    " so another program connected to the same core cannot serve it (one"
+                    " client per core); %s",
+                    show(request_id, 80),
+                    show(user_id, 20),
+                    count,
+                    outcome,
+                )
+        else:
+            log.warning(
+                "serviceRequest %s for user %s waited %.1f s and no serve() took it: %s",
+                show(request_id, 80),
+                show(user_id, 20),
+                now - item.arrival,
+                outcome,
+            )
         if not answerable:
             return
         response = Response.failure(
-            ErrorCode.RATE_LIMITED, "no responder is serving yet", retry_after=_UNSERVED_RETRY_AFTER
+            ErrorCode.RATE_LIMITED,
+            "the request reached a client of the core that does not serve"
+            if stray
+            else "no responder is serving yet",
+            retry_after=_UNSERVED_RETRY_AFTER,
         )
         cmd = f"/_service_response {user_id} {request_id} {response.to_json().decode()}"
         task = asyncio.create_task(self._answer_unserved(cmd, str(request_id)))
