@@ -19,6 +19,7 @@ import importlib.util
 import inspect
 import json
 import logging
+import re
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -556,8 +557,15 @@ async def run_simulator(
     world = read_world(args.world) if getattr(args, "world", None) is not None else None
     users = tuple(sorted(world.user_ids)) if world is not None else (1,)
     simulator = CoreSimulator(
-        host=args.host, port=args.port, response_window=args.response_window, users=users
+        host=args.host,
+        port=args.port,
+        response_window=args.response_window,
+        users=users,
+        maintenance=getattr(args, "maintenance", False),
+        ack=getattr(args, "ack", "serviceReplyAccepted"),
     )
+    for command, seconds in getattr(args, "command_delay", None) or []:
+        simulator.set_command_delay(seconds, command)
     try:
         await simulator.__aenter__()
     except OverflowError:  # pragma: no cover - the argument's type bounds the port
@@ -590,6 +598,22 @@ async def run_simulator(
 
 def _cmd_simulator(args: argparse.Namespace) -> int:
     return run_until_signal(run_simulator(args))
+
+
+def _command_delay(text: str) -> tuple[str | None, float]:
+    """An argparse ``type=``: ``SECONDS`` or ``/command=SECONDS``, seconds 0 or more."""
+    command, _, seconds = text.rpartition("=")
+    if command and not re.fullmatch(r"/[A-Za-z_]+", command):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: name a command by its first word, as /_send=0.01"
+        )
+    try:
+        value = float(seconds)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds, 0 or more")
+    return (command or None), value
 
 
 def _port(text: str) -> int:
@@ -888,6 +912,29 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="build the users, addresses, contacts and groups FILE (TOML or JSON) declares,"
         " then print one JSON line: each user's URL and the ids made (docs/adapter.md)",
+    )
+    p.add_argument(
+        "-m",
+        "--maintenance",
+        action="store_true",
+        help="as simplex-chat -m: each core's chat is not started until /_start (so"
+        " /_start main=on service_requests=on turns requests on); without it the chat runs"
+        " from the start with service requests off, and /_start answers chatRunning",
+    )
+    p.add_argument(
+        "--ack",
+        choices=("serviceReplyAccepted", "cmdOk"),
+        default="serviceReplyAccepted",
+        help="the answer to /_service_response: serviceReplyAccepted {user, connectionId},"
+        " then the event serviceReplySent (current cores), or cmdOk (the first ones)",
+    )
+    p.add_argument(
+        "--command-delay",
+        type=_command_delay,
+        action="append",
+        metavar="[COMMAND=]SECONDS",
+        help="seconds the core takes to process each command, or each command whose first"
+        " word is COMMAND (/_service_response=0.002); repeatable",
     )
     add_ready_option(p)
     p.set_defaults(handler=_cmd_simulator)
