@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
+from _scripted_core import ScriptedCore
 from simplex_rpc import ErrorCode, Request, Response
 from simplex_rpc.adapter import (
     ChatCore,
@@ -180,10 +181,17 @@ def test_core_errors_carry_the_core_error_object() -> None:
             }
             assert err.type_path == "errorAgent/AGENT/A_SERVICE/ASENotDRAddress"
             assert "ASENotDRAddress" in str(err) and "/_service_request" in str(err)
-            # service_address adds the keys to the existing address.
+            # service_address adds the keys to the existing address: an upgrade in place
+            # puts them on its short link only (issue 28, item 4), which is what it returns;
+            # the full link still fails ASENotDRAddress.
             address = await bob.service_address(1)
-            assert address.short_link == link
-            assert "&rk=" in address.full_link
+            assert address.short_link == link and address.link == link
+            assert "&rk=" not in address.full_link
+            with pytest.raises(ChatCoreError) as info:
+                await alice.service_request(
+                    1, address.full_link, Request(protocol="mcp", request=1), timeout=3600
+                )
+            assert info.value.type_path.endswith("ASENotDRAddress")
 
     run(main)
 
@@ -492,5 +500,47 @@ def test_service_address_creates_then_reuses() -> None:
         with pytest.raises(ChatCoreError):
             ServiceAddress.from_created_link({"connShortLink": "x"})
         assert ServiceAddress.from_created_link({"connFullLink": "f"}).link == "f"
+
+    run(main)
+
+
+def test_service_address_adds_a_short_link_to_an_address_without_one() -> None:
+    """Issue 28, item 4: only the short link carries the ratchet keys after an upgrade, so
+    service_address always returns one: an address made before short links (a full link
+    alone, even after /_address_settings) gets one with
+    `/_short_link_address <userId> pq_ratchet=on` (APIAddMyAddressShortLink)."""
+    full = "simplex:/contact#/?v=2-7&smp=smp%3A%2F%2Fhost%2Ftoken"
+    short = "simplex:/a#token?h=host"
+
+    def answer(resp: dict[str, Any]) -> Any:
+        return lambda corr_id, cmd: json.dumps({"corrId": corr_id, "resp": resp})
+
+    def contact_link(links: dict[str, str]) -> dict[str, Any]:
+        return {"contactLink": {"connLinkContact": links, "addressSettings": {}}}
+
+    async def main() -> None:
+        async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+            fake.raw["/_show_address"] = answer(
+                {"type": "userContactLink", **contact_link({"connFullLink": full})}
+            )
+            fake.raw["/_address_settings"] = answer(
+                {"type": "userContactLinkUpdated", **contact_link({"connFullLink": full})}
+            )
+            fake.raw["/_short_link_address"] = answer(
+                {
+                    "type": "userContactLink",
+                    **contact_link({"connFullLink": full, "connShortLink": short}),
+                }
+            )
+            address = await core.service_address(1)
+            assert address.link == short and address.full_link == full
+            sent = [fake.commands.get_nowait() for _ in range(fake.commands.qsize())]
+            assert sent[-1] == "/_short_link_address 1 pq_ratchet=on"
+            # A core that makes no short link: a clear error, not a link without keys.
+            fake.raw["/_short_link_address"] = answer(
+                {"type": "userContactLink", **contact_link({"connFullLink": full})}
+            )
+            with pytest.raises(ChatCoreError, match="no short link"):
+                await core.service_address(1)
 
     run(main)

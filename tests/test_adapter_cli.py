@@ -271,7 +271,7 @@ def test_connecting_to_a_closed_port_is_one_line(capsys: pytest.CaptureFixture[s
 
 def test_simulator_subcommand_serves_until_cancelled(capsys: pytest.CaptureFixture[str]) -> None:
     """simplex-rpc simulator: a CoreSimulator users can test their bots against."""
-    from simplex_rpc.adapter import ChatCore
+    from simplex_rpc.adapter import ChatCore, ChatCoreError
 
     async def scenario() -> None:
         args = build_parser().parse_args(["simulator", "--port", "0", "--response-window", "5"])
@@ -279,7 +279,11 @@ def test_simulator_subcommand_serves_until_cancelled(capsys: pytest.CaptureFixtu
         task = asyncio.create_task(_cli_adapter.run_simulator(args, on_ready=ready.set_result))
         url = await ready
         async with ChatCore.connect(url + "/x") as core:
-            assert await core.start()
+            # Without -m the simulated CLI runs its chat from the start, as simplex-chat
+            # does: start() names the two ways out, and restart=True takes one.
+            with pytest.raises(ChatCoreError, match="-m"):
+                await core.start()
+            assert await core.start(restart=True)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
