@@ -106,3 +106,33 @@ def test_the_summary_log_record_carries_no_counts_as_data() -> None:
         logger.setLevel(level)
     (summary,) = [r for r in records if r.getMessage().startswith("stopped serving user 1")]
     assert not hasattr(summary, "outcome")
+
+
+def test_an_answer_acknowledged_cmd_ok_counts_as_answered() -> None:
+    """The first cores acknowledge /_service_response with cmdOk, current ones with
+    serviceReplyAccepted {user, connectionId} (plans/2026-07-22-service-rpc-chat.md):
+    both are an acceptance; the simulator's ack="cmdOk" is the first kind."""
+    from simplex_rpc import Request
+    from simplex_rpc.testing import CoreSimulator
+
+    async def main() -> None:
+        async with (
+            CoreSimulator(ack="cmdOk") as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            assert await bob.start(service_requests=True)
+            assert await alice.start(service_requests=False)
+            link = (await bob.service_address(1)).link
+            ready, stop = asyncio.Event(), asyncio.Event()
+            task = asyncio.create_task(
+                bob.serve(1, _echo, protocols=["mcp"], ready=ready, stop=stop)
+            )
+            await ready.wait()
+            for n in range(3):
+                response = await alice.service_request(1, link, Request(protocol="mcp", request=n))
+                assert response.response == "ok"
+            stop.set()
+            assert await task == ServeOutcome(answered=3)
+
+    run(main)

@@ -185,6 +185,19 @@ class EventStream:
         self.close()
 
 
+def _is_bad_signature(event: dict[str, Any]) -> bool:
+    """A ``chatError`` event carrying the agent's ``A_SERVICE ASEBadSignature``."""
+    node: object = event.get("chatError")
+    for _ in range(8):
+        if not isinstance(node, dict):
+            return False
+        service = node.get("serviceError")
+        if isinstance(service, dict) and service.get("type") == "ASEBadSignature":
+            return True
+        node = next((v for k, v in node.items() if k != "type" and isinstance(v, dict)), None)
+    return False
+
+
 def _power_of_ten(n: int) -> bool:
     while n >= 10 and n % 10 == 0:
         n //= 10
@@ -548,6 +561,15 @@ class _CoreBase:
                 # reach the client that serves), never dropped silently.
                 self._stray_requests += 1
                 self._unserved_request(_Held(event, envelope, error, arrival), arrival, stray=True)
+        elif kind == "chatError" and _is_bad_signature(event):
+            # The responder's agent refused a signed request whose signature does not
+            # verify: the core delivers nothing, and the requester only times out
+            # (A_SERVICE ASEBadSignature, plans/2026-07-22-service-rpc-chat.md). Said here,
+            # since no serviceRequest ever shows it.
+            log.warning(
+                "the chat core refused a signed service request whose signature does not"
+                " verify (ASEBadSignature): it is not delivered, its requester will time out"
+            )
         if error is not None:
             return  # a lenient reading is for the responder's bad_request only
         if frame is not None:

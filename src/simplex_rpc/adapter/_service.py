@@ -186,6 +186,19 @@ def _check_target(target: object) -> str:
         raise SimplexRpcError("target: must not contain white space or control characters")
     if target.startswith(_OPTION_NAMES):
         raise SimplexRpcError("target: must not begin with an option name (timeout=, sign_key=)")
+    # Target resolution (plans/2026-07-22-service-rpc-chat.md; the core's code does not
+    # have it yet): a link, or a contact name written @name.simplex. A channel name (#…)
+    # and a bare name fail in the core: refused here, with the form that works.
+    if target.startswith("#"):
+        raise SimplexRpcError(
+            "target: a channel name (#…) is not a service target; a SimpleX name is"
+            " written @name.simplex"
+        )
+    if not target.startswith("@") and ":" not in target:
+        raise SimplexRpcError(
+            f"target: {show(target, 60)} is neither a link nor a name: a SimpleX name is"
+            " written @name.simplex"
+        )
     return target
 
 
@@ -471,7 +484,7 @@ class _ServiceRpc(_Declarations):
                 "serviceRequest %s: the rate_limited answer failed: %s", show(request_id, 80), exc
             )
             return
-        if resp.get("type") != "serviceReplyAccepted":
+        if resp.get("type") not in _ACCEPTED:
             log.warning(
                 "serviceRequest %s: the core answered %s to the rate_limited answer",
                 show(request_id, 80),
@@ -702,6 +715,11 @@ class _IntervalLog:
 #: reading the core's frames (back-pressure: the socket and the core hold the rest of a
 #: burst); reading goes on once half of them are written. Nothing is dropped.
 _MAX_OUTBOX: Final = 10_000
+#: How the core accepts a ``/_service_response``: ``serviceReplyAccepted {user,
+#: connectionId}`` (current cores), ``cmdOk`` (the first ones). Delivery is reported
+#: later, by the event ``serviceReplySent {connectionId}`` (the chat's plans:
+#: plans/2026-07-22-service-rpc-chat.md; not in the core's published code yet).
+_ACCEPTED: Final = frozenset({"serviceReplyAccepted", "cmdOk"})
 #: The retryAfter of a request held for a serve() that did not come in time.
 _UNSERVED_RETRY_AFTER: Final = 5
 #: The retryAfter of the requests answered while serve stops: short, so that they retry.
@@ -1442,12 +1460,12 @@ class _Responder:
             resp = future.result()
             if resp.get("type") == "chatCmdError":
                 exc = _core_refusal(resp.get("chatError"))
-            elif resp.get("type") != "serviceReplyAccepted":
+            elif resp.get("type") not in _ACCEPTED:
                 # Neither a refusal nor an acceptance: sending again could answer twice.
                 self.outcome.failed += 1
                 log.warning(
-                    "request %s: answer sent, not acknowledged (the core answered %s, not"
-                    " serviceReplyAccepted): the core may have delivered it",
+                    "request %s: answer sent, not acknowledged (the core answered %s,"
+                    " neither serviceReplyAccepted nor cmdOk): the core may have delivered it",
                     rid,
                     show(resp.get("type"), 60),
                 )
