@@ -134,10 +134,15 @@ def test_call_reports_refusals_in_one_line(
 ) -> None:
     with serving("--echo") as bg:
         capsys.readouterr()  # the responder's ready lines (stdout)
-        assert main(["call", "--core", bg.url, "--timeout", "2", "nowhere", "echo", "{}"]) == 2
+        target = "simplex:/nowhere"
+        assert main(["call", "--core", bg.url, "--timeout", "2", target, "echo", "{}"]) == 2
         err = capsys.readouterr().err.splitlines()[-1]  # the responder printed its address before
         assert err.startswith("simplex-rpc call: chat core refused /_service_request")
         assert "invalidConnReq" in err and "Traceback" not in err
+        # A bare name fails in the core too (the plan's target resolution): refused here.
+        assert main(["call", "--core", bg.url, "--timeout", "2", "nowhere", "echo", "{}"]) == 2
+        err = capsys.readouterr().err.splitlines()[-1]
+        assert "@name.simplex" in err and "Traceback" not in err
         assert main(call(bg, "echo", "{not json")) == 2
         assert "JSON" in capsys.readouterr().err
         bad_key = tmp_path / "bad"

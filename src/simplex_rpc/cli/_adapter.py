@@ -637,7 +637,7 @@ def _core_options(p: argparse.ArgumentParser) -> None:
         type=core_url,
         metavar="URL",
         help="the chat core's WebSocket API, for example ws://127.0.0.1:5225"
-        " (simplex-chat -p 5225; no path needed: the simulator alone uses the path, to"
+        " (simplex-chat -p 5225 -m; no path needed: the simulator alone uses the path, to"
         " pick one of its simulated cores)",
     )
     p.add_argument(
@@ -857,7 +857,7 @@ def register(subparsers: Any) -> None:
         type=core_url,
         metavar="URL",
         help="the chat core's WebSocket API, for example ws://127.0.0.1:5225"
-        " (simplex-chat -p 5225; no path needed: the simulator alone uses the path, to"
+        " (simplex-chat -p 5225 -m; no path needed: the simulator alone uses the path, to"
         " pick one of its simulated cores)",
     )
     p.add_argument(
