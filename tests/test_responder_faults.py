@@ -64,10 +64,11 @@ async def responder_and_requester(
 
     ``alice``'s pool has a connection for each request of the largest burst here (the
     core runs one request at a time per connection): the bursts reach the responder at
-    once, as many requesters' would.
+    once, as many requesters' would. Every command of the simulated cores costs 0.1 ms
+    (``command_delay``), as a real core's processing does.
     """
     async with (
-        CoreSimulator(response_window=response_window) as sim,
+        CoreSimulator(response_window=response_window, command_delay=0.0001) as sim,
         ChatCore.connect(sim.url_for("bob"), event_buffer=event_buffer) as bob,
         ChatCore.connect(sim.url_for("alice"), connections=101) as alice,
     ):
