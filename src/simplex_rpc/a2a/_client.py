@@ -493,7 +493,7 @@ def register_client(
         raise TypeError(f"core: expected a ChatCore, got {type(core).__name__}")
     if sign_key is not None and not isinstance(sign_key, SigningKey):
         raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
-    check_destination(user_id, "@probe.simplex")  # the user id alone is checked here
+    check_destination(user_id, "probe")
     check_seconds(timeout, "timeout")
     check_seconds(max_retry_after, "max_retry_after")
     if isinstance(chats, str) or (chats is not None and not isinstance(chats, Mapping)):

@@ -34,6 +34,10 @@ strictly, never interpreted, and logged escaped and truncated.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
 from ..errors import ChatCoreError
 from ._chat import (
     DEFAULT_CALL_TIMEOUT,
@@ -45,8 +49,8 @@ from ._chat import (
 )
 from ._chat import CallHandler as CallHandler
 from ._core import DEFAULT_COMMAND_TIMEOUT as DEFAULT_COMMAND_TIMEOUT
-from ._core import EventStream
-from ._declare import LinkDeclarations
+from ._core import DEFAULT_EVENT_HOLD, EventStream, _CoreBase
+from ._declare import LinkDeclarations, _Declarations
 from ._errors import ChatCoreClosed, ChatCoreTimeout
 from ._errors import _loads_core as _loads_core
 from ._service import (
@@ -64,7 +68,10 @@ from ._service import Handler as Handler
 from ._service import _Limiter as _Limiter
 from ._service import _parse_request_data as _parse_request_data
 from ._service import _parse_response_data as _parse_response_data
-from ._transports import LibsimplexHandle, NativeHandle
+from ._transports import LibsimplexHandle, NativeHandle, _Transport
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
@@ -90,7 +97,21 @@ __all__ = [
 ]
 
 
-class ChatCore(_ServiceRpc, _ChatCalls):
+def _part_method(
+    part: str, method: Callable[Concatenate[Any, _P], _R]
+) -> Callable[Concatenate[ChatCore, _P], _R]:
+    """``ChatCore.<name>``: the method of its part ``part``, with its signature and text."""
+    name = method.__name__
+
+    def delegated(self: ChatCore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        bound: Callable[_P, _R] = getattr(getattr(self, part), name)
+        return bound(*args, **kwargs)
+
+    functools.update_wrapper(delegated, method)
+    return delegated
+
+
+class ChatCore(_CoreBase):
     """A connection to a SimpleX chat core: Service RPC and the chat transport.
 
     Use :meth:`connect` (WebSocket) or :meth:`native` as an async context
@@ -101,4 +122,39 @@ class ChatCore(_ServiceRpc, _ChatCalls):
     stream. One client per core: another program connected to the same core
     takes events too, and the library cannot see that. When a connection
     drops, every pending command fails with :class:`ChatCoreClosed`.
+
+    It is composed of its parts, each using the core's commands, events and
+    request sinks (:class:`._core._CoreBase`) and nothing of the others but
+    what it is given: the declarations (:mod:`._declare`), Service RPC
+    (:mod:`._service`: the requester and ``serve``) and the chat transport
+    (:mod:`._chat`: ``serve_calls`` and ``call``).
     """
+
+    def __init__(
+        self,
+        transport: _Transport,
+        *,
+        event_buffer: int = 10_000,
+        event_hold: float = DEFAULT_EVENT_HOLD,
+    ) -> None:
+        """Wrap a transport; use :meth:`connect` or :meth:`native` instead of calling this."""
+        super().__init__(transport, event_buffer=event_buffer, event_hold=event_hold)
+        self._declarations = _Declarations(self)
+        self._rpc = _ServiceRpc(self, self._declarations)
+        self._calls = _ChatCalls(self, self._declarations)
+        # A request no serve takes in time is answered by Service RPC's part.
+        self._on_unserved = self._rpc._unserved_request
+
+    # Service RPC (._service)
+    service_address = _part_method("_rpc", _ServiceRpc.service_address)
+    service_request = _part_method("_rpc", _ServiceRpc.service_request)
+    serve = _part_method("_rpc", _ServiceRpc.serve)
+    # The chat transport (._chat)
+    serve_calls = _part_method("_calls", _ChatCalls.serve_calls)
+    call = _part_method("_calls", _ChatCalls.call)
+    call_stream = _part_method("_calls", _ChatCalls.call_stream)
+    # Declarations (._declare)
+    declare = _part_method("_declarations", _Declarations.declare)
+    declared = _part_method("_declarations", _Declarations.declared)
+    link_declarations = _part_method("_declarations", _Declarations.link_declarations)
+    _declare_transport = _part_method("_declarations", _Declarations._declare_transport)

@@ -52,7 +52,7 @@ from ..chat import (
 from ..declarations import _check_declared_versions
 from ..errors import CallSyntaxError, ChatCoreError, SimplexRpcError
 from ._admission import Admission, Decision, Ticket, Verdict, WindowSeen
-from ._core import _check_user_id, _dump_command_json, check_seconds, log
+from ._core import _check_user_id, _CoreBase, _dump_command_json, check_seconds, log
 from ._declare import _Declarations
 from ._errors import ChatCoreClosed
 
@@ -475,7 +475,7 @@ class _CallServer:
 
     def __init__(
         self,
-        core: _ChatCalls,
+        core: _CoreBase,
         user_id: int,
         handlers: CallHandlers,
         *,
@@ -773,8 +773,13 @@ class _CallServer:
             )
 
 
-class _ChatCalls(_Declarations):
-    """``ChatCore``'s chat transport methods (see :class:`simplex_rpc.adapter.ChatCore`)."""
+class _ChatCalls:
+    """``ChatCore``'s chat transport part (see :class:`simplex_rpc.adapter.ChatCore`): it
+    uses the core's commands and events, and ``declarations`` for ``declare=True``."""
+
+    def __init__(self, core: _CoreBase, declarations: _Declarations) -> None:
+        self._core = core
+        self._declarations = declarations
 
     async def serve_calls(
         self,
@@ -832,7 +837,7 @@ class _ChatCalls(_Declarations):
         :class:`~simplex_rpc.errors.SimplexRpcError` before anything runs.
         """
         server = _CallServer(
-            self,
+            self._core,
             _check_user_id(user_id),
             handlers,
             concurrency=concurrency,
@@ -844,12 +849,14 @@ class _ChatCalls(_Declarations):
         # coroutine has started is seen, however long declaring takes; and the
         # commands that came before it (held by the core for event_hold seconds)
         # come first.
-        stream = self.events()
-        self._take_held_calls(stream, user_id)
+        stream = self._core.events()
+        self._core._take_held_calls(stream, user_id)
         try:
             await self._active_user(user_id, SimplexRpcError)
             if declared is not None:
-                await self._declare_transport(user_id, sorted(declared), "chat", declared)
+                await self._declarations._declare_transport(
+                    user_id, sorted(declared), "chat", declared
+                )
         except BaseException:
             stream.close()
             raise
@@ -867,7 +874,7 @@ class _ChatCalls(_Declarations):
         sends as that user. A ``wanted`` user that is not the active one
         raises ``refused``, before anything is sent.
         """
-        resp = await self.command("/user")
+        resp = await self._core.command("/user")
         user_id = _id(_path(resp, "user", "userId"))
         if resp.get("type") != "activeUser" or user_id is None:
             raise SimplexRpcError("the chat core did not name its active user (/user)")
@@ -881,7 +888,7 @@ class _ChatCalls(_Declarations):
 
     async def _group_members(self, group_id: int) -> tuple[dict[str, Any], list[Any]]:
         # APIListMembers: groupMembers with group: Group {groupInfo, members} (COMMANDS.md).
-        resp = await self.command(f"/_members #{group_id}")
+        resp = await self._core.command(f"/_members #{group_id}")
         group = _path(resp, "group")
         info = _path(group, "groupInfo")
         members = _path(group, "members")
@@ -979,10 +986,10 @@ class _ChatCalls(_Declarations):
         if mentions:
             composed["mentions"] = mentions
         collector = ReplyCollector()
-        stream = self.events()
+        stream = self._core.events()
         try:
             cmd = f"/_send {chat} json {_dump_command_json([composed], 'the /_call')}"
-            resp = await self.command(cmd)
+            resp = await self._core.command(cmd)
             item_id = _id(_path(_first(resp.get("chatItems")), "chatItem", "meta", "itemId"))
             if resp.get("type") != "newChatItems" or item_id is None:
                 raise SimplexRpcError(

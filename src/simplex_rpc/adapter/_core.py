@@ -262,11 +262,12 @@ class _CoreBase:
         self._held_requests: deque[_Held] = deque()
         self._held_calls: deque[_Held] = deque()
         self._hold_timer: asyncio.TimerHandle | None = None
-        self._own_answers: set[asyncio.Task[None]] = set()
         # Who asked the transport to stop reading (the responders at their outbox bound).
         self._pausers: set[object] = set()
         self._stray_answers = 0
         self._stray_requests = 0  # serviceRequests given to this ChatCore, which serves none
+        # What answers a request no serve takes (set by ChatCore: its Service RPC part).
+        self._on_unserved: Callable[[_Held, float, bool], None] | None = None
         # Whether serviceRequests are this connection's to answer: it started them
         # (start(service_requests=True)) or has served; only then are they held.
         self._expects_requests = False
@@ -620,6 +621,22 @@ class _CoreBase:
                 give_up(held.popleft(), now)
         self._schedule_hold()
 
+    def _attach_requests(self, sink: _RequestSink) -> None:
+        r"""``sink`` (a responder starting) takes this core's ``serviceRequest``\ s from now
+        on, the held ones first, oldest first; from now on they are this core's to answer
+        (held for a later ``serve`` when no sink takes them). Raises
+        :class:`ChatCoreClosed` once the connection is lost."""
+        if self._failure is not None:
+            raise ChatCoreClosed(str(self._failure))
+        self._expects_requests = True
+        if sink not in self._request_sinks:
+            self._request_sinks.add(sink)
+            self._take_held_requests(sink)
+
+    def _detach_requests(self, sink: _RequestSink) -> None:
+        """``sink`` takes no more requests."""
+        self._request_sinks.discard(sink)
+
     def _take_held_requests(self, sink: _RequestSink) -> None:
         """Offer ``sink`` (a responder starting) the held requests, oldest first; those it
         takes are no longer held."""
@@ -644,7 +661,11 @@ class _CoreBase:
 
     def _unserved_request(self, item: _Held, now: float, *, stray: bool = False) -> None:
         """A held request no responder took in time, or (``stray``) a request given to this
-        ChatCore, which serves none (answered by :mod:`._service`)."""
+        ChatCore, which serves none: handed to ``_on_unserved`` (Service RPC's part, which
+        answers it), else logged."""
+        if self._on_unserved is not None:
+            self._on_unserved(item, now, stray)
+            return
         log.warning(
             "serviceRequest %s waited %.1f s and no serve() took it: not answered",
             show(item.event.get("requestId"), 80),

@@ -186,9 +186,14 @@ def _check_target(target: object) -> str:
         raise SimplexRpcError("target: must not contain white space or control characters")
     if target.startswith(_OPTION_NAMES):
         raise SimplexRpcError("target: must not begin with an option name (timeout=, sign_key=)")
-    # Target resolution (plans/2026-07-22-service-rpc-chat.md; the core's code does not
-    # have it yet): a link, or a contact name written @name.simplex. A channel name (#…)
-    # and a bare name fail in the core: refused here, with the form that works.
+    return target
+
+
+def _check_service_target(target: str) -> None:
+    """Target resolution (plans/2026-07-22-service-rpc-chat.md; the core's code does not
+    have it yet): a link, or a contact name written ``@name.simplex``. A channel name
+    (``#…``) and a bare name fail in the core: refused before sending, with the form
+    that works."""
     if target.startswith("#"):
         raise SimplexRpcError(
             "target: a channel name (#…) is not a service target; a SimpleX name is"
@@ -199,7 +204,6 @@ def _check_target(target: object) -> str:
             f"target: {show(target, 60)} is neither a link nor a name: a SimpleX name is"
             " written @name.simplex"
         )
-    return target
 
 
 def service_request_command(
@@ -298,8 +302,16 @@ def _parse_request_data(data: object) -> Request:
     return Request.parse(_envelope_json(data, "request", "requestData"))
 
 
-class _ServiceRpc(_Declarations):
-    """``ChatCore``'s Service RPC methods (see :class:`simplex_rpc.adapter.ChatCore`)."""
+class _ServiceRpc:
+    """``ChatCore``'s Service RPC part (see :class:`simplex_rpc.adapter.ChatCore`): the
+    requester and ``serve``, through the core's commands and its request sinks, and
+    ``declarations`` for ``declare=True``."""
+
+    def __init__(self, core: _CoreBase, declarations: _Declarations) -> None:
+        self._core = core
+        self._declarations = declarations
+        # The responder's own answers to requests no serve took (_unserved_request).
+        self._own_answers: set[asyncio.Task[None]] = set()
 
     async def service_address(self, user_id: int, pq_ratchet: bool = True) -> ServiceAddress:
         """Make sure ``user_id``'s contact address exists and has ratchet keys; return it,
@@ -323,11 +335,11 @@ class _ServiceRpc(_Declarations):
         _check_user_id(user_id)
         option = f"pq_ratchet={'on' if pq_ratchet else 'off'}"
         try:
-            shown = await self.command(f"/_show_address {user_id}")
+            shown = await self._core.command(f"/_show_address {user_id}")
         except ChatCoreError as exc:
             if "userContactLinkNotFound" not in exc.type_path:
                 raise
-            created = await self.command(f"/_address {user_id} {option}")
+            created = await self._core.command(f"/_address {user_id} {option}")
             address = ServiceAddress.from_created_link(created.get("connLinkContact"))
             log.info("created a contact address with ratchet keys for user %d", user_id)
             return await self._with_short_link(user_id, address)
@@ -336,7 +348,7 @@ class _ServiceRpc(_Declarations):
         if not isinstance(settings, dict):
             settings = {"businessAddress": False}
         settings_json = _dump_command_json(settings, "address settings")
-        updated = await self.command(f"/_address_settings {user_id} {option} {settings_json}")
+        updated = await self._core.command(f"/_address_settings {user_id} {option} {settings_json}")
         link = updated.get("contactLink")
         address = ServiceAddress.from_created_link(
             link.get("connLinkContact") if isinstance(link, dict) else None
@@ -349,7 +361,7 @@ class _ServiceRpc(_Declarations):
         ``/_short_link_address <userId> pq_ratchet=on`` (the keys go on it)."""
         if address.short_link is not None:
             return address
-        resp = await self.command(f"/_short_link_address {user_id} pq_ratchet=on")
+        resp = await self._core.command(f"/_short_link_address {user_id} pq_ratchet=on")
         link = resp.get("contactLink")
         upgraded = ServiceAddress.from_created_link(
             link.get("connLinkContact") if isinstance(link, dict) else None
@@ -389,12 +401,13 @@ class _ServiceRpc(_Declarations):
         if max_retry_after is not None:
             max_retry_after = check_seconds(max_retry_after, "max_retry_after")
         cmd = service_request_command(user_id, target, request, timeout=timeout, sign_key=sign_key)
+        _check_service_target(target)
         wait_for = (
             float(timeout if timeout is not None else DEFAULT_REQUEST_TIMEOUT) + _REQUEST_GRACE
         )
         attempt = 0
         while True:
-            resp = await self.command(cmd, timeout=wait_for)
+            resp = await self._core.command(cmd, timeout=wait_for)
             if resp.get("type") != "serviceResponse":
                 raise ChatCoreError(
                     f"unexpected answer {show(resp.get('type'), 60)} to /_service_request"
@@ -419,7 +432,7 @@ class _ServiceRpc(_Declarations):
             )
             await asyncio.sleep(error.retry_after)
 
-    def _unserved_request(self, item: _Held, now: float, *, stray: bool = False) -> None:
+    def _unserved_request(self, item: _Held, now: float, stray: bool = False) -> None:
         """A request held for a ``serve()`` that did not come within ``event_hold``, or
         (``stray``) one the core gave to this ChatCore, which serves no requests (the core
         gives each event to one client: another client of the core serves, and will never
@@ -434,7 +447,7 @@ class _ServiceRpc(_Declarations):
             and _REQUEST_ID.fullmatch(request_id) is not None
             and type(user_id) is int
             and user_id > 0
-            and self._failure is None
+            and self._core._failure is None
         )
         outcome = (
             f"answering rate_limited (retryAfter {_UNSERVED_RETRY_AFTER})"
@@ -442,7 +455,7 @@ class _ServiceRpc(_Declarations):
             else "it cannot be answered"
         )
         if stray:
-            count = self._stray_requests
+            count = self._core._stray_requests
             if count <= 10 or _power_of_ten(count):
                 log.warning(
                     "serviceRequest %s for user %s came to this ChatCore, which serves no"
@@ -478,7 +491,7 @@ class _ServiceRpc(_Declarations):
 
     async def _answer_unserved(self, cmd: str, request_id: str) -> None:
         try:
-            resp = await self.command(cmd)
+            resp = await self._core.command(cmd)
         except ChatCoreError as exc:
             log.warning(
                 "serviceRequest %s: the rate_limited answer failed: %s", show(request_id, 80), exc
@@ -568,7 +581,7 @@ class _ServiceRpc(_Declarations):
         not be sent).
         """
         responder = _Responder(
-            self,
+            self._core,
             _check_user_id(user_id),
             handler,
             protocols=protocols,
@@ -585,11 +598,12 @@ class _ServiceRpc(_Declarations):
         # The responder takes requests before the profile is written, so that one
         # arriving during the declaration's round trips is queued with its arrival
         # time, not lost; if declaring fails, stopping the responder answers it.
-        self._request_sinks.add(responder)
-        self._take_held_requests(responder)
+        self._core._attach_requests(responder)
         runner = asyncio.create_task(responder.run(None, stop))
         try:
-            await self._declare_transport(user_id, sorted(responder.protocols), "rpc", versions)
+            await self._declarations._declare_transport(
+                user_id, sorted(responder.protocols), "rpc", versions
+            )
             if ready is not None:
                 ready.set()  # requests were taken all along; now the profile says so too
             return await runner
@@ -599,7 +613,7 @@ class _ServiceRpc(_Declarations):
                 await asyncio.gather(runner, return_exceptions=True)
             # A runner cancelled before its first step never ran its own cleanup (a
             # declaration refused at once): it must not stay a responder.
-            self._request_sinks.discard(responder)
+            self._core._detach_requests(responder)
 
 
 # ---------------------------------------------------------------------------
@@ -951,14 +965,10 @@ class _Responder:
         """Serve until ``stop`` is set or the task is cancelled (a graceful stop; the
         outcome returned, or CancelledError raised), or until the connection is lost
         (:class:`ChatCoreClosed`). ``ready`` is set once requests are taken."""
-        if self.core._failure is not None:
-            raise ChatCoreClosed(str(self.core._failure))
-        self.core._request_sinks.add(self)
-        self.core._expects_requests = True
-        log.info("serving %s for user %d", ", ".join(sorted(self.protocols)), self.user_id)
         # The requests that came before serve (held by the core): taken now, oldest first,
         # their deadlines counting from their arrival.
-        self.core._take_held_requests(self)
+        self.core._attach_requests(self)
+        log.info("serving %s for user %d", ", ".join(sorted(self.protocols)), self.user_id)
         if ready is not None:
             ready.set()
         try:
@@ -971,7 +981,7 @@ class _Responder:
             await self._stop()
             return self.outcome.frozen()
         finally:
-            self.core._request_sinks.discard(self)
+            self.core._detach_requests(self)
             self._resume()
             if self.ack_timer is not None:
                 self.ack_timer.cancel()
