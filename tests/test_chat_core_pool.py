@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from simplex_rpc import Request, Response
-from simplex_rpc.adapter import ChatCore, ServiceRequest, _transports
+from simplex_rpc.adapter import ChatCore, ChatCoreTimeout, ServiceRequest, _transports
 from simplex_rpc.testing import CoreSimulator
 from test_adapter_support import Held, run
 
@@ -259,9 +259,10 @@ def test_requests_in_flight_are_bounded_by_the_pool_and_wait_in_order() -> None:
 
 
 def test_the_keepalive_never_closes_a_connection_whose_command_runs() -> None:
-    """The core reads no frame while a command runs (Server.hs: receive waits while rcvQ
-    is full), so a ping is not answered then: a 0.2-second keepalive must not close the
-    one connection while its /_service_request waits a second and a half."""
+    """The core reads no frame while its queue is full (Server.hs: receive waits while
+    rcvQ is full), so a ping is not answered then: a 0.2-second keepalive must not close
+    the one connection while its /_service_request waits a second and a half with five
+    commands queued behind it (the simulator then answers no ping either)."""
 
     async def main() -> None:
         held = Held("late")
@@ -275,11 +276,47 @@ def test_the_keepalive_never_closes_a_connection_whose_command_runs() -> None:
             link = (await bob.service_address(1)).link
             async with serving(bob, held):
                 call = asyncio.create_task(alice.service_request(1, link, _request(0)))
+                while sim.stats.delivered < 1:
+                    await asyncio.sleep(0.01)
+                queued = [asyncio.create_task(alice.command("/user")) for _ in range(5)]
                 await asyncio.sleep(1.5)
                 held.release.set()
                 assert (await call).response == "late"
+                for command in queued:
+                    assert (await command)["type"] == "activeUser"
                 await asyncio.sleep(0.5)  # idle: pinged, and answered
                 assert not alice.closed
                 assert (await alice.command("/user"))["type"] == "activeUser"
+
+    run(main)
+
+
+def test_a_lane_stays_taken_past_the_callers_wait_until_the_core_answers() -> None:
+    """A request whose caller stopped waiting still holds its connection at the core
+    (Server.hs runs nothing else on it until the response): its lane is not given to the
+    next request until the core's late answer comes, so no request queues unseen behind
+    it at the core."""
+
+    async def main() -> None:
+        held = Held("late")
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice"), connections=2) as alice,
+        ):
+            assert await bob.start(service_requests=True)
+            assert await alice.start(service_requests=False)
+            link = (await bob.service_address(1)).link
+            async with serving(bob, held):
+                cmd = f'/_service_request 1 {link} timeout=30 {{"protocol":"mcp","request":1}}'
+                with pytest.raises(ChatCoreTimeout):
+                    await alice.command(cmd, timeout=0.3)
+                assert alice._lanes is not None and alice._lanes.busy == 1
+                second = asyncio.create_task(alice.service_request(1, link, _request(2)))
+                await asyncio.sleep(0.3)
+                assert sim.stats.delivered == 1 and not second.done()  # waits for the lane
+                held.release.set()
+                assert (await second).response == "late"
+                assert alice._lanes.busy == 0
 
     run(main)

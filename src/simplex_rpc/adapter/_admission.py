@@ -20,7 +20,12 @@ of the two servers does what the decisions say: start a handler, answer
 
 The memory of keys is a :class:`SeenStore`; :class:`WindowSeen` forgets a key
 after a window and past a count. Another store (one that also remembers the
-answers, to send a repeat the same answer) plugs in through the same protocol.
+answers, to send a repeat the same answer) plugs in through the same protocol:
+a REPEAT decision carries the ticket's key for the driver to look the answer up.
+A budget (a rate per signer, a cost per protocol) is not the policy's: its key is
+known only once the request is read, after admission; the responder applies it
+there (``RateLimit``), and a budget object with the same injected clock plugs in
+at that point.
 """
 
 from __future__ import annotations
