@@ -181,10 +181,11 @@ def test_core_errors_carry_the_core_error_object() -> None:
             }
             assert err.type_path == "errorAgent/AGENT/A_SERVICE/ASENotDRAddress"
             assert "ASENotDRAddress" in str(err) and "/_service_request" in str(err)
-            # service_address adds the keys to the existing address.
+            # An upgrade in place puts the keys on the short link only: the full link
+            # stays without them (plans/2026-06-25-name-resolution.md, Commands.hs:4025-4039).
             address = await bob.service_address(1)
             assert address.short_link == link
-            assert "&rk=" in address.full_link
+            assert "&rk=" not in address.full_link
 
     run(main)
 

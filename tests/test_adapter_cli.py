@@ -267,11 +267,14 @@ def test_connecting_to_a_closed_port_is_one_line(capsys: pytest.CaptureFixture[s
 
 
 def test_simulator_subcommand_serves_until_cancelled(capsys: pytest.CaptureFixture[str]) -> None:
-    """simplex-rpc simulator: a CoreSimulator users can test their bots against."""
+    """simplex-rpc simulator -m: a CoreSimulator users can test their bots against, its
+    chats not started until /_start (as simplex-chat -m)."""
     from simplex_rpc.adapter import ChatCore
 
     async def scenario() -> None:
-        args = build_parser().parse_args(["simulator", "--port", "0", "--response-window", "5"])
+        args = build_parser().parse_args(
+            ["simulator", "-m", "--port", "0", "--response-window", "5"]
+        )
         ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         task = asyncio.create_task(_cli_adapter.run_simulator(args, on_ready=ready.set_result))
         url = await ready
