@@ -547,7 +547,7 @@ class CoreModel:
         if token is None:
             return _chat_error("invalidConnReq")
         address = self._addresses.get(token)
-        if address is None:
+        if address is None or (not address.has_short and g.SHORT_LINK.fullmatch(link)):
             return _chat_error("invalidConnReq")
         plan: dict[str, Any]
         owner = (address.core.name, address.user_id)
@@ -771,6 +771,12 @@ class CoreModel:
             return _chat_error("invalidConnReq")
         (token,) = tokens
         address = self._addresses.get(str(token))
+        if (
+            address is not None
+            and not address.has_short
+            and any(map(g.SHORT_LINK.fullmatch, links))
+        ):
+            address = None  # a short link the address does not have
         if address is None:
             # The address's queue is gone: the router refuses the connection.
             return _agent_error(
