@@ -499,18 +499,29 @@ class _CoreBase:
             return
         log.warning("native library sent an invalid event: %s", show(text))
 
-    def _answered(self, corr_id: str) -> None:
-        """The core answered ``corr_id`` (in time or not): its connection runs the next."""
+    def _answered(self, corr_id: str) -> bool:
+        """The core answered ``corr_id`` (in time or not): its connection runs the next.
+        False for a ``corr_id`` this core did not send (or had its answer already)."""
         transport = self._route.pop(corr_id, None)
         if transport is None:
-            return
+            return False
         transport.in_flight -= 1
         if self._lanes is not None and transport is not self._transport and not transport.in_flight:
             self._lanes.give_back(transport)
+        return True
 
     def _deliver(self, corr_id: str, resp: dict[str, Any]) -> None:
-        self._answered(corr_id)
+        sent = self._answered(corr_id)
         future = self._pending.get(corr_id)
+        if sent and future is None:
+            # The answer to a command whose wait ended (its caller got ChatCoreTimeout):
+            # expected, since the core went on with it; its connection is free again.
+            log.info(
+                "chat core answered command %s (%s) after its wait ended: ignored",
+                show(corr_id, 40),
+                show(resp.get("type"), 60),
+            )
+            return
         if future is None or future.done():
             # A core answering a command twice, or too late, or one never sent: worth a
             # line each (the first ten, then every power of ten), not a silent drop.
