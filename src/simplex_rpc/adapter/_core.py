@@ -566,11 +566,20 @@ class _CoreBase:
                 # Not lost: held for a later serve (the README's order: start, address,
                 # serve), for event_hold seconds.
                 self._hold(self._held_requests, _Held(event, envelope, error, arrival))
+            elif not taken and self._subscribers:
+                # No serve, but a program reads this ChatCore's events: it may answer the
+                # request itself (/_service_response through command()): left to it.
+                log.info(
+                    "serviceRequest %s: no serve() on this ChatCore: passed to its event"
+                    " streams alone",
+                    show(event.get("requestId"), 80),
+                )
             elif not taken:
-                # This ChatCore never asked for service requests, yet the core gave it one:
-                # the core gives each event to one client (Server.hs), so no other client
-                # gets it. Answered rate_limited at once (the requester may retry and
-                # reach the client that serves), never dropped silently.
+                # This ChatCore never asked for service requests and nothing reads its
+                # events, yet the core gave it one: the core gives each event to one
+                # client (Server.hs), so no other client gets it. Answered rate_limited at
+                # once (the requester may retry and reach the client that serves), never
+                # dropped silently.
                 self._stray_requests += 1
                 self._unserved_request(_Held(event, envelope, error, arrival), arrival, stray=True)
         elif kind == "chatError" and _is_bad_signature(event):
