@@ -762,7 +762,9 @@ class _Responder:
     requests wait for a slot. A request past that, or still waiting at its
     deadline, is answered ``rate_limited`` with a ``retryAfter`` computed from
     the queue. A ``requestId`` seen in the last ``RESPONSE_WINDOW`` seconds is
-    not handled again.
+    not handled again. Those decisions are the admission policy's
+    (:class:`._admission.Admission`, no I/O); this class does what they say: it
+    starts handler tasks, answers, sets the one deadline timer, and stops.
     """
 
     def __init__(
@@ -904,11 +906,6 @@ class _Responder:
     def lost(self, failure: ChatCoreClosed) -> None:
         self.failure = failure
         self.wakeup.set()
-
-    @property
-    def queue_length(self) -> int:
-        """Requests waiting for a slot."""
-        return self.admission.waiting
 
     def _apply(self, decisions: list[Decision[_Incoming]]) -> None:
         """Do what the policy decided, then set the timer for its next deadline."""
