@@ -29,8 +29,8 @@ class Lane:
         return f"Lane({self.n})"
 
 
-def lanes(size: int) -> tuple[_Lanes, list[Lane]]:
-    opened: list[Lane] = []
+def lanes(size: int) -> tuple[_Lanes, list[Any]]:
+    opened: list[Any] = []
 
     async def open_lane() -> Any:
         lane = Lane(len(opened))
