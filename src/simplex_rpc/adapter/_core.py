@@ -1,9 +1,12 @@
 """``ChatCore``'s commands and events: the plumbing under every part of the adapter.
 
-One connection to the chat core (over a transport of :mod:`._transports`),
-commands matched to answers by ``corrId``, events fanned out to every
-:class:`EventStream`. Service RPC (:mod:`._service`), the chat transport
-(:mod:`._chat`) and the declarations (:mod:`._declare`) are built on it.
+The connections to one chat core (over the transports of :mod:`._transports`: the
+first for commands and answers, the lanes of :mod:`._pool` for blocking
+``/_service_request`` commands), commands matched to answers by ``corrId``, the
+events of every connection read as one stream and fanned out to every
+:class:`EventStream` and request sink. Service RPC (:mod:`._service`), the chat
+transport (:mod:`._chat`) and the declarations (:mod:`._declare`) are parts built on
+it, composed by ``ChatCore``.
 """
 
 from __future__ import annotations
