@@ -186,6 +186,9 @@ class CoreSimulator(CoreModel):
             logger=_ws_log,
             max_size=None,
             max_queue=WS_READ_AHEAD,
+            # The core's server sends no pings (no ping thread over defaultConnectionOptions);
+            # a client's pings are answered only while its frames are read (WS_READ_AHEAD).
+            ping_interval=None,
             compression=None,
         )
         self.port = self._server.sockets[0].getsockname()[1]
