@@ -235,7 +235,7 @@ def test_events_wait_for_a_reader_and_the_output_queue_is_bounded() -> None:
             for n in range(10):
                 await sim.send_event("bob", {"type": "probe", "n": n})
             await asyncio.sleep(0.05)  # let the writer fill the queue
-            assert sim.core("bob").output.queue.qsize() == 4
+            assert sim._model.core("bob").output.queue.qsize() == 4  # the bound
             assert sim.waiting_events("bob") == 10
             async with raw_core(sim.url_for("bob"), "bob") as bob:
                 got = [(await bob.events.get())["n"] for _ in range(10)]
