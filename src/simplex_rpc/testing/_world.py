@@ -58,7 +58,7 @@ Party = tuple[str, int]
 class UserSpec:
     party: Party
     profile: dict[str, Any] | None
-    address: dict[str, Any] | None  # {"pq_ratchet", "settings", "link_data"}
+    address: dict[str, Any] | None  # {"pq_ratchet", "settings", "link_data", "short_link", "name"}
 
     @property
     def ref(self) -> str:
