@@ -312,7 +312,8 @@ def test_simulator_flags_set_the_core_model() -> None:
         )
     assert not made[0].maintenance and made[0].ack == "serviceReplyAccepted"
     assert made[1].maintenance and made[1].ack == "cmdOk"
-    assert made[1].command_delay == 0 and made[1].command_delays == {"/_send": 0.25}
+    delays = made[1]._model  # the model behind the simulator holds the delays
+    assert delays.command_delay == 0 and delays.command_delays == {"/_send": 0.25}
 
 
 def test_simulator_subcommand_serves_until_cancelled(capsys: pytest.CaptureFixture[str]) -> None:

@@ -233,15 +233,8 @@ def test_rule_sdist_leaves_out_the_makefile_and_the_helpers_notes(tmp_path: Path
 
     sdist = tmp_path / "simplex_rpc-0.1.0.tar.gz"
     with tarfile.open(sdist, "w:gz") as tar:
-        for name in (
-            "LICENSE",
-            "csrc/simplex_rpc.c",
-            "csrc/simplex_rpc.h",
-            "vectors/keys.json",
-            "Makefile",
-            "docs/HELPERS.md",
-            "docs/wire.md",
-        ):
+        for name in ("LICENSE", "csrc/simplex_rpc.c", "csrc/simplex_rpc.h", "vectors/keys.json",
+                     "Makefile", "docs/HELPERS.md", "docs/wire.md"):
             info = tarfile.TarInfo(f"simplex_rpc-0.1.0/{name}")
             tar.addfile(info, io.BytesIO(b""))
     problems = _check_wheel().check_sdist(sdist)

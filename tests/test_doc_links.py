@@ -135,18 +135,12 @@ def test_the_front_page_links_to_every_doc_page() -> None:
         ("4. Frame (ours)", "4-frame-ours"),
         ("`simplex_rpc.declarations`", "simplex_rpcdeclarations"),
         ("Before touching `csrc/`: `make sanitize`", "before-touching-csrc-make-sanitize"),
-        (
-            "The chat transport: a `/_call` bot and a caller",
-            "the-chat-transport-a-_call-bot-and-a-caller",
-        ),
-        (
-            "`A2aBridge`: yes, a2a-sdk 1.x answers one request without HTTP",
-            "a2abridge-yes-a2a-sdk-1x-answers-one-request-without-http",
-        ),
-        (
-            "Under load and faults: what `serve` guarantees",
-            "under-load-and-faults-what-serve-guarantees",
-        ),
+        ("The chat transport: a `/_call` bot and a caller",
+         "the-chat-transport-a-_call-bot-and-a-caller"),
+        ("`A2aBridge`: yes, a2a-sdk 1.x answers one request without HTTP",
+         "a2abridge-yes-a2a-sdk-1x-answers-one-request-without-http"),
+        ("Under load and faults: what `serve` guarantees",
+         "under-load-and-faults-what-serve-guarantees"),
         ("The package's layout", "the-packages-layout"),
     ],
 )

@@ -196,18 +196,8 @@ def test_key_trailing_bytes_refused(name: str, trailer: bytes) -> None:
         lambda t: base64.b64encode(base64.urlsafe_b64decode(t + b"==")),
     ],
     ids=[
-        "std-alphabet",
-        "leading-space",
-        "newline",
-        "tab",
-        "nul",
-        "inner-pad",
-        "non-ascii",
-        "three-pads",
-        "four-pads",
-        "lower",
-        "upper",
-        "std-b64",
+        "std-alphabet", "leading-space", "newline", "tab", "nul", "inner-pad", "non-ascii",
+        "three-pads", "four-pads", "lower", "upper", "std-b64",
     ],
 )
 def test_key_text_variants(name: str, variant: Callable[[bytes], bytes]) -> None:
@@ -233,11 +223,8 @@ def test_key_every_byte_value_at_every_offset_of_der(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", list(KEY_DECODERS))
-@pytest.mark.parametrize(
-    "data",
-    [b"", "", b"=", "====", b"\x00" * 44, "A" * 100_000],
-    ids=["empty-bytes", "empty-str", "pad", "pads", "zeros", "long"],
-)
+@pytest.mark.parametrize("data", [b"", "", b"=", "====", b"\x00" * 44, "A" * 100_000],
+                         ids=["empty-bytes", "empty-str", "pad", "pads", "zeros", "long"])
 def test_key_degenerate_inputs(name: str, data: bytes | str) -> None:
     decode, _ = KEY_DECODERS[name]
     if isinstance(data, str) and name.endswith("from_der"):
@@ -331,15 +318,8 @@ def test_frame_version_field(backend: _backend.Backend) -> None:
         ("signed", 4, {44}),
         ("signed", 49, {64}),
     ],
-    ids=[
-        "tag-signed",
-        "tag-unsigned",
-        "tag-response",
-        "signer-signed",
-        "signer-unsigned",
-        "keylen",
-        "siglen",
-    ],
+    ids=["tag-signed", "tag-unsigned", "tag-response", "signer-signed", "signer-unsigned",
+         "keylen", "siglen"],
 )
 def test_frame_tag_and_length_bytes_take_every_value(
     backend: _backend.Backend, which: str, offset: int, allowed: set[int]
@@ -395,7 +375,9 @@ def test_unpad_truncated_at_every_offset(backend: _backend.Backend) -> None:
     """With the exact length required, every cut is refused; without it, a cut in the
     message is refused and a cut in the fill still gives the message."""
     for i, cut in truncations(BLOCK):
-        kind, _ = outcome(lambda b: backend.unpad(b, length=sx.PADDED_LENGTH), cut, sx.PaddingError)
+        kind, _ = outcome(
+            lambda b: backend.unpad(b, length=sx.PADDED_LENGTH), cut, sx.PaddingError
+        )
         assert kind == "error", i
         kind, value = outcome(backend.unpad, cut, sx.PaddingError)
         if i < 2 + len(BLOCK_MESSAGE):
@@ -602,13 +584,8 @@ def _result_of(decode: Decoder, data: object) -> object:
 def test_byte_decoders_accept_any_buffer(backend: _backend.Backend, name: str) -> None:
     """bytes, bytearray and memoryview give the same result; odd views raise TypeError at worst."""
     decode = BYTE_DECODERS[name](backend)
-    data = {
-        "decode_frame": SIGNED_FRAME,
-        "unpad": BLOCK,
-        "unpad_many": BLOCK,
-        "open_request": SIGNED_BLOCK,
-        "open_response": sx.seal_response(b"{}"),
-    }[name]
+    data = {"decode_frame": SIGNED_FRAME, "unpad": BLOCK, "unpad_many": BLOCK,
+            "open_request": SIGNED_BLOCK, "open_response": sx.seal_response(b"{}")}[name]
     expected = decode(data)
     assert decode(bytearray(data)) == expected
     assert decode(memoryview(data)) == expected

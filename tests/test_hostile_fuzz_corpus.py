@@ -59,9 +59,8 @@ def test_seed_corpus_holds(target: str) -> None:
             run(path.read_bytes())
 
 
-@pytest.mark.parametrize(
-    ("target", "path"), REGRESSIONS, ids=[f"{t}/{p.name}" for t, p in REGRESSIONS]
-)
+@pytest.mark.parametrize(("target", "path"), REGRESSIONS, ids=[f"{t}/{p.name}" for t, p in
+                                                                 REGRESSIONS])
 def test_regression_input_holds(target: str, path: Path) -> None:
     HARNESS.TARGETS[target](path.read_bytes())
 

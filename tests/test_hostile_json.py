@@ -116,17 +116,13 @@ REQUEST_MEMBERS: dict[str, bytes] = {
     "requestKey null": b'{"protocol":"mcp","request":{},"requestKey":null}',
     "requestKey empty": b'{"protocol":"mcp","request":{},"requestKey":""}',
     "requestKey std base64": b'{"protocol":"mcp","request":{},"requestKey":"'
-    + KEY.encode().replace("_", "/").replace("-", "+").encode()
-    + b'"',
+    + KEY.encode().replace("_", "/").replace("-", "+").encode() + b'"',
     "requestKey raw hex": b'{"protocol":"mcp","request":{},"requestKey":"'
-    + KEY.raw.hex().encode()
-    + b'"',
+    + KEY.raw.hex().encode() + b'"',
     "requestKey private key": b'{"protocol":"mcp","request":{},"requestKey":"'
-    + sx.SigningKey.from_seed(bytes(32)).encode().encode()
-    + b'"',
+    + sx.SigningKey.from_seed(bytes(32)).encode().encode() + b'"',
     "requestKey with space": b'{"protocol":"mcp","request":{},"requestKey":" '
-    + KEY.encode().encode()
-    + b'"',
+    + KEY.encode().encode() + b'"',
     "duplicate protocol": b'{"protocol":"mcp","protocol":"a2a","request":{}}',
     "duplicate via escape": b'{"protocol":"mcp","\\u0070rotocol":"a2a","request":{}}',
 }
@@ -231,10 +227,8 @@ def test_strict_json_case_nested_in_request_member(name: str) -> None:
     word = {"byte-order mark": "Expecting value", "comment": "delimiter"}.get(name, word)
     message = refused(sx.Request.parse, nested).lower()
     assert word.lower() in message, message
-    refused(
-        sx.Response.parse,
-        (b'{"response":' + data + b"}") if isinstance(data, bytes) else '{"response":' + data + "}",
-    )
+    refused(sx.Response.parse, (b'{"response":' + data + b"}") if isinstance(data, bytes)
+            else '{"response":' + data + "}")
 
 
 @pytest.mark.parametrize(
@@ -280,14 +274,10 @@ def _hostile(name: str, size: int) -> bytes:
         "empty objects": lambda: ENVELOPE_HEAD + b"{}," * (size // 3) + b"{}]}",
         "small numbers": lambda: ENVELOPE_HEAD + b"0," * (size // 2) + b"0]}",
         "duplicate names": lambda: b"{" + b'"a":1,' * (size // 6) + b'"b":1}',
-        "long duplicate name": lambda: (
-            b'{"' + b"a" * (size // 2) + b'":1,"' + b"a" * (size // 2) + b'":1}'
-        ),
-        "many names": lambda: (
-            b'{"protocol":"x","request":{'
-            + b",".join(b'"%d":0' % i for i in range(size // 10))
-            + b"}}"
-        ),
+        "long duplicate name": lambda: b'{"' + b"a" * (size // 2) + b'":1,"'
+        + b"a" * (size // 2) + b'":1}',
+        "many names": lambda: b'{"protocol":"x","request":{'
+        + b",".join(b'"%d":0' % i for i in range(size // 10)) + b"}}",
         "whitespace": lambda: b" " * size + b"{}",
         "invalid UTF-8 at the end": lambda: b'"' + b"a" * size + b'\xff"',
     }[name]
@@ -295,20 +285,9 @@ def _hostile(name: str, size: int) -> bytes:
 
 
 HOSTILE = [
-    "brackets",
-    "objects",
-    "escaped surrogates",
-    "digits",
-    "exponent digits",
-    "brackets in a string",
-    "escapes in a string",
-    "empty arrays",
-    "empty objects",
-    "small numbers",
-    "duplicate names",
-    "long duplicate name",
-    "many names",
-    "whitespace",
+    "brackets", "objects", "escaped surrogates", "digits", "exponent digits",
+    "brackets in a string", "escapes in a string", "empty arrays", "empty objects",
+    "small numbers", "duplicate names", "long duplicate name", "many names", "whitespace",
     "invalid UTF-8 at the end",
 ]
 # The peak may reach this multiple of the input: Python objects for a value

@@ -31,43 +31,9 @@ from simplex_rpc.errors import (
 # Characters that break parsers: separators, controls, quotes, brackets,
 # surrogates, wide and combining characters, the replacement character.
 HOSTILE_CHARS = [
-    "",
-    " ",
-    "  ",
-    "\t",
-    "\n",
-    "\r",
-    "\x00",
-    "\x1f",
-    "\x7f",
-    "\x85",
-    "\xa0",
-    "\u2028",
-    "\u2029",
-    "\u3000",
-    "\u200b",
-    "\ufeff",
-    "\ud800",
-    "\udfff",
-    "\ufffd",
-    "'",
-    '"',
-    "\\",
-    "@",
-    "#",
-    "[",
-    "]",
-    "(",
-    ")",
-    "{",
-    "}",
-    ",",
-    ".",
-    ":",
-    "é",
-    "\u0301",
-    "\U0001f600",
-    "A",
+    "", " ", "  ", "\t", "\n", "\r", "\x00", "\x1f", "\x7f", "\x85", "\xa0", "\u2028", "\u2029",
+    "\u3000", "\u200b", "\ufeff", "\ud800", "\udfff", "\ufffd", "'", '"', "\\", "@", "#", "[",
+    "]", "(", ")", "{", "}", ",", ".", ":", "é", "\u0301", "\U0001f600", "A",
 ]
 MB = 1 << 20
 BIG = MB // 4  # large enough that a quadratic step would not complete
@@ -106,8 +72,8 @@ def peak_of(call: Callable[[], object]) -> int:
 
 CALLS = [
     '/_call mcp {"jsonrpc":"2.0","id":1,"method":"tools/list"}',
-    '/_call @bob a2a {"jsonrpc":"2.0","id":"x","method":"GetTask","params":{}}',
-    '/_call @\'Acme Support\' mcp {"a":[1,2.5,"é"]}',
+    "/_call @bob a2a {\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"GetTask\",\"params\":{}}",
+    "/_call @'Acme Support' mcp {\"a\":[1,2.5,\"é\"]}",
 ]
 
 
@@ -142,11 +108,11 @@ def test_call_every_truncation_and_character(valid: str) -> None:
         "/_call @\x00 mcp {}",
         "/_call @\ud800 mcp {}",
         "/_call @'a\ud800b c' mcp {}",
-        '/_call mcp {"a":1,"a":2}',
-        '/_call mcp {"a":NaN}',
-        '/_call mcp {"a":1e400}',
-        '/_call mcp {"a":"\\ud800"}',
-        '/_call mcp {"a":' + "1" * 65 + "}",
+        "/_call mcp {\"a\":1,\"a\":2}",
+        "/_call mcp {\"a\":NaN}",
+        "/_call mcp {\"a\":1e400}",
+        "/_call mcp {\"a\":\"\\ud800\"}",
+        "/_call mcp {\"a\":" + "1" * 65 + "}",
         "/_call mcp " + "[" * 100_000,
         "/_call mcp " + '{"a":' * 100_000,
         "/_call @'" + "a " * (BIG // 2) + " mcp {}",
@@ -163,11 +129,8 @@ def test_call_hostile_table(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "/_call @" + "a" * BIG + " mcp {}",
-        "/_call " + "a" * BIG + " {}",
-        "/_call mcp {" + '"a":0,' * (BIG // 6) + '"b":0}',
-    ],
+    ["/_call @" + "a" * BIG + " mcp {}", "/_call " + "a" * BIG + " {}",
+     "/_call mcp {" + '"a":0,' * (BIG // 6) + '"b":0}'],
     ids=["long member", "long protocol", "many members"],
 )
 def test_call_long_parts_complete(text: str) -> None:
@@ -210,7 +173,9 @@ LINK_DATA = '{"serves":["bot","agent"],"other":{}}'
 
 DECLARATION_PARSERS: dict[str, tuple[Callable[[Any], Any], str]] = {
     "parse_protocols": (declarations.parse_protocols, PREFERENCES),
-    "parse_protocols(group)": (lambda s: declarations.parse_protocols(s, group=True), PREFERENCES),
+    "parse_protocols(group)": (
+        lambda s: declarations.parse_protocols(s, group=True), PREFERENCES
+    ),
     "check_protocols": (declarations.check_protocols, PREFERENCES),
     "parse_audience": (declarations.parse_audience, PUBLIC_GROUP),
     "parse_change_frequency": (declarations.parse_change_frequency, PUBLIC_GROUP),
@@ -238,22 +203,11 @@ def test_declaration_every_bit_flipped(name: str) -> None:
 
 
 PROTOCOLS_VALUES = [
-    "null",
-    "[]",
-    '"mcp"',
-    "1",
-    "true",
-    "{}",
-    '{"MCP":{}}',
-    '{"":{}}',
-    '{"mcp":null}',
-    '{"mcp":[]}',
-    '{"mcp":{"versions":"1.0","transports":{}}}',
-    '{"mcp":{"versions":[1],"transports":{}}}',
-    '{"mcp":{"versions":[],"transports":[]}}',
+    "null", "[]", '"mcp"', "1", "true", "{}", '{"MCP":{}}', '{"":{}}', '{"mcp":null}',
+    '{"mcp":[]}', '{"mcp":{"versions":"1.0","transports":{}}}',
+    '{"mcp":{"versions":[1],"transports":{}}}', '{"mcp":{"versions":[],"transports":[]}}',
     '{"mcp":{"versions":[],"transports":{"chat":"yes"}}}',
-    '{"mcp":{"versions":[],"transports":{"rpc":1}}}',
-    '{"mcp":{"versions":[]}}',
+    '{"mcp":{"versions":[],"transports":{"rpc":1}}}', '{"mcp":{"versions":[]}}',
     '{"mcp":{"transports":{}}}',
     '{"mcp":{"versions":[' + '"v",' * 10_000 + '"v"],"transports":{}}}',
     '{"' + "a" * 100_000 + '":{"versions":[],"transports":{}}}',
@@ -277,18 +231,8 @@ def test_declaration_protocols_entry_table(value: str, group: bool) -> None:
 
 @pytest.mark.parametrize(
     "source",
-    [
-        "",
-        "[]",
-        "null",
-        '"x"',
-        "[" * 100_000,
-        '{"a":1,"a":1}',
-        '{"a":NaN}',
-        b"\xff",
-        "\ud800",
-        b'{"audience":' + b"[" * 100 + b"]" * 100 + b"}",
-    ],
+    ["", "[]", "null", '"x"', "[" * 100_000, '{"a":1,"a":1}', '{"a":NaN}', b"\xff", "\ud800",
+     b'{"audience":' + b"[" * 100 + b"]" * 100 + b"}"],
     ids=lambda s: repr(s[:20]),
 )
 @pytest.mark.parametrize("name", list(DECLARATION_PARSERS))
@@ -300,14 +244,9 @@ def test_declaration_sources_that_are_not_objects(name: str, source: str | bytes
 @pytest.mark.parametrize(
     "record",
     [
-        {"audience": "agent"},
-        {"audience": [["agent"]]},
-        {"audience": [{"a": 1}, None, 1.5]},
-        {"serves": {"bot": True}},
-        {"changeFrequency": ["weekly"]},
-        {"changeFrequency": {}},
-        {"audience": ["agent"] * 100_000},
-        {"protocols": {1: {}}},
+        {"audience": "agent"}, {"audience": [["agent"]]}, {"audience": [{"a": 1}, None, 1.5]},
+        {"serves": {"bot": True}}, {"changeFrequency": ["weekly"]}, {"changeFrequency": {}},
+        {"audience": ["agent"] * 100_000}, {"protocols": {1: {}}},
     ],
     ids=repr,
 )
@@ -389,25 +328,12 @@ def test_llms_txt_memory_is_proportional() -> None:
 @pytest.mark.parametrize(
     "url",
     [
-        "",
-        "simplex:",
-        "simplex:/a",
-        "simplex:/a#",
-        "https://",
-        "https:///a#k",
-        "https://[::1/a#k",
-        "https://[zz]/a#k",
-        "https://h:99999999/a#k",
-        "simplex:/contact#/?data=" + "%5B" * 100_000,
-        "simplex:/contact#/?data=" + "%7B%22a%22:" * 10_000,
-        "simplex:/contact#/?data=%FF%FE",
-        "simplex:/contact#/?data=" + "1" * 10_000,
-        "simplex:/contact#/?data=NaN",
-        "simplex:/contact#/?" + "&" * BIG,
-        "https://h/\ud800#k",
-        "https://h/a#\x00",
-        "simplex://host/a#k",
-        "https://" + "a" * BIG + "/a#k",
+        "", "simplex:", "simplex:/a", "simplex:/a#", "https://", "https:///a#k", "https://[::1/a#k",
+        "https://[zz]/a#k", "https://h:99999999/a#k", "simplex:/contact#/?data=" + "%5B" * 100_000,
+        "simplex:/contact#/?data=" + "%7B%22a%22:" * 10_000, "simplex:/contact#/?data=%FF%FE",
+        "simplex:/contact#/?data=" + "1" * 10_000, "simplex:/contact#/?data=NaN",
+        "simplex:/contact#/?" + "&" * BIG, "https://h/\ud800#k", "https://h/a#\x00",
+        "simplex://host/a#k", "https://" + "a" * BIG + "/a#k",
     ],
     ids=lambda u: repr(u[:40]),
 )
@@ -473,15 +399,8 @@ def test_core_message_json_raises_value_error_only() -> None:
 
 @pytest.mark.parametrize(
     "obj",
-    [
-        None,
-        {},
-        [],
-        {"connFullLink": 1},
-        {"connFullLink": None},
-        "x",
-        {"connFullLink": "simplex:/a#k", "connShortLink": 5},
-    ],
+    [None, {}, [], {"connFullLink": 1}, {"connFullLink": None}, "x",
+     {"connFullLink": "simplex:/a#k", "connShortLink": 5}],
     ids=repr,
 )
 def test_core_created_link_table(obj: object) -> None:

@@ -70,16 +70,10 @@ def same(c: _backend.Backend, data: bytes | str) -> tuple[str, Any]:
 
 RULES: list[tuple[str, bytes, str]] = [
     ("duplicate name after unescaping", b'{"a":1,"\\u0061":2}', "duplicate member name 'a'"),
-    (
-        "duplicate name, raw UTF-8 and escape",
-        '{"é":1,"\\u00e9":2}'.encode(),
-        "duplicate member name 'é'",
-    ),
-    (
-        "duplicate name, pair and raw",
-        '{"\\ud83d\\ude00":1,"😀":2}'.encode(),
-        "duplicate member name '😀'",
-    ),
+    ("duplicate name, raw UTF-8 and escape", '{"é":1,"\\u00e9":2}'.encode(),
+     "duplicate member name 'é'"),
+    ("duplicate name, pair and raw", '{"\\ud83d\\ude00":1,"😀":2}'.encode(),
+     "duplicate member name '😀'"),
     ("duplicate name at depth", b'[{"x":{"k":1,"k":2}}]', "duplicate member name 'k'"),
     (
         "lone high surrogate then a letter",
@@ -353,57 +347,11 @@ def test_rule_every_strict_decoder_uses_the_active_backend(monkeypatch: pytest.M
 # -- differential: generated and mutated inputs ---------------------------------------------
 
 TOKENS = [
-    "{",
-    "}",
-    "[",
-    "]",
-    ",",
-    ":",
-    " ",
-    "\n",
-    '"a"',
-    '"b"',
-    '"\\u0061"',
-    '"é"',
-    '"\\u00e9"',
-    '"\\ud800"',
-    '"\\udc00"',
-    '"\\ud83d\\ude00"',
-    '"😀"',
-    '"\\x"',
-    '"\\u00"',
-    '"\\',
-    '"',
-    "\\u",
-    "\\ud800",
-    "0",
-    "1",
-    "-",
-    "01",
-    "1.",
-    "1e",
-    "1e+",
-    ".5",
-    "-0",
-    "1.5e3",
-    "1e400",
-    "1.7976931348623159e308",
-    "9" * 65,
-    "true",
-    "tru",
-    "null",
-    "false",
-    "NaN",
-    "Infinity",
-    "-Infinity",
-    "x",
-    '"\x01"',
-    "\ufeff",
-    "é",
-    "\x00",
-    "[" * 33,
-    "]" * 33,
-    '{"k":',
+    "{", "}", "[", "]", ",", ":", " ", "\n", '"a"', '"b"', '"\\u0061"', '"é"', '"\\u00e9"',
+    '"\\ud800"', '"\\udc00"', '"\\ud83d\\ude00"', '"😀"', '"\\x"', '"\\u00"', '"\\', '"',
+    "\\u", "\\ud800", "0", "1", "-", "01", "1.", "1e", "1e+", ".5", "-0", "1.5e3", "1e400",
+    "1.7976931348623159e308", "9" * 65, "true", "tru", "null", "false", "NaN", "Infinity",
+    "-Infinity", "x", '"\x01"', "\ufeff", "é", "\x00", "[" * 33, "]" * 33, '{"k":',
 ]
 
 
@@ -422,9 +370,8 @@ def test_differential_token_soup(c_backend: _backend.Backend, tokens: list[str])
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=3), children, max_size=4)
-    ),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=3), children, max_size=4),
     max_leaves=24,
 )
 

@@ -67,7 +67,7 @@ def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 
 def test_no_import_cycle_inside_the_package() -> None:
-    """ "No import circles, lazy imports included": grimp sees every import statement."""
+    """"No import circles, lazy imports included": grimp sees every import statement."""
     graph = grimp.build_graph("simplex_rpc", include_external_packages=False)
     assert len(graph.modules) > 40  # the whole package was read, not an empty graph
     assert _cycles(graph) == []
@@ -87,7 +87,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_the_adapter_knows_no_binding() -> None:
-    """ "The adapter knows no binding": nothing under adapter/ imports mcp or a2a."""
+    """"The adapter knows no binding": nothing under adapter/ imports mcp or a2a."""
     graph = grimp.build_graph("simplex_rpc", include_external_packages=False)
     adapter = {m for m in graph.modules if m.split(".")[:2] == ["simplex_rpc", "adapter"]}
     for module in sorted(adapter):
@@ -97,7 +97,7 @@ def test_the_adapter_knows_no_binding() -> None:
 
 
 def test_at_most_twelve_files_stand_in_the_package_folder() -> None:
-    """ "At most 12 files stand directly in src/simplex_rpc/" (build products aside)."""
+    """"At most 12 files stand directly in src/simplex_rpc/" (build products aside)."""
     built = (".so", ".c", ".pyd")
     files = [p.name for p in PACKAGE.iterdir() if p.is_file() and not p.name.endswith(built)]
     assert len(files) <= 12, sorted(files)

@@ -228,7 +228,7 @@ def test_headers_go_to_the_http_server_and_never_to_the_log(
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
 def test_a_server_in_another_language_is_served() -> None:
-    """ "Nothing about the upstream may be specific to Python. The gateway must work for a
+    """"Nothing about the upstream may be specific to Python. The gateway must work for a
     server in any language": a hand-written JavaScript server (no SDK) that speaks the
     2025-06-18 handshake, listed and called on both transports."""
 

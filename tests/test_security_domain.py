@@ -162,3 +162,4 @@ def test_unsigned_request_has_no_signer_under_any_ad() -> None:
     block = sx.seal_request(b"{}", b"a")
     for impl in sx.backends.values():
         assert impl.open_request(block, b"b").signer is None
+

@@ -182,10 +182,8 @@ def test_seed_errors_carry_no_key() -> None:
 
 def test_public_key_errors_given_a_private_key_carry_no_key() -> None:
     """The private text where a public key belongs (a common mistake) is not echoed."""
-    for decode in (
-        sx.PublicKey.decode,
-        lambda t: sx.PublicKey.from_der(base64.urlsafe_b64decode(t)),
-    ):
+    for decode in (sx.PublicKey.decode, lambda t: sx.PublicKey.from_der(
+            base64.urlsafe_b64decode(t))):
         with pytest.raises(sx.KeyFormatError) as info:
             decode(TEXT)
         for text in exception_texts(info.value):
@@ -255,48 +253,19 @@ def _cli_runs(tmp: Path) -> Iterator[tuple[list[str], bytes]]:
         yield ["seal", "request", "--key", spec, "--ad", ad, "--payload", payload, "--hex"], stdin
     yield ["open", "request", str(tmp / "block"), "--ad", ad, "--json"], b""
     yield ["open", "request", str(tmp / "block"), "--ad", ad], b""
-    yield (
-        [
-            "verify",
-            "--key",
-            KEY.public_key.encode(),
-            "--ad",
-            ad,
-            "--payload",
-            payload,
-            "--signature",
-            KEY.sign_request(AD, payload.encode()).hex(),
-        ],
-        b"",
-    )
+    yield ["verify", "--key", KEY.public_key.encode(), "--ad", ad, "--payload", payload,
+           "--signature", KEY.sign_request(AD, payload.encode()).hex()], b""
     # The private key where a public one belongs, and mutated private keys.
-    yield ["verify", "--key", TEXT, "--ad", ad, "--payload", payload, "--signature", "00" * 64], b""
-    for bad in (
-        TEXT[:-1],
-        TEXT[:30],
-        TEXT + "A",
-        TEXT[:20] + "!" + TEXT[21:],
-        TEXT.upper(),
-        TEXT[:40] + " " + TEXT[40:],
-    ):
+    yield ["verify", "--key", TEXT, "--ad", ad, "--payload", payload,
+           "--signature", "00" * 64], b""
+    for bad in (TEXT[:-1], TEXT[:30], TEXT + "A", TEXT[:20] + "!" + TEXT[21:], TEXT.upper(),
+                TEXT[:40] + " " + TEXT[40:]):
         yield ["sign", "--key", bad, "--ad", ad, "--payload", payload], b""
         yield ["seal", "request", "--key", bad, "--ad", ad, "--payload", payload, "--hex"], b""
     # The adapter's call, refused before or at the (closed) core: no key in its errors.
     for spec in (TEXT, TEXT[:40], TEXT + "!", f"@{key_file}"):
-        yield (
-            [
-                "call",
-                "--core",
-                "ws://127.0.0.1:9",
-                "--sign-key",
-                spec,
-                "--request-key",
-                "simplex:/a#k",
-                "mcp",
-                "{}",
-            ],
-            b"",
-        )
+        yield ["call", "--core", "ws://127.0.0.1:9", "--sign-key", spec, "--request-key",
+               "simplex:/a#k", "mcp", "{}"], b""
     # A missing AD or payload file while the key is given.
     yield ["sign", "--key", TEXT, "--ad", "@/nonexistent/ad", "--payload", payload], b""
     yield ["sign", "--key", TEXT, "--ad", "zz", "--payload", payload], b""
@@ -385,11 +354,11 @@ def test_public_key_equality_and_request_key_check_compare_bytes(
     monkeypatch.setattr(_keys.hmac, "compare_digest", spy)
     request = sx.Request.parse(
         b'{"protocol":"mcp","request":{},"requestKey":"'
-        + public.encode().rstrip("=").encode()
-        + b'"}'
+        + public.encode().rstrip("=").encode() + b'"}'
     )
     assert sx.check_request_key(request, public) is None
     assert unpadded == public
     assert spy.calls and all(
         isinstance(a, bytes) and isinstance(b, bytes) and len(a) == 32 for a, b in spy.calls
     )
+

@@ -498,7 +498,7 @@ def test_the_simulator_builds_its_chat_errors_in_one_place() -> None:
 def test_the_simulator_reads_an_address_token_from_its_short_and_full_links() -> None:
     """A contact address has a short and a full link (CreatedConnLink, TYPES.md); both
     name the same address, and nothing else (a group link, a foreign link) is one."""
-    from simplex_rpc.testing import _link_token
+    from simplex_rpc.testing._grammar import link_token as _link_token
 
     async def main() -> None:
         async with cores() as (sim, bob, _alice):

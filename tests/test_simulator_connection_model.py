@@ -235,7 +235,7 @@ def test_events_wait_for_a_reader_and_the_output_queue_is_bounded() -> None:
             for n in range(10):
                 await sim.send_event("bob", {"type": "probe", "n": n})
             await asyncio.sleep(0.05)  # let the writer fill the queue
-            assert sim.core("bob").output.queue.qsize() == 4
+            assert sim._model.core("bob").output.queue.qsize() == 4  # the bound
             assert sim.waiting_events("bob") == 10
             async with raw_core(sim.url_for("bob"), "bob") as bob:
                 got = [(await bob.events.get())["n"] for _ in range(10)]
@@ -307,5 +307,33 @@ def test_maintenance_mode_starts_with_service_requests_on() -> None:
                 f'/_service_response 1 {request["requestId"]} {{"n":2}}', "serviceReplyAccepted"
             )
             assert (await call)["type"] == "serviceResponse"
+
+    run(main)
+
+
+def test_a_native_handle_reads_the_same_output_queue() -> None:
+    """The native API's ``chat_recv_msg_wait`` reads the core's one ``outputQ`` too: with a
+    native handle and a WebSocket connection on one core, each event reaches one of them."""
+
+    async def main() -> None:
+        async with CoreSimulator() as sim, raw_core(sim.url_for("bob"), "bob") as bob:
+            handle = sim.native_handle("bob")
+            try:
+                count = 40
+                for n in range(count):
+                    await sim.send_event("bob", {"type": "probe", "n": n})
+                native: list[int] = []
+                remote: list[int] = []
+                async with asyncio.timeout(20):
+                    while len(native) + len(remote) < count:
+                        text = await asyncio.to_thread(handle.chat_recv_msg_wait, 10_000)
+                        if text:
+                            native.append(json.loads(text)["result"]["n"])
+                        while not bob.events.empty():
+                            remote.append(bob.events.get_nowait()["n"])
+                assert sorted(native + remote) == list(range(count))
+                assert sim.waiting_events("bob") == 0
+            finally:
+                await asyncio.to_thread(handle.close)
 
     run(main)

@@ -276,6 +276,12 @@ def test_the_in_process_api_takes_the_same_world() -> None:
             "role",
         ),
         ('[[users]]\ncore = "a"\nsurprise = 1\n', "surprise"),
+        ('[[users]]\ncore = "a"\naddress = { name = "Bob" }\n', "SimpleX name"),
+        (
+            '[[users]]\ncore = "a"\naddress = { name = "x.simplex" }\n'
+            '[[users]]\ncore = "b"\naddress = { name = "x.simplex" }\n',
+            "already",
+        ),
         ("this is = = not toml", "TOML"),
     ],
 )

@@ -79,11 +79,12 @@ import re
 from typing import Any
 
 from .._wire.redact import RedactingLogger
-from ._grammar import link_token as _link_token
+from ._chat import Party
 from ._model import (
     OUTPUT_QUEUE_SIZE,
     Ack,
     CoreModel,
+    PartyRef,
     SimulatorStats,
 )
 from ._native import NativeHandle
@@ -97,7 +98,7 @@ _ws_log = RedactingLogger(logging.getLogger("websockets.server"))
 _CORE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class CoreSimulator(CoreModel):
+class CoreSimulator:
     """A loopback WebSocket server that behaves like the chat core.
 
     Use as ``async with CoreSimulator() as sim:``, connect with
@@ -132,7 +133,7 @@ class CoreSimulator(CoreModel):
             raise ValueError("ack: expected 'serviceReplyAccepted' or 'cmdOk'")
         if isinstance(output_size, bool) or not isinstance(output_size, int) or output_size < 1:
             raise ValueError("output_size: expected a positive number of events")
-        super().__init__(
+        self._model = CoreModel(
             users=frozenset(users),
             response_window=float(response_window),
             default_timeout=default_timeout,
@@ -160,14 +161,47 @@ class CoreSimulator(CoreModel):
         """
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
             raise ValueError("command delay: expected a number of seconds, 0 or more")
+        model = self._model
         if command is None:
-            self.command_delay = float(seconds)
+            model.command_delay = float(seconds)
         elif not re.fullmatch(r"/[A-Za-z_]+", command):
             raise ValueError("command delay: name a command by its first word, as /_send")
         elif seconds:
-            self.command_delays[command] = float(seconds)
+            model.command_delays[command] = float(seconds)
         else:
-            self.command_delays.pop(command, None)
+            model.command_delays.pop(command, None)
+
+    @property
+    def stats(self) -> SimulatorStats:
+        """Counters of what the simulator did."""
+        return self._model.stats
+
+    @property
+    def maintenance(self) -> bool:
+        """Whether each core's CLI runs with ``-m`` (its chat stopped until ``/_start``)."""
+        return self._model.maintenance
+
+    @property
+    def ack(self) -> Ack:
+        """The answer to ``/_service_response``: ``serviceReplyAccepted`` or ``cmdOk``."""
+        return self._model.ack
+
+    @property
+    def users(self) -> frozenset[int]:
+        """The user ids every simulated core has."""
+        return self._model.users
+
+    @property
+    def bad_signatures(self) -> bool:
+        """When True, a signed request reaches the responder with a signature that does
+        not verify (as from a faulty or hostile requester's agent): the responder's core
+        writes a ``chatError`` event (``A_SERVICE ASEBadSignature``), the request is not
+        delivered, and the requester waits out its ``timeout``."""
+        return self._model.bad_signatures
+
+    @bad_signatures.setter
+    def bad_signatures(self, value: bool) -> None:
+        self._model.bad_signatures = bool(value)
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -186,6 +220,9 @@ class CoreSimulator(CoreModel):
             logger=_ws_log,
             max_size=None,
             max_queue=WS_READ_AHEAD,
+            # The core's server sends no pings (no ping thread over defaultConnectionOptions);
+            # a client's pings are answered only while its frames are read (WS_READ_AHEAD).
+            ping_interval=None,
             compression=None,
         )
         self.port = self._server.sockets[0].getsockname()[1]
@@ -197,7 +234,7 @@ class CoreSimulator(CoreModel):
             self._server.close()
             await self._server.wait_closed()
             self._server = None
-        self.close_model()
+        self._model.close_model()
 
     async def __aenter__(self) -> CoreSimulator:
         await self.start()
@@ -236,7 +273,77 @@ class CoreSimulator(CoreModel):
         """
         if self._loop is None:
             raise RuntimeError("start the simulator first")
-        return NativeHandle(self, core, self._loop)
+        return NativeHandle(self._model, core, self._loop)
+
+    # -- the world: users, contacts, groups, addresses ------------------------
+
+    def set_profile(self, who: PartyRef, profile: dict[str, Any]) -> None:
+        """Set a user's ``Profile`` (``displayName``, ``preferences``, ...) as it is now."""
+        self._model.set_profile(who, profile)
+
+    def profile(self, who: PartyRef) -> dict[str, Any]:
+        """A copy of a user's current ``Profile``."""
+        return self._model.profile(who)
+
+    def connect(self, a: PartyRef, b: PartyRef) -> tuple[int, int]:
+        """Make ``a`` and ``b`` contacts; return the contact id at ``a`` and at ``b``.
+
+        ``a`` sends to ``@<first>``, ``b`` to ``@<second>``.
+        """
+        return self._model.connect(a, b)
+
+    def create_group(
+        self,
+        name: str,
+        owner: PartyRef,
+        members: list[PartyRef],
+        *,
+        business: bool = False,
+        preferences: dict[str, Any] | None = None,
+        roles: dict[PartyRef, str] | None = None,
+    ) -> dict[Party, int]:
+        """Create a group of ``owner`` (role owner) and ``members``, all joined; return each
+        one's group id: ``{("alice", 1): 1, ("bob", 1): 3}`` (that user sends to
+        ``#<id>``). ``roles`` gives members a role other than ``member``;
+        ``preferences`` become the profile's ``groupPreferences``; a business chat
+        copies the owner's protocols."""
+        return self._model.create_group(
+            name, owner, members, business=business, preferences=preferences, roles=roles
+        )
+
+    def create_address(
+        self,
+        who: PartyRef,
+        *,
+        pq_ratchet: bool = False,
+        settings: dict[str, Any] | None = None,
+        short_link: bool = True,
+        name: str | None = None,
+    ) -> dict[str, str]:
+        """Create ``who``'s contact address, as ``/_address`` does (with ratchet keys on both
+        links when ``pq_ratchet``), with ``settings`` (``AddressSettings``); return its
+        ``CreatedConnLink``: ``{"connFullLink": ..., "connShortLink": ...}``.
+
+        ``short_link=False`` makes an address of the time before short links (a full
+        link alone; ``/_short_link_address`` adds one). ``name`` registers a SimpleX
+        name for it (:meth:`register_name`).
+        """
+        return self._model.create_address(
+            who, pq_ratchet=pq_ratchet, settings=settings, short_link=short_link, name=name
+        )
+
+    def register_name(self, name: str, who: PartyRef) -> None:
+        """Register the SimpleX contact name ``name`` (``alice.simplex``) for ``who``'s
+        address: ``/_service_request <userId> @alice.simplex ...`` goes to its short link."""
+        self._model.register_name(name, who)
+
+    def group_link(self, who: PartyRef, group_id: int) -> str:
+        """A group link of ``who``'s group ``group_id`` (for ``/_connect plan``)."""
+        return self._model.group_link(who, group_id)
+
+    def set_link_data(self, link: str, **fields: Any) -> None:
+        """Add fields (``serves``, ...) to the link data of a contact address."""
+        self._model.set_link_data(link, **fields)
 
     def load_world(self, world: World | dict[str, Any]) -> dict[str, Any]:
         """Build ``world`` (a :class:`World` from :func:`read_world`, or its decoded tree);
@@ -259,7 +366,7 @@ class CoreSimulator(CoreModel):
         if self._server is None:
             raise RuntimeError("start the simulator first")
         spec = world if isinstance(world, World) else check_world(world)
-        return {"url": self.url, "users": self.build_world(spec, self.url_for)}
+        return {"url": self.url, "users": self._model.build_world(spec, self.url_for)}
 
     async def send_event(self, core: str, event: dict[str, Any]) -> None:
         """Write a raw event (the ``resp`` object) to the output queue of ``core``: the
@@ -267,11 +374,11 @@ class CoreSimulator(CoreModel):
 
         For tests of what a bot does with events a real core would not send.
         """
-        self.emit(core, json.loads(json.dumps(event)))
+        self._model.emit(core, json.loads(json.dumps(event)))
 
     def waiting_events(self, core: str) -> int:
         """How many events of ``core`` wait for a reader (in its output queue and behind)."""
-        return self.core(core).output.waiting()
+        return self._model.core(core).output.waiting()
 
     # -- connections --------------------------------------------------------
 
@@ -281,14 +388,10 @@ class CoreSimulator(CoreModel):
         if not _CORE_NAME.fullmatch(name):
             await ws.close(code=1008, reason="unknown core")
             return
-        session = self.open_session(name)
+        session = self._model.open_session(name)
         self._connections[ws] = session
         try:
-            await serve_connection(self, ws, session)
+            await serve_connection(self._model, ws, session)
         finally:
-            self.close_session(session)
+            self._model.close_session(session)
             self._connections.pop(ws, None)
-
-
-# Kept for tests that reach the link grammar through the package.
-_link_token = _link_token

@@ -58,7 +58,7 @@ Party = tuple[str, int]
 class UserSpec:
     party: Party
     profile: dict[str, Any] | None
-    address: dict[str, Any] | None  # {"pq_ratchet", "settings", "link_data"}
+    address: dict[str, Any] | None  # {"pq_ratchet", "settings", "link_data", "short_link", "name"}
 
     @property
     def ref(self) -> str:
@@ -248,6 +248,16 @@ def check_world(tree: Any) -> World:
         business = _bool(entry.get("business", False), where + ".business")
         groups.append(GroupSpec(name, owner, tuple(members), preferences, business))
 
+    simplex_names: dict[str, str] = {}
+    for i, spec in enumerate(users.values()):
+        simplex_name = spec.address["name"] if spec.address is not None else None
+        if simplex_name is not None:
+            if simplex_name in simplex_names:
+                raise _fail(
+                    f"users[{i}].address.name",
+                    f"{simplex_name!r} names {simplex_names[simplex_name]!r} already",
+                )
+            simplex_names[simplex_name] = spec.ref
     ids = frozenset(p[1] for p in users) or frozenset({1})
     return World(tuple(users.values()), tuple(contacts), tuple(groups), ids)
 
