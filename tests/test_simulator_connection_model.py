@@ -337,3 +337,58 @@ def test_a_native_handle_reads_the_same_output_queue() -> None:
                 await asyncio.to_thread(handle.close)
 
     run(main)
+
+
+def test_service_requests_on_one_connection_run_one_after_the_other() -> None:
+    """Two ``/_service_request``s sent at once on one connection: the second starts only
+    when the first has its response (Server.hs ``client``; the plan's D1: the command
+    blocks)."""
+
+    async def main() -> None:
+        async with CoreSimulator() as sim, responder(sim) as (link, (bob,)), AsyncExitStack() as s:
+            alice = await requester(s, sim)
+            first = send(alice, f"/_service_request 1 {link} timeout=30 {REQUEST}")
+            request = await bob.event("serviceRequest")
+            await alice.ws.send(
+                json.dumps({"corrId": "second", "cmd": f"/_service_request 1 {link} {REQUEST}"})
+            )
+            await alice.cmd("/_nonsense")  # answered once "second" was read, and queued
+            assert sim.stats.requests == 1  # the second has not started
+            await bob.ok(
+                f'/_service_response 1 {request["requestId"]} {{"n":1}}', "serviceReplyAccepted"
+            )
+            assert (await first)["responseData"] == {"n": 1}
+            second = await bob.event("serviceRequest")
+            assert sim.stats.requests == 2
+            await bob.ok(
+                f'/_service_response 1 {second["requestId"]} {{"n":2}}', "serviceReplyAccepted"
+            )
+            assert (await alice.events.get())["responseData"] == {"n": 2}
+
+    run(main)
+
+
+def test_a_request_waits_in_the_output_queue_for_a_responder_connection() -> None:
+    """A core with service requests on takes a request while no client is connected: its
+    ``serviceRequest`` waits in ``outputQ`` for the next connection (Server.hs ``output``)."""
+
+    async def main() -> None:
+        async with CoreSimulator() as sim:
+            async with responder(sim) as (link, _):
+                pass  # bob's core is started with service requests on; its client is gone
+            async with AsyncExitStack() as s:
+                alice = await requester(s, sim)
+                call = send(alice, f"/_service_request 1 {link} timeout=30 {REQUEST}")
+                async with asyncio.timeout(20):
+                    while sim.stats.delivered < 1:
+                        await asyncio.sleep(0.01)
+                assert sim.waiting_events("bob") == 1
+                async with raw_core(sim.url_for("bob"), "bob-again") as bob:
+                    request = await bob.event("serviceRequest")
+                    await bob.ok(
+                        f'/_service_response 1 {request["requestId"]} {{"n":3}}',
+                        "serviceReplyAccepted",
+                    )
+                    assert (await call)["responseData"] == {"n": 3}
+
+    run(main)

@@ -644,7 +644,7 @@ class CoreModel:
         if m := g.ADDRESS_SETTINGS.fullmatch(cmd):
             return self._address_settings(core, int(m["user"]), m["pq"], m["json"])
         if m := g.SHORT_LINK_ADDRESS.fullmatch(cmd):
-            return self._upgrade_address(core, int(m["user"]), keys=m["pq"] == "on")
+            return self._upgrade_address(core, int(m["user"]), keys=m["pq"] is not None)
         if m := g.ROTATE_ADDRESS_KEYS.fullmatch(cmd):
             return self._upgrade_address(core, int(m["user"]), keys=True)
         if m := g.USER_COMMAND.fullmatch(cmd):
