@@ -240,6 +240,11 @@ TABLE: list[Row] = [
     row("simulator-port-busy", "simulator", "--port", "{busy}", needle="in use"),
     row("simulator-host-not-local", "simulator", "--host", "192.0.2.1", "--port", "0",
         needle="192.0.2.1"),
+    row("simulator-command-delay-negative", "simulator", "--command-delay", "-1",
+        needle="--command-delay"),
+    row("simulator-command-delay-bad-command", "simulator", "--command-delay", "send=1",
+        needle="--command-delay"),
+    row("simulator-ack-unknown", "simulator", "--ack", "ok", needle="--ack"),
     # -- llms-txt and call-text
     row("llms-txt-missing", "llms-txt", "{tmp}/nope", needle="cannot read"),
     row("llms-txt-not-utf8", "llms-txt", "{tmp}/latin1.txt", needle="UTF-8"),
