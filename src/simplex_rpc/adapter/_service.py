@@ -15,7 +15,7 @@ import json
 import logging
 import math
 import re
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
