@@ -662,6 +662,67 @@ def _common_head(
         return None
 
 
+# -- queues whose bytes C has checked (the C backend's open_request) -----------------------
+
+#: Servers of the reply queues read from checked bytes, by their encoding (hosts, port,
+#: key hash): a responder meets few SMP servers (the presets and a few of its
+#: requesters'), while each request's queue (sender id, DH key) is new. Cleared at
+#: _SERVERS_MAX entries, so it stays bounded whatever arrives.
+_SERVERS: Final[dict[bytes, SMPServer]] = {}
+_SERVERS_MAX: Final = 256
+_new = object.__new__
+# The slots of the frozen values, set once on a new object (what object.__setattr__
+# does, without looking up the name each time).
+_QUEUE_SLOTS = tuple(
+    SMPQueueInfo.__dict__[name].__set__
+    for name in ("client_version", "server", "sender_id", "dh_public_key", "queue_mode",
+                 "_encoded")
+)
+_MODE_OF: Final[dict[int, QueueMode | None]] = {0: None, ord("M"): "M", ord("C"): "C"}
+
+
+def _checked_server(encoded: bytes) -> SMPServer:
+    """The server of ``encoded`` (``count ‖ hosts ‖ port ‖ key hash``), whose fields C has
+    checked as the codec checks them (plain domain hosts, a canonical port)."""
+    server = _SERVERS.get(encoded)
+    if server is None:
+        at = 1
+        hosts = []
+        for _ in range(encoded[0]):
+            n = encoded[at]
+            hosts.append(encoded[at + 1 : at + 1 + n].decode("latin-1"))
+            at += 1 + n
+        n = encoded[at]
+        port = encoded[at + 1 : at + 1 + n].decode("latin-1")
+        at += 1 + n
+        server = SMPServer._checked(tuple(hosts), port, encoded[at + 1 :])
+        if len(_SERVERS) >= _SERVERS_MAX:
+            _SERVERS.clear()
+        _SERVERS[encoded] = server
+    return server
+
+
+def checked_queue(
+    data: bytes, start: int, sender_at: int, dh_at: int, end: int, version: int, mode: int
+) -> SMPQueueInfo:
+    """The reply queue at ``data[start:end]`` from the offsets of its fields, which C's
+    ``srpc_request_head`` has read and checked exactly as :meth:`_Reader.queue` does
+    (csrc/simplex_rpc.h): the same value that reader builds, without a second check.
+
+    ``sender_at`` and ``dh_at`` are the length bytes of the sender id and the DH key
+    (44 bytes); ``mode`` is ``ord("M")``, ``ord("C")`` or 0.
+    """
+    queue = _new(SMPQueueInfo)
+    set_version, set_server, set_sender, set_dh, set_mode, set_encoded = _QUEUE_SLOTS
+    set_version(queue, version)
+    set_server(queue, _checked_server(data[start + 2 : sender_at]))
+    set_sender(queue, data[sender_at + 1 : dh_at])
+    set_dh(queue, data[dh_at + 1 : dh_at + 1 + SPKI_LENGTH])
+    set_mode(queue, _MODE_OF[mode])
+    set_encoded(queue, data[start:end])
+    return queue
+
+
 def parse_request_head(
     message: Buffer, start: int = 0, stop: int | None = None
 ) -> tuple[tuple[SMPQueueInfo, ...], RequestSignature | None, int]:

@@ -31,7 +31,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, Final, Literal, overload
+from typing import Any, Final, Literal, NoReturn, overload
 
 import nacl.bindings  # initialises libsodium before any of its functions is called
 import nacl.exceptions
@@ -40,9 +40,15 @@ from ..errors import BadSignature, PaddingError, SimplexRpcError
 from . import json_pure as _json
 from . import padding as _padding
 from ._simplex_rpc_c import ffi, lib
-from .agent_block import RESPONSE_TAG, SMPQueueInfo, parse_request_head, request_head
+from .agent_block import (
+    RESPONSE_TAG,
+    SMPQueueInfo,
+    checked_queue,
+    parse_request_head,
+    request_head,
+)
 from .batch import WritableBuffer, out_too_small, writable_view
-from .keys import SIGNATURE_LENGTH, SigningKey, session_tag
+from .keys import SIGNATURE_LENGTH, PublicKey, SigningKey, session_tag
 from .padding import PADDED_LENGTH, block_error, check_pad, message_error
 from .seal import (
     REQUEST_PADDED_LENGTH,
@@ -52,6 +58,7 @@ from .seal import (
     check_request_size,
     check_response_size,
     check_signing_key,
+    opened_request,
     response_block_length,
     response_length,
     response_payload,
@@ -567,38 +574,88 @@ def _message_length(src: Any, length: int, strict: bool) -> int:
     return n
 
 
+_SIZES: Final = ffi.typeof("size_t[]")
+_HEAD_LENGTH: Final[int] = lib.SRPC_HEAD_RESULT_LENGTH
+_HEAD_FIELDS: Final[int] = lib.SRPC_HEAD_QUEUE_FIELDS
+_HEAD_DEFER: Final[int] = lib.SRPC_HEAD_DEFER
+_SM_MAX: Final = _SM_HEAD + _REQ_LEN  # sig || tag || the longest payload
+_srpc_open_request = lib.srpc_open_request
+
+
 def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedRequest:
     """Unpad and decode a request block; verify its signature if it is signed.
 
-    C checks the padding; the head (reply queues, signature) is read by the one
-    codec (``agent_block``); C lays out sig || tag || payload for libsodium.
+    One C call (``srpc_open_request``) checks the padding, reads the usual head
+    (reply queues of plain domain hosts, the signature field) as the codec does,
+    and lays out sig || tag || payload for libsodium; the queues are built from
+    the offsets it reports (``agent_block.checked_queue``). Any other head, valid
+    or not, is read by the codec (``agent_block.parse_request_head``), which
+    words every error: both backends raise the same one.
     """
     tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)
     src = block if type(block) is bytes else _cbuffer(block)
     try:
-        n = _message_length(src, _REQ_LEN, strict)
+        res = _alloc(_SIZES, _HEAD_LENGTH)
+        sm = _alloc(_CHAR, _SM_MAX)
+        status = _srpc_open_request(src, len(src), strict, tag, sm, _SM_MAX, res, _HEAD_LENGTH,
+                                    _NULL)
+        if status < 0 and status != _HEAD_DEFER:
+            _message_length(src, _REQ_LEN, strict)  # raises the pure backend's unpad error
+            raise BackendMismatch(f"srpc_open_request refused a block unpad accepts ({status})")
         data = block if type(block) is bytes else bytes(ffi.buffer(src))
-        queues, signature, at = parse_request_head(data, 2, 2 + n)
-        end = 2 + n
-        if signature is None:
-            return OpenedRequest(payload=data[at:end], signer=None, reply_queues=queues)
-        size = end - at
-        sm_len = _SM_HEAD + size
-        sm = _alloc(_CHAR, sm_len)
-        source = ffi.from_buffer(data) + at
-        if lib.srpc_signed_message(signature.signature, tag, source, size, sm, sm_len) < 0:
-            raise BackendMismatch("srpc_signed_message refused a checked layout")
+        if status == _HEAD_DEFER:
+            return _open_decoded(data, res[0], tag)
+        count = res[3]
+        head = _unpack(res, 4 + _HEAD_FIELDS * count)
+        at = head[1]
+        end = 2 + head[0]
+        if count == 1:
+            queues: tuple[SMPQueueInfo, ...] = (checked_queue(data, *head[4:10]),)
+        else:
+            queues = tuple(
+                checked_queue(data, *head[4 + _HEAD_FIELDS * i : 4 + _HEAD_FIELDS * (i + 1)])
+                for i in range(count)
+            )
     except BaseException:
         _release(src, block)
         raise
+    key_at = head[2]
+    if not key_at:
+        return opened_request(data[at:end], None, queues)
+    sm_len = _SM_HEAD + end - at
+    payload: bytes = ffi.buffer(sm)[_SM_HEAD:sm_len]
+    raw = data[key_at : key_at + 32]
+    if not _verified(sm, sm_len, raw):
+        _release(src, block)
+        _refuse(PublicKey(raw), tag, payload, data[at - SIGNATURE_LENGTH : at])
+    return opened_request(payload, PublicKey(raw), queues)
+
+
+def _refuse(key: PublicKey, tag: bytes, payload: bytes, signature: bytes) -> NoReturn:
+    """Raise the pure backend's BadSignature for a signature libsodium refused."""
+    try:
+        key._verify_tagged(tag, payload, signature)
+    except BadSignature as exc:
+        raise exc from None
+    raise BackendMismatch("libsodium refused a signature that PyNaCl accepts")
+
+
+def _open_decoded(data: bytes, n: int, tag: bytes) -> OpenedRequest:
+    """The rest of ``open_request`` for a head C left to the codec: the message is
+    ``data[2 : 2 + n]`` (its padding checked)."""
+    queues, signature, at = parse_request_head(data, 2, 2 + n)
+    end = 2 + n
+    if signature is None:
+        return OpenedRequest(payload=data[at:end], signer=None, reply_queues=queues)
+    size = end - at
+    sm_len = _SM_HEAD + size
+    sm = _alloc(_CHAR, sm_len)
+    source = ffi.from_buffer(data) + at
+    if lib.srpc_signed_message(signature.signature, tag, source, size, sm, sm_len) < 0:
+        raise BackendMismatch("srpc_signed_message refused a checked layout")
     payload: bytes = ffi.buffer(sm)[_SM_HEAD:sm_len]
     if not _verified(sm, sm_len, signature.key.raw):
-        _release(src, block)
-        try:
-            signature.key._verify_tagged(tag, payload, signature.signature)
-        except BadSignature as exc:
-            raise exc from None
-        raise BackendMismatch("libsodium refused a signature that PyNaCl accepts")
+        _refuse(signature.key, tag, payload, signature.signature)
     return OpenedRequest(payload=payload, signer=signature.key, reply_queues=queues)
 
 

@@ -77,6 +77,25 @@ class OpenedRequest:
         return self.reply_queues[0]
 
 
+_OPENED_SLOTS = tuple(
+    OpenedRequest.__dict__[name].__set__ for name in ("payload", "signer", "reply_queues")
+)
+
+
+def opened_request(
+    payload: bytes, signer: PublicKey | None, reply_queues: tuple[SMPQueueInfo, ...]
+) -> OpenedRequest:
+    """``OpenedRequest(payload=..., signer=..., reply_queues=...)`` of fields that are already
+    of their types (the C backend's hot path): the slots set directly, as the dataclass's
+    own ``__init__`` sets them, without its keyword handling."""
+    opened = object.__new__(OpenedRequest)
+    set_payload, set_signer, set_queues = _OPENED_SLOTS
+    set_payload(opened, payload)
+    set_signer(opened, signer)
+    set_queues(opened, reply_queues)
+    return opened
+
+
 def check_reply_queue(reply_queue: object) -> SMPQueueInfo:
     """``reply_queue`` if it is an :class:`SMPQueueInfo`; TypeError otherwise."""
     if not isinstance(reply_queue, SMPQueueInfo):
