@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 from urllib.parse import unquote_to_bytes
@@ -670,14 +670,6 @@ def _common_head(
 #: _SERVERS_MAX entries, so it stays bounded whatever arrives.
 _SERVERS: Final[dict[bytes, SMPServer]] = {}
 _SERVERS_MAX: Final = 256
-_new = object.__new__
-# The slots of the frozen values, set once on a new object (what object.__setattr__
-# does, without looking up the name each time).
-_QUEUE_SLOTS = tuple(
-    SMPQueueInfo.__dict__[name].__set__
-    for name in ("client_version", "server", "sender_id", "dh_public_key", "queue_mode",
-                 "_encoded")
-)
 _MODE_OF: Final[dict[int, QueueMode | None]] = {0: None, ord("M"): "M", ord("C"): "C"}
 
 
@@ -702,25 +694,45 @@ def _checked_server(encoded: bytes) -> SMPServer:
     return server
 
 
-def checked_queue(
-    data: bytes, start: int, sender_at: int, dh_at: int, end: int, version: int, mode: int
-) -> SMPQueueInfo:
-    """The reply queue at ``data[start:end]`` from the offsets of its fields, which C's
-    ``srpc_request_head`` has read and checked exactly as :meth:`_Reader.queue` does
-    (csrc/simplex_rpc.h): the same value that reader builds, without a second check.
+def _checked_queue_builder() -> Callable[[bytes, int, int, int, int, int, int], SMPQueueInfo]:
+    # Everything the builder uses is bound here once (closure cells read as fast as
+    # locals): it runs for every request the C backend opens. The slots of the frozen
+    # value are set directly, as object.__setattr__ would, without the name lookup.
+    new = object.__new__
+    cls = SMPQueueInfo
+    set_version, set_server, set_sender, set_dh, set_mode, set_encoded = (
+        SMPQueueInfo.__dict__[name].__set__
+        for name in ("client_version", "server", "sender_id", "dh_public_key", "queue_mode",
+                     "_encoded")
+    )
+    servers = _SERVERS
+    modes = _MODE_OF
+    server_of = _checked_server
 
-    ``sender_at`` and ``dh_at`` are the length bytes of the sender id and the DH key
-    (44 bytes); ``mode`` is ``ord("M")``, ``ord("C")`` or 0.
-    """
-    queue = _new(SMPQueueInfo)
-    set_version, set_server, set_sender, set_dh, set_mode, set_encoded = _QUEUE_SLOTS
-    set_version(queue, version)
-    set_server(queue, _checked_server(data[start + 2 : sender_at]))
-    set_sender(queue, data[sender_at + 1 : dh_at])
-    set_dh(queue, data[dh_at + 1 : dh_at + 1 + SPKI_LENGTH])
-    set_mode(queue, _MODE_OF[mode])
-    set_encoded(queue, data[start:end])
-    return queue
+    def checked_queue(
+        data: bytes, start: int, sender_at: int, dh_at: int, end: int, version: int, mode: int
+    ) -> SMPQueueInfo:
+        """The reply queue at ``data[start:end]`` from the offsets of its fields, which C's
+        ``srpc_request_head`` has read and checked exactly as :meth:`_Reader.queue` does
+        (csrc/simplex_rpc.h): the same value that reader builds, without a second check.
+
+        ``sender_at`` and ``dh_at`` are the length bytes of the sender id and of the DH
+        key (44 bytes); ``mode`` is ``ord("M")``, ``ord("C")`` or 0.
+        """
+        queue = new(cls)
+        set_version(queue, version)
+        key = data[start + 2 : sender_at]
+        set_server(queue, servers.get(key) or server_of(key))
+        set_sender(queue, data[sender_at + 1 : dh_at])
+        set_dh(queue, data[dh_at + 1 : dh_at + 45])
+        set_mode(queue, modes[mode])
+        set_encoded(queue, data[start:end])
+        return queue
+
+    return checked_queue
+
+
+checked_queue: Final = _checked_queue_builder()
 
 
 def parse_request_head(

@@ -26,6 +26,7 @@ records that error as ``c_unavailable_reason``.
 
 from __future__ import annotations
 
+import array
 import functools
 import json
 import os
@@ -89,6 +90,7 @@ _NULL: Final = ffi.NULL
 SIZE_MAX: Final[int] = int(ffi.cast("size_t", -1))
 _alloc = ffi.new_allocator(should_clear_after_alloc=False)  # C writes every byte
 _CHAR: Final = ffi.typeof("char[]")  # ffi.unpack of char[] is one memcpy into bytes
+_SIZES: Final = ffi.typeof("size_t[]")
 _unpack = ffi.unpack
 _SM_HEAD: Final = SIGNATURE_LENGTH + 32  # sig || tag, before the payload
 _REQ_LEN: Final = REQUEST_PADDED_LENGTH
@@ -539,20 +541,32 @@ def seal_request(
         raise
 
 
+#: The array type code of C's size_t, so that a list of lengths reaches C as one buffer.
+_SIZE_T_CODE: Final = next(c for c in "LQI" if array.array(c).itemsize == ffi.sizeof("size_t"))
+
+
 def seal_unsigned_many(
-    payloads: list[Any], reply_queue: SMPQueueInfo, dst: memoryview | None = None
+    payloads: list[Any], sizes: list[int], reply_queue: SMPQueueInfo,
+    dst: memoryview | None = None,
 ) -> bytes | memoryview:
-    """The blocks of unsigned requests of checked sizes, in one C call (``seal_requests``):
-    into ``dst`` when given (large enough), else into a new bytes object."""
+    """The blocks of unsigned requests of checked sizes (``sizes``, in bytes), in one C call
+    (``seal_requests``): into ``dst`` when given (large enough), else into a new bytes object.
+
+    The payloads are joined once (one copy of the payload bytes, done by CPython in C)
+    and C writes each block once: length field, head, payload, fill.
+    """
     head = _unsigned_head(reply_queue)
-    joined, lens = _gather(payloads, _REQ_LEN)
-    count = len(lens)
+    try:
+        joined = b"".join(payloads)
+    except TypeError:  # a non-contiguous view: copied, as the pure encoders read it
+        joined = b"".join(_contiguous(payloads, _REQ_LEN))
+    count = len(sizes)
     total = count * _REQ_LEN
+    c_lens = ffi.from_buffer(_SIZES, array.array(_SIZE_T_CODE, sizes))
     c_out = _take_scratch(total) if dst is None else ffi.from_buffer(dst)
     try:
-        args = (head, len(head), joined, len(joined), ffi.new("size_t[]", lens), count,
-                _REQ_LEN, c_out, total)
-        status = lib.srpc_seal_parts_many(*args, _NULL)
+        status = lib.srpc_seal_parts_many(head, len(head), joined, len(joined), c_lens, count,
+                                          _REQ_LEN, c_out, total, _NULL)
         if status < 0:
             raise BackendMismatch(f"C refused to seal checked requests (status {status})")
         if dst is None:
@@ -574,12 +588,38 @@ def _message_length(src: Any, length: int, strict: bool) -> int:
     return n
 
 
-_SIZES: Final = ffi.typeof("size_t[]")
 _HEAD_LENGTH: Final[int] = lib.SRPC_HEAD_RESULT_LENGTH
 _HEAD_FIELDS: Final[int] = lib.SRPC_HEAD_QUEUE_FIELDS
 _HEAD_DEFER: Final[int] = lib.SRPC_HEAD_DEFER
 _SM_MAX: Final = _SM_HEAD + _REQ_LEN  # sig || tag || the longest payload
 _srpc_open_request = lib.srpc_open_request
+
+
+class _OpenScratch(threading.local):
+    """This thread's reusable buffers of ``open_request``: C's results and the signed
+    message (None while in use)."""
+
+    buffers: tuple[Any, Any] | None = None
+
+
+_open_scratch = _OpenScratch()
+
+#: The signers' keys of the last requests, by their 32 raw bytes: a requester signs its
+#: requests with one long-lived key (PublicKey is immutable). Cleared at _SIGNERS_MAX.
+_SIGNERS: Final[dict[bytes, PublicKey]] = {}
+_SIGNERS_MAX: Final = 256
+
+
+def _signer(raw: bytes) -> PublicKey:
+    """The PublicKey of 32 raw bytes C has checked (an Ed25519 SPKI's key), remembered."""
+    key = PublicKey._checked(raw)
+    if len(_SIGNERS) >= _SIGNERS_MAX:
+        _SIGNERS.clear()
+    _SIGNERS[raw] = key
+    return key
+
+
+_sodium_open = None if _sodium is None else _sodium.crypto_sign_open  # strict, as _verified
 
 
 def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedRequest:
@@ -590,13 +630,16 @@ def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedReq
     and lays out sig || tag || payload for libsodium; the queues are built from
     the offsets it reports (``agent_block.checked_queue``). Any other head, valid
     or not, is read by the codec (``agent_block.parse_request_head``), which
-    words every error: both backends raise the same one.
+    words every error: both backends raise the same one. C writes into buffers
+    this thread keeps (taken while in use, so a re-entrant call gets its own).
     """
     tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)
     src = block if type(block) is bytes else _cbuffer(block)
+    scratch = _open_scratch
+    buffers = scratch.buffers
+    scratch.buffers = None
+    res, sm = buffers or (_alloc(_SIZES, _HEAD_LENGTH), _alloc(_CHAR, _SM_MAX))
     try:
-        res = _alloc(_SIZES, _HEAD_LENGTH)
-        sm = _alloc(_CHAR, _SM_MAX)
         status = _srpc_open_request(src, len(src), strict, tag, sm, _SM_MAX, res, _HEAD_LENGTH,
                                     _NULL)
         if status < 0 and status != _HEAD_DEFER:
@@ -605,30 +648,38 @@ def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedReq
         data = block if type(block) is bytes else bytes(ffi.buffer(src))
         if status == _HEAD_DEFER:
             return _open_decoded(data, res[0], tag)
-        count = res[3]
-        head = _unpack(res, 4 + _HEAD_FIELDS * count)
-        at = head[1]
-        end = 2 + head[0]
+        # A head C read has one queue or more, so the first ten results are set.
+        n, at, key_at, count, start, sender_at, dh_at, stop, version, mode = _unpack(
+            res, 4 + _HEAD_FIELDS
+        )
+        end = 2 + n
         if count == 1:
-            queues: tuple[SMPQueueInfo, ...] = (checked_queue(data, *head[4:10]),)
+            queues: tuple[SMPQueueInfo, ...] = (
+                checked_queue(data, start, sender_at, dh_at, stop, version, mode),
+            )
         else:
+            head = _unpack(res, 4 + _HEAD_FIELDS * count)
             queues = tuple(
                 checked_queue(data, *head[4 + _HEAD_FIELDS * i : 4 + _HEAD_FIELDS * (i + 1)])
                 for i in range(count)
             )
+        if not key_at:
+            return opened_request(data[at:end], None, queues)
+        payload = data[at:end]  # the bytes C copied after sig || tag in sm
+        raw = data[key_at : key_at + 32]
+        sm_len = _SM_HEAD + end - at
+        if _sodium_open is not None:
+            ok = _sodium_open(_NULL, _NULL, sm, sm_len, raw) == 0
+        else:  # pragma: no cover - PyNaCl without _sodium
+            ok = _verified(sm, sm_len, raw)
+        if not ok:
+            _refuse(PublicKey(raw), tag, payload, data[at - SIGNATURE_LENGTH : at])
+        return opened_request(payload, _SIGNERS.get(raw) or _signer(raw), queues)
     except BaseException:
         _release(src, block)
         raise
-    key_at = head[2]
-    if not key_at:
-        return opened_request(data[at:end], None, queues)
-    sm_len = _SM_HEAD + end - at
-    payload: bytes = ffi.buffer(sm)[_SM_HEAD:sm_len]
-    raw = data[key_at : key_at + 32]
-    if not _verified(sm, sm_len, raw):
-        _release(src, block)
-        _refuse(PublicKey(raw), tag, payload, data[at - SIGNATURE_LENGTH : at])
-    return opened_request(payload, PublicKey(raw), queues)
+    finally:
+        scratch.buffers = (res, sm)
 
 
 def _refuse(key: PublicKey, tag: bytes, payload: bytes, signature: bytes) -> NoReturn:
