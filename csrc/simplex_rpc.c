@@ -221,12 +221,12 @@ int srpc_seal_parts_many(const unsigned char *head, size_t head_len,
         || out_len != count * length) {
         return fail(err, SRPC_E_ARGUMENT, 0, count, length);
     }
+    /* Every payload is checked, in order, before anything is written. */
     for (i = 0; i < count; i++) {
-        if (lens[i] > src_len - at) {
+        if (lens[i] > src_len - at || head_len > SIZE_MAX - lens[i]) {
             return fail(err, SRPC_E_ARGUMENT, 0, lens[i], src_len - at);
         }
-        status = srpc_seal_parts(head, head_len, src + at, lens[i], out + i * length, length,
-                                 err);
+        status = check_pad(head_len + lens[i], length, err);
         if (status != SRPC_OK) {
             if (err != NULL) {
                 err->index = i;
@@ -235,7 +235,26 @@ int srpc_seal_parts_many(const unsigned char *head, size_t head_len,
         }
         at += lens[i];
     }
-    return at == src_len ? SRPC_OK : fail(err, SRPC_E_ARGUMENT, 0, at, src_len);
+    if (at != src_len) {
+        return fail(err, SRPC_E_ARGUMENT, 0, at, src_len);
+    }
+    /* The fill of every block in one memset (one large memset stores faster than a
+     * thousand small ones), then each block's length field, head and payload over it:
+     * the same bytes as srpc_seal_parts block by block. */
+    if (count != 0) {
+        memset(out, SRPC_FILL, out_len);
+    }
+    at = 0;
+    for (i = 0; i < count; i++) {
+        unsigned char *block = out + i * length;
+        size_t msg_len = head_len + lens[i];
+        block[0] = (unsigned char)(msg_len >> 8);
+        block[1] = (unsigned char)(msg_len & 0xffu);
+        copy_bytes(block + 2, head, head_len);
+        copy_bytes(block + 2 + head_len, lens[i] != 0 ? src + at : NULL, lens[i]);
+        at += lens[i];
+    }
+    return SRPC_OK;
 }
 
 int srpc_seal_signed_begin(const unsigned char *tag, const unsigned char *payload,

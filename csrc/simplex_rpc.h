@@ -89,8 +89,9 @@ int srpc_seal_parts(const unsigned char *head, size_t head_len,
 
 /* srpc_seal_parts for `count` payloads stored back to back in src (lens[i]
  * bytes each), all with the same head, into out (exactly count * length
- * bytes): the unsigned requests of one reply queue. The first that fails
- * fails the call; err->index names it. */
+ * bytes): the unsigned requests of one reply queue. Every payload is checked
+ * before anything is written; the first that fails fails the call, and
+ * err->index names it. */
 int srpc_seal_parts_many(const unsigned char *head, size_t head_len,
                          const unsigned char *src, size_t src_len, const size_t *lens,
                          size_t count, size_t length, unsigned char *out, size_t out_len,

@@ -552,13 +552,13 @@ def seal_unsigned_many(
     """The blocks of unsigned requests of checked sizes (``sizes``, in bytes), in one C call
     (``seal_requests``): into ``dst`` when given (large enough), else into a new bytes object.
 
-    The payloads are joined once (one copy of the payload bytes, done by CPython in C)
-    and C writes each block once: length field, head, payload, fill.
+    The payloads are joined once (one copy, by CPython in C), and C writes each block
+    once: the fill of all blocks in one pass, then each length field, head and payload.
     """
     head = _unsigned_head(reply_queue)
     try:
         joined = b"".join(payloads)
-    except TypeError:  # a non-contiguous view: copied, as the pure encoders read it
+    except (TypeError, BufferError):  # a non-contiguous view: copied, as the encoders read it
         joined = b"".join(_contiguous(payloads, _REQ_LEN))
     count = len(sizes)
     total = count * _REQ_LEN
