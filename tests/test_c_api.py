@@ -223,7 +223,8 @@ def test_rule_seal_parts_many_seals_each_payload(c: Any) -> None:
     assert ffi.buffer(out)[:] == sx.pad_many([b"Ha", b"H", b"Hbc"], 10)
     big = ffi.new("size_t[]", [1, 9, 2])
     src = b"a" + b"b" * 9 + b"cc"
-    untouched = ffi.new("unsigned char[]", b"?" * 30)
+    untouched = ffi.new("unsigned char[]", 30)
+    ffi.memmove(untouched, b"?" * 30, 30)
     assert lib.srpc_seal_parts_many(b"H", 1, src, 12, big, 3, 10, untouched, 30, err) == (
         lib.SRPC_E_PAD_MESSAGE_FIT
     )
