@@ -49,7 +49,7 @@ from .agent_block import (
     request_head,
 )
 from .batch import WritableBuffer, out_too_small, writable_view
-from .keys import SIGNATURE_LENGTH, PublicKey, SigningKey, session_tag
+from .keys import SIGNATURE_LENGTH, SPKI_PREFIX, PublicKey, SigningKey, session_tag
 from .padding import PADDED_LENGTH, block_error, check_pad, message_error
 from .seal import (
     REQUEST_PADDED_LENGTH,
@@ -477,16 +477,33 @@ def _verified(sm: Any, sm_length: int, raw_key: bytes) -> bool:
     return True  # pragma: no cover
 
 
-@functools.lru_cache(maxsize=64)
+# The heads below are remembered by bytes (the queue's encoding, the signer's raw key):
+# a client seals many requests with one queue and one key, and a bytes object keeps its
+# hash, where the frozen SMPQueueInfo would compute its own on every lookup.
+
+
+_UNSIGNED_HEADS: Final[dict[bytes, bytes]] = {}  # cleared at 64 entries
+
+
 def _unsigned_head(reply_queue: SMPQueueInfo) -> bytes:
-    """An unsigned request's head for ``reply_queue`` (a client seals many with one queue)."""
-    return request_head((reply_queue,), None)
+    """An unsigned request's head for ``reply_queue``: 'A' 1 queue '0' (the codec's)."""
+    head = _UNSIGNED_HEADS.get(reply_queue._encoded)
+    if head is None:
+        head = request_head((reply_queue,), None)
+        if len(_UNSIGNED_HEADS) >= 64:
+            _UNSIGNED_HEADS.clear()
+        _UNSIGNED_HEADS[reply_queue._encoded] = head
+    return head
 
 
 @functools.lru_cache(maxsize=64)
-def _signed_prefix(reply_queue: SMPQueueInfo, key_der: bytes) -> bytes:
+def _signed_prefix_of(encoded_queue: bytes, raw_key: bytes) -> bytes:
+    return b"A\x01" + encoded_queue + b"1\x2c" + SPKI_PREFIX + raw_key + b"\x40"
+
+
+def _signed_prefix(reply_queue: SMPQueueInfo, key: PublicKey) -> bytes:
     """A signed request's head up to its signature: 'A' 1 queue '1' 44 key 64."""
-    return b"A\x01" + reply_queue.encode() + b"1\x2c" + key_der + b"\x40"
+    return _signed_prefix_of(reply_queue._encoded, key._raw)
 
 
 def _seal_parts(head: bytes, payload: Buffer, length: int) -> bytes:
@@ -519,12 +536,12 @@ def seal_request(
     """
     check_signing_key(signing_key)
     check_reply_queue(reply_queue)
-    size = memoryview(payload).nbytes
+    size = len(payload) if type(payload) is bytes else memoryview(payload).nbytes
     check_request_size(size, reply_queue, signing_key is not None)
     tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)  # checks the AD
     if signing_key is None:
         return _seal_parts(_unsigned_head(reply_queue), payload, _REQ_LEN)
-    prefix = _signed_prefix(reply_queue, signing_key.public_key.der)
+    prefix = _signed_prefix(reply_queue, signing_key.public_key)
     payload_at = 2 + len(prefix) + SIGNATURE_LENGTH
     src = payload if type(payload) is bytes else _cbuffer(payload, True)
     try:
