@@ -60,6 +60,7 @@ from .seal import (
     check_response_size,
     check_signing_key,
     opened_request,
+    request_room,
     response_block_length,
     response_length,
     response_payload,
@@ -99,6 +100,8 @@ _RESPONSE_TAGS: Final = (RESPONSE_TAG, b"P")  # src[2] is an int for bytes, byte
 _srpc_pad = lib.srpc_pad
 _srpc_unpad = lib.srpc_unpad
 _srpc_seal_parts = lib.srpc_seal_parts
+_srpc_seal_signed_begin = lib.srpc_seal_signed_begin
+_srpc_seal_signed_end = lib.srpc_seal_signed_end
 
 
 class BackendMismatch(AssertionError):
@@ -537,7 +540,9 @@ def seal_request(
     check_signing_key(signing_key)
     check_reply_queue(reply_queue)
     size = len(payload) if type(payload) is bytes else memoryview(payload).nbytes
-    check_request_size(size, reply_queue, signing_key is not None)
+    signed = signing_key is not None
+    if size > request_room(len(reply_queue._encoded), signed):
+        check_request_size(size, reply_queue, signed)  # raises PayloadTooLarge
     tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)  # checks the AD
     if signing_key is None:
         return _seal_parts(_unsigned_head(reply_queue), payload, _REQ_LEN)
@@ -546,10 +551,10 @@ def seal_request(
     src = payload if type(payload) is bytes else _cbuffer(payload, True)
     try:
         block = _alloc(_CHAR, _REQ_LEN)
-        status = lib.srpc_seal_signed_begin(tag, src, size, payload_at, block, _REQ_LEN, _NULL)
+        status = _srpc_seal_signed_begin(tag, src, size, payload_at, block, _REQ_LEN, _NULL)
         if status >= 0:
             _sign(block, payload_at, 32 + size, signing_key)
-            status = lib.srpc_seal_signed_end(prefix, len(prefix), block, _REQ_LEN, payload_at)
+            status = _srpc_seal_signed_end(prefix, len(prefix), block, _REQ_LEN, payload_at)
         if status < 0:
             raise BackendMismatch(f"C refused to seal a checked request (status {status})")
         return _unpack(block, _REQ_LEN)  # type: ignore[no-any-return]

@@ -51,8 +51,13 @@ def max_request_payload(reply_queue: SMPQueueInfo, signed: bool = True) -> int:
     ``11,106 - 2 - 1 ('A') - 1 (count) - len(queue) - (111 signed, 1 unsigned)``.
     """
     check_reply_queue(reply_queue)
+    return request_room(len(reply_queue.encode()), signed)
+
+
+def request_room(queue_length: int, signed: bool) -> int:
+    """:func:`max_request_payload` for a reply queue of ``queue_length`` encoded bytes."""
     sig = SIGNATURE_FIELD_LENGTH if signed else 1
-    return REQUEST_PADDED_LENGTH - 2 - 2 - len(reply_queue.encode()) - sig
+    return REQUEST_PADDED_LENGTH - 2 - 2 - queue_length - sig
 
 
 def max_response_payload(pq_support: bool = True) -> int:
