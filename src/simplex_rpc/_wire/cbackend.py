@@ -618,10 +618,12 @@ _srpc_open_request = lib.srpc_open_request
 
 
 class _OpenScratch(threading.local):
-    """This thread's reusable buffers of ``open_request``: C's results and the signed
-    message (None while in use)."""
+    """This thread's reusable buffers of ``open_request`` (C's results and the signed
+    message): a call takes a pair and gives it back, so a re-entrant call (a signal
+    handler's) takes another or makes its own."""
 
-    buffers: tuple[Any, Any] | None = None
+    def __init__(self) -> None:
+        self.free: list[tuple[Any, Any]] = []
 
 
 _open_scratch = _OpenScratch()
@@ -657,10 +659,8 @@ def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedReq
     """
     tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)
     src = block if type(block) is bytes else _cbuffer(block)
-    scratch = _open_scratch
-    buffers = scratch.buffers
-    scratch.buffers = None
-    res, sm = buffers or (_alloc(_SIZES, _HEAD_LENGTH), _alloc(_CHAR, _SM_MAX))
+    free = _open_scratch.free
+    res, sm = free.pop() if free else (_alloc(_SIZES, _HEAD_LENGTH), _alloc(_CHAR, _SM_MAX))
     try:
         status = _srpc_open_request(src, len(src), strict, tag, sm, _SM_MAX, res, _HEAD_LENGTH,
                                     _NULL)
@@ -701,7 +701,8 @@ def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedReq
         _release(src, block)
         raise
     finally:
-        scratch.buffers = (res, sm)
+        if len(free) < 2:
+            free.append((res, sm))
 
 
 def _refuse(key: PublicKey, tag: bytes, payload: bytes, signature: bytes) -> NoReturn:
