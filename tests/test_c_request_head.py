@@ -404,3 +404,23 @@ def test_rule_open_request_layout_and_arguments(c: Any) -> None:
     assert (err.value, err.bound) == (N - 1, N)
     assert lib.srpc_open_request(block, N, 0, ffi.NULL, sm, len(sm), res, 28, err) < 0
     assert lib.srpc_open_request(block, N, 0, tag, ffi.NULL, 0, res, 28, ffi.NULL) == lib.SRPC_OK
+
+
+def test_rule_threads_open_distinct_blocks_alike(c_backend: _backend.Backend) -> None:
+    """open_request's buffers are per thread: 4 workers opening 96 distinct blocks (each its
+    own queue, signer state and payload) give exactly the pure backend's results."""
+    blocks = [
+        PURE.seal_request(
+            b'{"n":%d}' % i * (i % 7 + 1),
+            AD,
+            KEY if i % 2 else None,
+            reply_queue=queue((f"smp{i % 5}.example.com",), str(1000 + i), sender_id=bytes([i])),
+        )
+        for i in range(96)
+    ]
+    last = 2 + int.from_bytes(blocks[41][:2], "big") - 1  # the signed payload's last byte
+    blocks[41] = blocks[41][:last] + bytes([blocks[41][last] ^ 1]) + blocks[41][last + 1 :]
+    want = PURE.open_requests(blocks, AD, workers=1)
+    got = c_backend.open_requests(blocks, AD, workers=4)
+    assert got == want
+    assert [f.index for f in got.failures] == [41]
