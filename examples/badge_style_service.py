@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from simplex_rpc import PublicKey, SigningKey
@@ -126,6 +127,7 @@ async def serve(
     service: BadgeService,
     answers: AnswerStoreProtocol | None,
     *,
+    budgets: Sequence[RateLimit] = BUDGETS,
     ready: asyncio.Event | None = None,
     stop: asyncio.Event | None = None,
 ) -> ServeOutcome:
@@ -135,7 +137,7 @@ async def serve(
         service.handle,
         errors=TYPED_ERRORS,
         answers=answers,
-        rate_limit=BUDGETS,
+        rate_limit=budgets,
         ready=ready,
         stop=stop,
     )

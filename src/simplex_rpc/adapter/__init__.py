@@ -87,9 +87,9 @@ from ._service import (
     raw_request_command,
     service_request_command,
 )
-from ._service import RawHandler as RawHandler
 from ._service import DEFAULT_REQUEST_TIMEOUT as DEFAULT_REQUEST_TIMEOUT
 from ._service import Handler as Handler
+from ._service import RawHandler as RawHandler
 from ._service import _parse_request_data as _parse_request_data
 from ._service import _parse_response_data as _parse_response_data
 from ._transports import LibsimplexHandle, NativeHandle, _Transport
