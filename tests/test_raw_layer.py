@@ -280,3 +280,49 @@ def test_the_typed_error_shape_is_configurable() -> None:
     assert ENVELOPE_ERRORS.retry_after({"error": {"code": "x", "retryAfter": 2.0}}) == 2
     with pytest.raises(SimplexRpcError):
         TypedErrors(tag="code")
+
+
+def test_no_key_or_credential_in_any_log_of_raw_traffic() -> None:
+    """Redaction (issue 21's rule, kept by the raw layer): signed and unsigned raw
+    requests carrying a credential, through serve_raw with an answer store and the raw
+    caller's retries, at every level of every logger: no key, no credential."""
+    from test_edge_redaction import TOKEN, every_level, secrets_of
+
+    key = sx.SigningKey.generate()
+    seen: list[str] = []
+
+    def handler(raw: RawRequest) -> dict[str, Any]:
+        seen.append(repr(raw))
+        if len(seen) == 1:
+            return TYPED_ERRORS.error("busy", "later", 1)
+        return {"type": "ok", "echo": raw.data}
+
+    async def main() -> None:
+        from test_example_badge_style import world
+
+        async with world() as w:
+            stop = asyncio.Event()
+            task = asyncio.create_task(
+                w.bob.serve_raw(
+                    1,
+                    handler,
+                    errors=TYPED_ERRORS,
+                    answers=AnswerStore(unsigned=True),
+                    stop=stop,
+                )
+            )
+            obj = {"version": 1, "auth": {"Authorization": f"Bearer {TOKEN}"}}
+            for signer in (key, None):
+                answer = await w.alice.service_request_raw(
+                    1, w.link, obj, timeout=5, sign_key=signer, retries=1, errors=TYPED_ERRORS
+                )
+                assert answer["type"] == "ok"
+            stop.set()
+            await task
+
+    with every_level() as captured:
+        run(main)
+    text = "\n".join(captured.lines + seen)
+    assert captured.lines
+    for secret in secrets_of(key):
+        assert secret not in text
