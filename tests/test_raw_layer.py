@@ -326,3 +326,38 @@ def test_no_key_or_credential_in_any_log_of_raw_traffic() -> None:
     assert captured.lines
     for secret in secrets_of(key):
         assert secret not in text
+
+
+def test_a_failed_run_is_not_kept_and_a_failing_store_runs_nothing() -> None:
+    """What is kept: not an answer the handler failed to give (internal), so its repeat
+    runs again. A store that fails in begin answers internal and runs nothing (running
+    could run twice what the store would have answered)."""
+    runs: list[str] = []
+    signer = sx.SigningKey.generate().public_key.encode()
+
+    def handler(raw: RawRequest) -> dict[str, Any]:
+        runs.append(raw.request_id)
+        if len(runs) == 1:
+            raise RuntimeError("first run fails")
+        return {"type": "ok"}
+
+    class Broken(AnswerStore):
+        def begin(self, signer: Any, request: bytes) -> Any:
+            raise SimplexRpcError("answer store 'x.db': database is locked")
+
+    async def main() -> None:
+        async with raw_serving(handler, answers=AnswerStore(), errors=TYPED_ERRORS) as (fake, _):
+            await fake.event(event("r1", {"q": 1}, signer))
+            await fake.wait_answers(1)
+            await fake.event(event("r2", {"q": 1}, signer))
+            await fake.event(event("r3", {"q": 1}, signer))
+            await fake.wait_answers(3)
+            assert fake.answers["r1"][0]["code"] == "internal"
+            assert fake.answers["r2"] == fake.answers["r3"] == [{"type": "ok"}]
+        async with raw_serving(handler, answers=Broken(), errors=TYPED_ERRORS) as (fake, _):
+            await fake.event(event("r4", {"q": 1}, signer))
+            await fake.wait_answers(1)
+            assert fake.answers["r4"][0]["code"] == "internal"
+
+    run(main)
+    assert runs == ["r1", "r2"]
