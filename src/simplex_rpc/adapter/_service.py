@@ -16,7 +16,7 @@ import logging
 import math
 import re
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -866,7 +866,9 @@ class _EnvelopeHandler:
             return ErrorCode.CONVERSATION_REQUIRED
         return ErrorCode.INTERNAL
 
-    async def __call__(self, raw: RawRequest) -> dict[str, Any]:
+    def __call__(self, raw: RawRequest) -> Any:
+        """The answer object, or (for an async handler) an awaitable of it: a synchronous
+        handler's request costs no coroutine of its own."""
         rid = _Shown(raw.request_id, 80)
         try:
             request = request_from_value(raw.data)
@@ -905,9 +907,16 @@ class _EnvelopeHandler:
             )
         )
         if inspect.isawaitable(result):
-            result = await result
+            return _encoded(result)
         response = result if isinstance(result, Response) else Response.success(result)
         return response.to_dict()
+
+
+async def _encoded(result: Awaitable[Any]) -> dict[str, Any]:
+    """An async handler's result as a response envelope's object."""
+    value = await result
+    response = value if isinstance(value, Response) else Response.success(value)
+    return response.to_dict()
 
 
 def _version_key(value: Any) -> str:
