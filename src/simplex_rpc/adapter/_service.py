@@ -470,8 +470,11 @@ class _ServiceRpc:
           core's ``ASETimeout`` or this library's own wait for the core
           (:class:`ChatCoreTimeout`), at once.
 
-        Never on a timer of its own. The last answer is returned, an error answer
-        included; the last timeout is raised.
+        Never on a timer of its own. A repeat after a timeout reaches the handler
+        again unless the service answers repeats idempotently (an answer store, or
+        a rule of its own): pass ``retry_on_timeout=False`` for one that does not.
+        The last answer is returned, an error answer included; the last timeout is
+        raised.
         """
         errors = check_error_format(errors)
         if not isinstance(retry_on_timeout, bool):
