@@ -112,13 +112,16 @@ def test_a_repeated_signed_request_gets_the_stored_answer_without_a_second_run()
     service = badge.BadgeService({"C1"})
 
     async def main() -> None:
-        async with world() as w, serving(w, service, AnswerStore()):
-            first = await call(w, badge.redeem_request(A, "C1"))
-            assert first == {"type": "badge", "code": "C1", "serial": 1}
-            assert service.runs == 1
-            again = await badge.redeem(w.alice, w.link, A, "C1")  # the example's caller
-            assert again == first
-            assert service.runs == 1  # answered from the store: the handler did not run
+        async with world() as w:
+            async with serving(w, service, AnswerStore()) as task:
+                first = await call(w, badge.redeem_request(A, "C1"))
+                assert first == {"type": "badge", "code": "C1", "serial": 1}
+                assert service.runs == 1
+                again = await badge.redeem(w.alice, w.link, A, "C1")  # the example's caller
+                assert again == first
+                assert service.runs == 1  # answered from the store: the handler did not run
+            outcome = task.result()
+            assert (outcome.answered, outcome.stored) == (2, 1)
 
     run(main)
 

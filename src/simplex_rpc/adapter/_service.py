@@ -958,7 +958,8 @@ class ServeOutcome:
     grace, cancelled and answered ``internal``; ``failed``: answers the core refused
     or never got; ``repeats``: requests repeating a ``requestId``, not handled
     again; ``unanswered``: answers of the responder's own still waiting for the core
-    when the stop ended.
+    when the stop ended; ``stored``: of the ``answered``, those given from the answer
+    store (``answers=``) without a run of the handler.
     """
 
     answered: int = 0
@@ -967,12 +968,13 @@ class ServeOutcome:
     failed: int = 0
     repeats: int = 0
     unanswered: int = 0
+    stored: int = 0
 
 
 class _Outcome:
     """Counters of one ``serve``, for the overload lines and the summary."""
 
-    __slots__ = ("answered", "cancelled", "failed", "repeats", "shed", "unanswered")
+    __slots__ = ("answered", "cancelled", "failed", "repeats", "shed", "stored", "unanswered")
 
     def __init__(self) -> None:
         self.answered = 0  # handled, and the core took the answer (or lost its acknowledgement)
@@ -983,6 +985,7 @@ class _Outcome:
         # Answers of the responder's own never sent: past the outbox's bound, or still
         # waiting for the core when the stop ended (each counted in a logged line).
         self.unanswered = 0
+        self.stored = 0  # of the answered, given from the answer store
 
     def frozen(self) -> ServeOutcome:
         return ServeOutcome(
@@ -992,6 +995,7 @@ class _Outcome:
             failed=self.failed,
             repeats=self.repeats,
             unanswered=self.unanswered,
+            stored=self.stored,
         )
 
 
@@ -1407,11 +1411,13 @@ class _Responder:
         o = self.outcome
         log.info(
             "stopped serving user %d: %d answered, %d shed, %d cancelled"
-            " (%d repeats ignored, %d answers not taken by the core, %d not answered)",
+            " (%d from the answer store, %d repeats ignored, %d answers not taken by the"
+            " core, %d not answered)",
             self.user_id,
             o.answered,
             o.shed,
             o.cancelled,
+            o.stored,
             o.repeats,
             o.failed,
             o.unanswered,
@@ -1788,6 +1794,8 @@ class _Responder:
         if exc is None:
             if answer.kind == "handled":
                 self.outcome.answered += 1
+                if answer.answer is None:  # its JSON alone: an answer from the store
+                    self.outcome.stored += 1
                 if self.info and answer.answer is not None:
                     code = self.errors.code(answer.answer)
                     log.info(
