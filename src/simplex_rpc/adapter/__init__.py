@@ -45,7 +45,6 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from ..errors import ChatCoreError
 from ._answers import (
     DEFAULT_ANSWER_WINDOW,
-    AnswerGate,
     AnswerKey,
     AnswerStore,
     AnswerStoreProtocol,
@@ -106,7 +105,6 @@ __all__ = [
     "MAX_RAW_REQUEST",
     "RESPONSE_WINDOW",
     "TYPED_ERRORS",
-    "AnswerGate",
     "AnswerKey",
     "AnswerStore",
     "AnswerStoreProtocol",
