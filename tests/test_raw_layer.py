@@ -361,3 +361,36 @@ def test_a_failed_run_is_not_kept_and_a_failing_store_runs_nothing() -> None:
 
     run(main)
     assert runs == ["r1", "r2"]
+
+
+def test_a_run_past_its_deadline_lets_the_waiting_repeat_run() -> None:
+    """Exactly once with a store: the first run passes its deadline (answered internal at
+    that moment, nothing kept); the repeat that came later and waited for it begins again
+    and runs (a repeat that came with the first shares its deadline, and its fate)."""
+    calls: list[str] = []
+    hang = asyncio.Event()
+    signer = sx.SigningKey.generate().public_key.encode()
+
+    async def handler(raw: RawRequest) -> dict[str, Any]:
+        calls.append(raw.request_id)
+        if len(calls) == 1:
+            await hang.wait()  # never set: cancelled at the deadline
+        return {"type": "ok", "by": raw.request_id}
+
+    async def main() -> None:
+        async with raw_serving(
+            handler, answers=AnswerStore(), errors=TYPED_ERRORS, handler_timeout=1
+        ) as (fake, _):
+            await fake.event(event("first", {"q": 1}, signer))
+            # Later than the first: its own deadline, from its own arrival, is later too.
+            await asyncio.sleep(0.5)
+            await fake.event(event("repeat", {"q": 1}, signer))
+            await fake.wait_answers(2)
+            assert fake.answers["first"][0]["code"] == "internal"
+            assert fake.answers["repeat"] == [{"type": "ok", "by": "repeat"}]
+            await fake.event(event("later", {"q": 1}, signer))  # now kept: from the store
+            await fake.wait_answers(3)
+            assert fake.answers["later"] == [{"type": "ok", "by": "repeat"}]
+
+    run(main)
+    assert calls == ["first", "repeat"]
