@@ -303,11 +303,17 @@ def _parse_response_data(data: object) -> Response:
     refused, naming its size and the limit (``service_request`` raises it as
     :class:`ChatCoreError`).
     """
+    return Response.parse(_response_text(data))
+
+
+def _response_text(data: object) -> str | bytes:
+    """``responseData``'s JSON text (:func:`_envelope_json`), refused as
+    :class:`_ResponseTooLong` past the longest response a core carries."""
     text = _envelope_json(data, "response", "responseData")
     too_long = _response_too_long(text)
     if too_long is not None:
         raise _ResponseTooLong(too_long)
-    return Response.parse(text)
+    return text
 
 
 #: responseData came as JSON text: the decoder reads it.
@@ -322,8 +328,10 @@ def _timed_out(exc: ChatCoreError) -> bool:
 
 
 def _parse_request_data(data: object) -> Request:
-    """The request envelope from a ``serviceRequest``'s ``requestData``."""
-    return Request.parse(_envelope_json(data, "request", "requestData"))
+    """The request envelope from a ``serviceRequest``'s ``requestData`` (any value: an
+    object is encoded and read again strictly), as ``serve`` reads it; else
+    :class:`EnvelopeError`."""
+    return request_from_value(_request_object(None, data, trusted=False))
 
 
 class _ServiceRpc:
@@ -544,10 +552,10 @@ class _ServiceRpc:
                     f"unexpected answer {show(resp.get('type'), 60)} to /_service_request"
                 )
             data = resp.get("responseData")
-            text = _envelope_json(data, "response", "responseData")
-            too_long = _response_too_long(text)
-            if too_long is not None:  # no answer a core can carry: the core's fault
-                raise ChatCoreError(too_long)
+            try:
+                text = _response_text(data)
+            except _ResponseTooLong as exc:  # no answer a core can carry: the core's fault
+                raise ChatCoreError(str(exc)) from None
             # responseData's object was read strictly with its frame: not read again.
             answer, retry_after = decode(text, data if isinstance(data, dict) else _UNREAD)
             if retry_after is None or attempt >= retries:
@@ -1919,16 +1927,24 @@ def _failure(code: ErrorCode, message: str) -> Response:
 def _request_value(incoming: _Incoming) -> dict[str, Any]:
     """requestData as a JSON object, read with the library's strict rules; else
     :class:`EnvelopeError` naming what is wrong."""
+    return _request_object(incoming.envelope, incoming.data, trusted=True)
+
+
+def _request_object(envelope: str | None, data: object, *, trusted: bool) -> dict[str, Any]:
+    """The request object: ``envelope`` (requestData's text cut out of its frame) read on
+    its own, else ``data`` (requestData's value: when ``trusted``, an object or array is
+    the strict reading of its frame and is not read again; a string is the JSON-text
+    form)."""
     value: object
-    if incoming.envelope is not None:
-        # The text as it came, cut out of its frame: read on its own.
-        text: str | None = incoming.envelope
-    elif isinstance(incoming.data, (dict, list)):
-        # The frame was read strictly whole (it has no error): requestData's value is
-        # the strict reading of its text (_frames.read_frame), not read again.
-        text, value = None, incoming.data
-    elif isinstance(incoming.data, str):
-        text = incoming.data  # the JSON-text form
+    if envelope is not None:
+        text: str | None = envelope
+    elif trusted and isinstance(data, (dict, list)):
+        text, value = None, data
+    elif isinstance(data, (str, dict)):
+        try:
+            text = data if isinstance(data, str) else _json.dumps(data).decode()
+        except (_json.JsonError, TypeError, ValueError) as exc:
+            raise EnvelopeError(f"request: {exc}") from None
     else:
         raise EnvelopeError("request: requestData is neither a JSON object nor a string")
     if text is not None:
