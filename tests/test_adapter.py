@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 from typing import Any
 
@@ -287,16 +288,18 @@ def test_retry_after_beyond_the_callers_bound_is_not_waited_for() -> None:
 
 
 def test_answers_are_matched_by_corr_id() -> None:
-    """Answers arrive in any order; each reaches its own command."""
+    """Each answer reaches its own command, by corrId (numeric or text); a command sent
+    behind one the core still runs waits for it (Server.hs: one command at a time per
+    connection), and odd frames meanwhile are ignored."""
 
     async def main() -> None:
         async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
             fake.silent.add("/slow")
             slow = asyncio.create_task(core.command("/slow"))
             assert await fake.commands.get() == "/slow"
-            fast = await core.command("/fast")
-            assert fast == {"type": "cmdOk"}
-            assert not slow.done()
+            fast = asyncio.create_task(core.command("/fast"))
+            await asyncio.sleep(0.05)
+            assert not slow.done() and not fast.done()  # /fast waits behind /slow
             # An answer to no pending command, and odd messages, are ignored.
             await fake.send_raw(json.dumps({"corrId": "999", "resp": {"type": "late"}}))
             await fake.send_raw("not json")
@@ -304,7 +307,9 @@ def test_answers_are_matched_by_corr_id() -> None:
             await fake.send_raw(b"\x00binary")
             # The slow command is number 1: a numeric corrId is accepted too.
             await fake.send_raw(json.dumps({"corrId": 1, "resp": {"type": "slowOk"}}))
+            fake.answer_silent("1", None)
             assert await slow == {"type": "slowOk"}
+            assert await fast == {"type": "cmdOk"}
 
     run(main)
 
@@ -315,11 +320,43 @@ def test_a_command_without_answer_times_out() -> None:
             fake.silent.add("/never")
             with pytest.raises(ChatCoreTimeout, match="/never"):
                 await core.command("/never", timeout=0.2)
-            assert await core.command("/other") == {"type": "cmdOk"}
             with pytest.raises(SimplexRpcError):
                 await core.command("/two\nlines")
 
     run(main)
+
+
+def test_a_connection_whose_command_is_never_answered_is_dropped_and_replaced(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The core runs one command at a time per connection (Server.hs), so a command it
+    never answers would hold its connection, and every command behind it, until the core
+    closes. Its own timeout plus a margin later the connection is dropped (a WARNING names
+    the command), what was sent behind it fails with ChatCoreClosed (it may have run: the
+    caller cannot know), and the next command goes on a new connection."""
+
+    async def main() -> None:
+        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
+            core._overdue_margin = 0.2
+            fake.silent.add("/never")
+            with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
+                with pytest.raises(ChatCoreTimeout):
+                    await core.command("/never", timeout=0.2)
+                behind = asyncio.create_task(core.command("/other"))
+                with pytest.raises(ChatCoreClosed, match="unanswered"):
+                    await behind
+                while len(fake.connections) != 1 or core._transport.retired:
+                    await asyncio.sleep(0.01)
+            assert await core.command("/other") == {"type": "cmdOk"}
+            assert not core.closed
+            stream = core.events()
+            await fake.event({"type": "contactConnected"})  # events still reach the core
+            async with asyncio.timeout(5):
+                assert (await anext(stream))["type"] == "contactConnected"
+
+    run(main)
+    lines = [r.getMessage() for r in caplog.records if "/never" in r.getMessage()]
+    assert len(lines) == 1 and "dropped" in lines[0], lines
 
 
 def test_the_connection_dropped_mid_request_fails_every_pending_command() -> None:

@@ -8,7 +8,7 @@ per WebSocket connection (``clientQSize = 1``) and gives each event to one conne
 * a blocking ``/_service_request`` never runs on the connection that carries ``serve``'s
   answers: a bot that calls and serves keeps answering while its calls wait;
 * the events of every pooled connection are read as one stream;
-* requests in flight are bounded by the pool (``connections - 1``), more wait in order;
+* requests in flight are bounded by the pool (``connections - 2``), more wait in order;
 * another program on the same core takes events too (one client per core): what it
   takes it answers ``rate_limited`` with a WARNING, never a silent loss;
 * the keepalive never closes a connection whose command runs.
@@ -66,7 +66,7 @@ def test_a_bot_that_calls_and_serves_answers_while_32_of_its_calls_wait() -> Non
         async with (
             CoreSimulator() as sim,
             ChatCore.connect(sim.url_for("carol")) as carol,
-            ChatCore.connect(sim.url_for("bob"), connections=33) as bob,
+            ChatCore.connect(sim.url_for("bob"), connections=34) as bob,
             ChatCore.connect(sim.url_for("alice")) as alice,
         ):
             assert await carol.start(service_requests=True)
@@ -152,8 +152,8 @@ def test_events_reach_their_consumer_whichever_pooled_connection_carries_them(
         async with (
             CoreSimulator() as sim,
             ChatCore.connect(sim.url_for("carol")) as carol,
-            ChatCore.connect(sim.url_for("bob"), connections=5) as bob,
-            ChatCore.connect(sim.url_for("alice"), connections=41) as alice,
+            ChatCore.connect(sim.url_for("bob"), connections=6) as bob,
+            ChatCore.connect(sim.url_for("alice"), connections=42) as alice,
         ):
             for core, on in ((carol, True), (bob, True), (alice, False)):
                 assert await core.start(service_requests=on)
@@ -168,7 +168,7 @@ def test_events_reach_their_consumer_whichever_pooled_connection_carries_them(
                 while sim.stats.delivered < 4:
                     await asyncio.sleep(0.01)
                 bob_connections = {id(t) for t in bob._transports()}
-                assert len(bob_connections) == 5
+                assert len(bob_connections) == 6  # commands, answers, four calls
                 carried.clear()
                 responses = await asyncio.gather(
                     *(alice.service_request(1, bob_link, _request(n)) for n in range(40))
@@ -198,7 +198,7 @@ def test_two_chat_cores_on_one_core_a_request_the_other_takes_is_answered_not_lo
             CoreSimulator() as sim,
             ChatCore.connect(sim.url_for("bob"), connections=1) as bob,
             ChatCore.connect(sim.url_for("bob"), connections=1) as monitor,
-            ChatCore.connect(sim.url_for("alice"), connections=21) as alice,
+            ChatCore.connect(sim.url_for("alice"), connections=22) as alice,
         ):
             assert await bob.start(service_requests=True)
             assert await alice.start(service_requests=False)
@@ -227,7 +227,8 @@ def test_two_chat_cores_on_one_core_a_request_the_other_takes_is_answered_not_lo
 
 
 def test_requests_in_flight_are_bounded_by_the_pool_and_wait_in_order() -> None:
-    """connections=3: two lanes. Five held requests: two reach the responder, three wait
+    """connections=4: two lanes (the others carry commands and serve's answers). Five
+    held requests: two reach the responder, three wait
     for a lane; each lane is freed by its answer and the next request goes."""
 
     async def main() -> None:
@@ -235,7 +236,7 @@ def test_requests_in_flight_are_bounded_by_the_pool_and_wait_in_order() -> None:
         async with (
             CoreSimulator() as sim,
             ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice"), connections=3) as alice,
+            ChatCore.connect(sim.url_for("alice"), connections=4) as alice,
         ):
             assert await bob.start(service_requests=True)
             assert await alice.start(service_requests=False)
@@ -253,7 +254,7 @@ def test_requests_in_flight_are_bounded_by_the_pool_and_wait_in_order() -> None:
                 held.release.set()
                 responses = await asyncio.gather(*calls)
             assert [r.response for r in responses] == ["ok"] * 5
-            assert len(alice._transports()) == 3
+            assert len(alice._transports()) == 3  # alice serves nothing: no answers' connection
 
     run(main)
 
