@@ -321,3 +321,47 @@ def test_a_lane_stays_taken_past_the_callers_wait_until_the_core_answers() -> No
                 assert alice._lanes.busy == 0
 
     run(main)
+
+
+@pytest.mark.parametrize("connections", [8, 2])
+def test_serves_answers_never_wait_behind_a_slow_command(connections: int) -> None:
+    """Issue 28: "serve answers on connections of their own". The core runs one command at
+    a time per connection (Server.hs), so an answer sent on the connection of a command the
+    core takes long on (here /_connect, held by the simulator) would wait for
+    it. With 3 connections or more the answers have a connection of their own: while bob's
+    slow command runs, every one of alice's 20 requests is answered. With 2 (commands and
+    answers share the first, the other is for calls) an answer waits behind it."""
+
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob"), connections=connections) as bob,
+            ChatCore.connect(sim.url_for("alice"), connections=22) as alice,
+        ):
+            assert await bob.start(service_requests=True)
+            assert await alice.start(service_requests=False)
+            bob_link = (await bob.service_address(1)).link
+            # A minute; two seconds where the simulator's close must wait for it.
+            sim.set_command_delay(60 if connections >= 3 else 2, "/_connect")
+            async with serving(bob, _echo):
+                slow = asyncio.create_task(bob.command(f"/_connect 1 plan {bob_link}"))
+                while bob._transport.in_flight < 1:  # sent: the core holds its connection
+                    await asyncio.sleep(0.01)
+                calls = [
+                    asyncio.create_task(alice.service_request(1, bob_link, _request(n)))
+                    for n in range(20)
+                ]
+                if connections >= 3:
+                    responses = await asyncio.gather(*calls)
+                    assert [r.response for r in responses] == [{"n": n} for n in range(20)]
+                    assert not slow.done()  # every answer went while the slow command ran
+                else:
+                    done, _ = await asyncio.wait(calls, timeout=0.5)
+                    assert not done and not slow.done()  # the answers wait behind it
+                    for call in calls:
+                        call.cancel()
+                    await asyncio.gather(*calls, return_exceptions=True)
+                await bob.close()  # the core would hold the slow command a minute more
+                await asyncio.gather(slow, return_exceptions=True)
+
+    run(main)
