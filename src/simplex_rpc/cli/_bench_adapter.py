@@ -31,8 +31,9 @@ Scenarios (``N`` requests, 1,000 by default, 200 with ``--quick``):
 * ``edge``: the cost of the library's edge. A loopback core in a process of
   its own, which runs one command at a time per connection and gives each
   event to one connection as the chat core does (``apps/simplex-chat/Server.hs``:
-  each command answered before the next is read, one queue of events that every
-  connection takes from; ``serve`` answers on a connection of its own), keeps 64 ``serviceRequest`` events outstanding (4 ``N`` in all, half
+  each command answered before the next is read, one queue of events that
+  every connection takes from; ``serve`` answers on a connection of its own),
+  keeps 64 ``serviceRequest`` events outstanding (4 ``N`` in all, half
   carrying ``signerKey`` and a matching ``requestKey``) and acknowledges each
   ``/_service_response`` at once. It is driven two ways, interleaved, seven
   rounds each: by ``ChatCore.serve`` with a trivial handler, and by the
