@@ -327,13 +327,19 @@ class _CoreBase:
         to one connection (``apps/simplex-chat/Server.hs``). So a ``ChatCore`` is
         a small pool of at most ``connections`` connections to one core, whose
         events are read as one stream (each reaches its consumer whichever
-        connection carried it): the first carries the commands and ``serve``'s
-        answers; each blocking ``/_service_request`` runs on another, opened when
-        first needed, one request at a time. So at most ``connections - 1``
-        service requests are in flight at once (more wait, in order, for a free
-        connection), and a bot that calls and serves keeps answering while its
-        calls wait. With ``connections=1`` every command shares one connection
-        (a request then waits behind the others, as in the core).
+        connection carried it): the first carries the commands; ``serve``'s
+        answers get one of their own when ``serve`` starts, so that no command
+        and no call ever runs in front of an answer; each blocking
+        ``/_service_request`` runs on another, opened when first needed, one
+        request at a time. So at most ``connections - 2`` service requests are in
+        flight at once (more wait, in order, for a free connection), and a bot
+        that calls and serves keeps answering while its calls and its slow
+        commands wait. With ``connections=2`` the answers share the first
+        connection with the commands; with ``connections=1`` every command
+        shares one connection (a request then waits behind the others, as in the
+        core). A command the core leaves unanswered ``OVERDUE_MARGIN`` (30)
+        seconds past its own timeout has its connection dropped and replaced,
+        with a WARNING.
 
         One client per core: another program connected to the same core (a
         second ``ChatCore``, ``simplex-rpc call`` against the bot's own core, a
