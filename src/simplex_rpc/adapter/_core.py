@@ -557,7 +557,6 @@ class _CoreBase:
                     future.set_exception(_AnswerLost(reason))
         await old.close()
 
-
     # -- input from transports -------------------------------------------------
 
     def _receive(self, message: str | bytes) -> None:
