@@ -496,7 +496,9 @@ class _CoreBase:
         for while it opens), else the first."""
         opening = self._answers_opening
         if opening is not None and not opening.done():
-            await asyncio.shield(opening)
+            await asyncio.wait([opening])  # its end, however it ends (closed: cancelled)
+        if self._failure is not None:
+            raise ChatCoreClosed(str(self._failure))
         return self._answers if self._answers is not None else self._transport
 
     # -- a command the core never answers ------------------------------------------
