@@ -535,29 +535,31 @@ class _CoreBase:
         one, the first connection and the answers' at once."""
         assert self._open_connection is not None
         old.retired = True
-        if self._lanes is not None and old in self._lanes.lanes:
-            self._lanes.retire(old)
-        elif old is self._answers:
-            self._answers = None
-            self._answers_opening = None
-            self._want_answer_lane()
-        elif old is self._transport:
-            try:
-                self._transport = await self._open_connection(True)
-            except ChatCoreClosed as exc:
-                self._lost(f"could not be replaced after a command went unanswered ({exc})")
-                return
-        reason = redact(
-            f"the connection to the chat core ({old.description}) was dropped: a command on"
-            " it went unanswered"
-        )
-        for corr_id, transport in list(self._route.items()):
-            if transport is old:
-                del self._route[corr_id]
-                future = self._pending.get(corr_id)
-                if future is not None and not future.done():
-                    future.set_exception(_AnswerLost(reason))
-        await old.close()
+        try:
+            if self._lanes is not None and old in self._lanes.lanes:
+                self._lanes.retire(old)
+            elif old is self._answers:
+                self._answers = None
+                self._answers_opening = None
+                self._want_answer_lane()
+            elif old is self._transport:
+                try:
+                    self._transport = await self._open_connection(True)
+                except ChatCoreClosed as exc:
+                    self._lost(f"could not be replaced after a command went unanswered ({exc})")
+                    return
+            reason = redact(
+                f"the connection to the chat core ({old.description}) was dropped: a command"
+                " on it went unanswered"
+            )
+            for corr_id, transport in list(self._route.items()):
+                if transport is old:
+                    del self._route[corr_id]
+                    future = self._pending.get(corr_id)
+                    if future is not None and not future.done():
+                        future.set_exception(_AnswerLost(reason))
+        finally:
+            await old.close()  # also when the core is closed meanwhile
 
     # -- input from transports -------------------------------------------------
 
