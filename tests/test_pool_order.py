@@ -5,10 +5,12 @@ The chat core gives each event to one connection, whichever takes it first (simp
 ``outputQ``), so two events taken by two connections can reach ``ChatCore`` in the
 other order. The rules pinned here (docs/adapter.md, "Order across connections"):
 
-* a ``/_call`` caller orders the replies by the core's chat item ids (one sender's
-  replies are numbered in the order sent): the replies come out in that order, and a
-  reply that ends the answer does not end the wait before an earlier one that another
-  connection carries;
+* a ``/_call`` caller orders the replies by the core's chat item ids (one sequence
+  for every item the core stores, so one sender's replies are numbered in the order
+  sent): the replies come out in that order, and a reply that ends the answer does not
+  end the wait before an earlier one that another connection carries. A reply is held
+  only while an id between the call's and its own is missing (at most 0.1 s): with
+  none missing it goes at once;
 * ``serve`` answers each request once, whatever connection carries it and in whatever
   order (requests are independent: matched by ``requestId``, the repeats of one known
   by it);
@@ -78,7 +80,9 @@ def test_a_callers_replies_come_in_the_cores_order_whatever_connection_carries_t
     """The bot's progress notification (item 11) and its result (item 12, which ends the
     answer) reach the caller in the other order, on two connections: the caller yields the
     notification first, and the result does not end the wait before it."""
-    monkeypatch.setattr(_chat, "_REORDER_WINDOW", 2.0)  # generous: the machine is shared
+    # The gap (item 11) is what holds item 12, not a time: a window of a minute is not
+    # waited out, since item 11 fills the gap.
+    monkeypatch.setattr(_chat, "_REORDER_WINDOW", 60.0)
     progress = json.dumps(
         {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
     )
@@ -174,5 +178,72 @@ def test_serve_calls_answers_each_call_once_whatever_order_and_connection() -> N
             assert quoted == Counter({21: 1, 22: 1, 23: 1, 24: 1})
             calls.cancel()
             await asyncio.gather(calls, return_exceptions=True)
+
+    run(main)
+
+
+def _send_answer(corr_id: str, cmd: str) -> str:
+    return _frame(
+        corr_id,
+        {
+            "type": "newChatItems",
+            "user": {"userId": 1},
+            "chatItems": [{"chatInfo": DIRECT, "chatItem": {"meta": {"itemId": 10}}}],
+        },
+    )
+
+
+async def _call_sent(fake: ScriptedCore) -> None:
+    while "/_send" not in [c.split(" ", 1)[0] for c in list(fake.commands._queue)]:
+        await asyncio.sleep(0.01)
+
+
+def test_a_reply_with_no_id_missing_before_it_is_not_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The call is item 10; an event of another chat is item 11 and the result item 12:
+    no id is missing, so the result ends the call at once (a window of a minute would
+    otherwise be waited out), on two connections."""
+    monkeypatch.setattr(_chat, "_REORDER_WINDOW", 60.0)
+    result = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}})
+    other = _received(11, "hello from another chat")
+    other["chatItems"][0]["chatInfo"] = {"type": "direct", "contact": {**CONTACT, "contactId": 6}}
+
+    async def main() -> None:
+        async with scripted_serving(_echo) as (fake, core, _):
+            await _two_connections(fake)
+            fake.raw["/user"] = _active_user
+            fake.raw["/_send"] = _send_answer
+            replies = asyncio.create_task(core.call("@5", "mcp", PING, wait=120))
+            await _call_sent(fake)
+            await fake.event(other, connection=1)
+            await fake.event(_received(12, result, quoted=10), connection=0)
+            async with asyncio.timeout(30):  # generous; the rule is "at once"
+                got = await replies
+            assert [r.text for r in got] == [result]
+
+    run(main)
+
+
+def test_a_reply_whose_gap_never_fills_is_given_out_after_the_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An id the core used without an event reaching this ChatCore (item 11 here) leaves a
+    gap no event fills: the reply behind it is held for the window only, then ends the
+    call."""
+    monkeypatch.setattr(_chat, "_REORDER_WINDOW", 0.2)
+    result = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}})
+
+    async def main() -> None:
+        async with scripted_serving(_echo) as (fake, core, _):
+            await _two_connections(fake)
+            fake.raw["/user"] = _active_user
+            fake.raw["/_send"] = _send_answer
+            replies = asyncio.create_task(core.call("@5", "mcp", PING, wait=120))
+            await _call_sent(fake)
+            await fake.event(_received(12, result, quoted=10), connection=1)
+            async with asyncio.timeout(30):
+                got = await replies
+            assert [r.text for r in got] == [result] and got[0].ends
 
     run(main)

@@ -82,11 +82,11 @@ _CANCEL_WAIT: Final = 0.5
 _REPORT_INTERVAL: Final = 10.0
 # The longest excerpt of an exception's text in a log line.
 _EXCERPT: Final = 120
-#: How long a caller holds a reply that came on one of the core's connections for an
-#: earlier one (a lower chat item id) still on its way on another, in seconds. The core
-#: gives each event to one connection, whichever takes it (Server.hs), so two replies
-#: taken by two connections can arrive in the other order; with one connection open
-#: they cannot, and nothing is held.
+#: How long a caller holds a reply while a chat item id below it is missing (an earlier
+#: reply may still be on its way on another of the core's connections), in seconds. The
+#: core gives each event to one connection, whichever takes it (Server.hs), so two
+#: replies taken by two connections can arrive in the other order; with no id missing,
+#: or one connection open, nothing is held.
 _REORDER_WINDOW: Final = 0.1
 # Service parameters that carry credentials (A2A security schemes send them as
 # HTTP headers: Authorization for HTTP schemes, a named header for API keys).
@@ -923,11 +923,12 @@ class _ChatCalls:
         and the ``mentions`` map of ``ComposedMessage``); without it the
         command is a broadcast. Replies are matched by the quoted item and
         accepted by :class:`~simplex_rpc.chat.ReplyCollector`'s rules. The core's
-        order is that of its chat item ids (one sender's replies in the order sent):
-        while this ``ChatCore`` has more than one connection open (it serves, or has
-        made service requests), two replies can reach it in the other order (the core
-        gives each event to one connection), so each is held up to 0.1 s for an
-        earlier one; with one connection, none is held.
+        order is that of its chat item ids (one sequence for every item it stores,
+        so one sender's replies in the order sent): while this ``ChatCore`` has more
+        than one connection open (it serves, or has made service requests), two
+        replies can reach it in the other order (the core gives each event to one
+        connection), so a reply is held, up to 0.1 s, while an id between the
+        call's and its own has not been seen; with none missing, none is held.
 
         When the iteration ends: a call to one recipient (a direct chat, or a
         mention) ends when its answer is complete (the binding's end rule),
@@ -1041,21 +1042,33 @@ class _ChatCalls:
         seen = 0
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
-        # Replies in the core's order: by chat item id (the core numbers the items of a
-        # chat as it stores them, so one sender's replies in the order sent), each held up
-        # to _REORDER_WINDOW for a lower id that another connection still carries, then
-        # given to the collector; its end rule and the order yielded see that order.
+        # Replies in the core's order: by chat item id (the core numbers every item it
+        # stores, in one sequence, so one sender's replies in the order sent), given to
+        # the collector in that order; its end rule and the order yielded see it. A reply
+        # is held while an id between the call's and its own has not been seen (in any
+        # chat's newChatItems: another connection may still carry it), at most
+        # _REORDER_WINDOW; with no id missing, or one connection, it goes at once.
         held: list[tuple[int, int, str, int | None, str]] = []
         arrived: dict[int, float] = {}
         order = 0
+        accounted = item_id  # no id missing up to this one
+        numbered: set[int] = set()  # ids seen above it
         while True:
             window = _REORDER_WINDOW if len(self._core._transports()) > 1 else 0.0
             now = loop.time()
             at_deadline = now >= deadline
-            while held and (at_deadline or arrived[held[0][1]] + window <= now):
-                _, key, sender, quoted, text = heapq.heappop(held)
+            while held and (
+                at_deadline or held[0][0] <= accounted or arrived[held[0][1]] + window <= now
+            ):
+                reply_id, key, sender, quoted, text = heapq.heappop(held)
                 del arrived[key]
                 collector.add(sender, quoted, text)
+                if reply_id > accounted:  # given out past a gap: the gap is not waited for
+                    accounted = reply_id
+                    numbered = {n for n in numbered if n > accounted}
+                    while accounted + 1 in numbered:
+                        accounted += 1
+                        numbered.discard(accounted)
             replies = collector.collected(item_id)
             for index in range(seen, len(replies)):
                 yield replies[index]
@@ -1082,12 +1095,18 @@ class _ChatCalls:
             except StopAsyncIteration:
                 deadline = loop.time()  # what is held is given out, then the wait ends
                 continue
-            if (
-                event.get("type") != "newChatItems"
-                or _int(_path(event, "user", "userId")) != user_id
-            ):
+            if event.get("type") != "newChatItems":
                 continue
             items = event.get("chatItems")
+            for item in items if isinstance(items, list) else ():
+                number = _id(_path(item, "chatItem", "meta", "itemId"))
+                if number is not None and number > accounted:
+                    numbered.add(number)
+                    while accounted + 1 in numbered:
+                        accounted += 1
+                        numbered.discard(accounted)
+            if _int(_path(event, "user", "userId")) != user_id:
+                continue
             for item in items if isinstance(items, list) else ():
                 received = _received(item, user_id)
                 if received is None or received.chat != chat:
