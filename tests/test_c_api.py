@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests._queues import QUEUE
 
 import simplex_rpc as sx
+from _queues import QUEUE
 from simplex_rpc._wire import backend as _backend
 
 AD = bytes(range(112))
