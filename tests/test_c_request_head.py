@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests._queues import X25519_SPKI_PREFIX, queue
 
 import simplex_rpc as sx
+from _queues import X25519_SPKI_PREFIX, queue
 from simplex_rpc._wire import backend as _backend
 from simplex_rpc._wire.agent_block import parse_request_head
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature, SMPQueueInfo, SMPServer
