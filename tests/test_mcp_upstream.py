@@ -34,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, TextContent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from _waiting import until
 from simplex_rpc import Request, Response
 from simplex_rpc import mcp as mcp_binding
 from simplex_rpc.adapter import ChatCore
@@ -162,12 +163,9 @@ def alive(pid: int) -> bool:
     return True
 
 
-async def until(condition: Any, what: str, limit: float = 20.0) -> None:
-    """Wait (bounded) for ``condition()``; fail naming ``what``."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not within {limit} s"
-        await asyncio.sleep(0.05)
+def hanging(marks: Path) -> bool:
+    """Whether a ``hang`` call has reached the fixture server's tool."""
+    return marks.exists() and "hanging" in marks.read_text().splitlines()
 
 
 # -- listed and called, both transports ---------------------------------------------------
@@ -327,10 +325,12 @@ def test_serve_and_serve_calls_declare_the_upstreams_served_versions() -> None:
                 d = declared.get("mcp")
                 return d is not None and d.chat and d.rpc
 
+            async def declared_both() -> dict[str, Any]:
+                found = await bot.declared(1)
+                return found if both(found) else {}
+
             try:
-                async with asyncio.timeout(10):
-                    while not both(declared := await bot.declared(1)):
-                        await asyncio.sleep(0.02)
+                declared = await until(declared_both, "both parts declared", within=10)
             finally:
                 for task in tasks:
                     task.cancel()
@@ -489,7 +489,7 @@ def test_an_upstream_killed_mid_request_is_answered_restarted_and_serving_again(
             async with Client(transport(s, "chat")) as chat, Client(transport(s, "rpc")) as rpc:
                 # A request in flight (hang) and the one that kills the child (crash).
                 hung = asyncio.create_task(rpc.call_tool("hang", {}))
-                await asyncio.sleep(0.5)
+                await until(lambda: hanging(marks), "the hang call at the tool")
                 with pytest.raises(MCPError) as caught:
                     await chat.call_tool("crash", {})
                 assert caught.value.error.code == INTERNAL_ERROR
@@ -510,7 +510,7 @@ def test_an_upstream_killed_mid_request_is_answered_restarted_and_serving_again(
                         break
                     except MCPError:
                         assert time.monotonic() < deadline, "not serving again within 20 s"
-                        await asyncio.sleep(0.2)
+                        await asyncio.sleep(0.2)  # a bounded poll: the deadline above ends it
 
     run(main)
 
@@ -565,8 +565,7 @@ def test_no_child_runs_after_the_upstream_stops(tmp_path: Path) -> None:
         async with up:
             call = mcp_binding.make_request("tools/call", {"name": "hang", "arguments": {}}, id=1)
             task = asyncio.create_task(up.handle(call))
-            await until(lambda: bool(pids(marks)), "the child's start")
-            await asyncio.sleep(0.3)
+            await until(lambda: hanging(marks), "the hang call at the tool")
         (pid,) = pids(marks)
         assert not alive(pid)
         answer = await task
@@ -604,6 +603,8 @@ def test_an_http_upstream_that_refuses_is_answered_and_reached_again() -> None:
             up = Upstream.http(url)
             async with scene(up) as s, Client(transport(s, "chat")) as client:
                 hung = asyncio.create_task(client.call_tool("hang", {}))
+                # the behaviour under test: the server dies with a request in flight (this
+                # server's process has no marks file to say when the call reached it)
                 await asyncio.sleep(1.0)
                 proc.kill()
                 proc.wait(10)
@@ -619,7 +620,7 @@ def test_an_http_upstream_that_refuses_is_answered_and_reached_again() -> None:
                             break
                         except MCPError:
                             assert time.monotonic() < deadline, "not reached again within 30 s"
-                            await asyncio.sleep(0.3)
+                            await asyncio.sleep(0.3)  # a bounded poll: the deadline ends it
 
     run(main, limit=90)
 
