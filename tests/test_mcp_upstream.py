@@ -62,13 +62,22 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server(port: int | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The fixture server under uvicorn in its own process; its URL once it answers."""
+def http_server(
+    port: int | None = None, marks: Path | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The fixture server under uvicorn in its own process; its URL once it answers.
+
+    ``marks``: the file its tools write their marks to (``$UPSTREAM_MARKS``).
+    """
     port = port or free_port()
+    env = dict(os.environ)
+    if marks is not None:
+        env["UPSTREAM_MARKS"] = str(marks)
     proc = subprocess.Popen(
         [sys.executable, str(SERVER), "--http", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=env,
     )
     try:
         deadline = time.monotonic() + 30
@@ -593,19 +602,18 @@ def test_the_childs_stderr_goes_to_the_log_bounded(caplog: pytest.LogCaptureFixt
     assert any("70 lines of standard error dropped" in r.getMessage() for r in caplog.records)
 
 
-def test_an_http_upstream_that_refuses_is_answered_and_reached_again() -> None:
+def test_an_http_upstream_that_refuses_is_answered_and_reached_again(tmp_path: Path) -> None:
     """ "If ... the URL refuses, every request in flight is answered": the server goes away
     in the middle of a request; when it is back on its port, the gateway serves again."""
     port = free_port()
+    marks = tmp_path / "marks"
 
     async def main() -> None:
-        with http_server(port) as (url, proc):
+        with http_server(port, marks) as (url, proc):
             up = Upstream.http(url)
             async with scene(up) as s, Client(transport(s, "chat")) as client:
                 hung = asyncio.create_task(client.call_tool("hang", {}))
-                # the behaviour under test: the server dies with a request in flight (this
-                # server's process has no marks file to say when the call reached it)
-                await asyncio.sleep(1.0)
+                await until(lambda: hanging(marks), "the hang call at the tool")
                 proc.kill()
                 proc.wait(10)
                 with pytest.raises(MCPError) as caught:

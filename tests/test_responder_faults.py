@@ -22,7 +22,13 @@ from typing import Any
 
 import pytest
 
-from _scripted_core import ScriptedCore, request_event, scripted_serving
+from _scripted_core import (
+    ScriptedCore,
+    request_event,
+    responder_of,
+    scripted_serving,
+    taken,
+)
 from _waiting import until
 from simplex_rpc import Request, Response, SimplexRpcError
 from simplex_rpc.adapter import (
@@ -47,15 +53,6 @@ def answer_code(envelope: dict[str, Any]) -> str | None:
     return error["code"] if isinstance(error, dict) else None
 
 
-def responder_of(core: ChatCore) -> Any:
-    """The core's one responder (serve's request sink)."""
-    (responder,) = core._request_sinks
-    return responder
-
-
-def taken(core: ChatCore) -> int:
-    """How many requests the core's responder has taken, each stamped as it was read."""
-    return len(responder_of(core).seen)
 
 
 @contextlib.asynccontextmanager
@@ -66,7 +63,8 @@ async def responder_and_requester(
     response_window: float = 180.0,
     **serve_options: Any,
 ) -> Any:
-    """The simulator, a responder ``bob`` serving ``handler`` and a requester ``alice``.
+    """The simulator, a responder ``bob`` serving ``handler`` and a requester ``alice``:
+    ``(sim, alice, link, serving, bob)``.
 
     ``alice``'s pool has a connection for each request of the largest burst here (the
     core runs one request at a time per connection): the bursts reach the responder at
@@ -87,7 +85,7 @@ async def responder_and_requester(
         )
         await ready.wait()
         try:
-            yield sim, alice, link, serving
+            yield sim, alice, link, serving, bob
         finally:
             serving.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -163,7 +161,7 @@ def test_1_queued_requests_are_answered_inside_the_core_window() -> None:
     async def main() -> None:
         async with responder_and_requester(
             handler, response_window=6.0, concurrency=1, handler_timeout=2.0
-        ) as (sim, alice, link, _):
+        ) as (sim, alice, link, _, _bob):
             tasks = await burst(alice, link, 12, timeout=8)
             results = await asyncio.gather(*tasks, return_exceptions=True)
             assert sim.stats.late_responses == 0
@@ -194,11 +192,13 @@ def test_2_a_full_event_buffer_sheds_requests_instead_of_losing_them(
             alice,
             link,
             _,
+            bob,
         ):
             with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
                 tasks = await burst(alice, link, 100)
                 await until(lambda: sim.stats.delivered == 100, "the burst delivered")
-                await asyncio.sleep(0.5)  # the responder reads the burst while its slot is held
+                # the responder reads the burst while its slot is held
+                await until(lambda: taken(bob) >= 100, "the burst read by the responder")
                 held.release.set()
                 results = await asyncio.gather(*tasks, return_exceptions=True)
             assert sim.stats.requester_timeouts == 0
@@ -233,6 +233,7 @@ def test_2_past_max_queue_requests_are_answered_rate_limited_at_once() -> None:
             alice,
             link,
             serving,
+            _bob,
         ):
             tasks = await burst(alice, link, 20)
             await until(
@@ -306,12 +307,18 @@ def test_4_serve_ends_at_once_when_the_connection_is_lost() -> None:
             await never.wait()
             return "never"
 
-        async with responder_and_requester(handler, concurrency=4) as (sim, alice, link, serving):
+        async with responder_and_requester(handler, concurrency=4) as (
+            sim,
+            alice,
+            link,
+            serving,
+            bob,
+        ):
             tasks = await burst(alice, link, 100, timeout=30)
             await until(
                 lambda: sim.stats.delivered == 100 and started == 4, "the burst, four handlers"
             )
-            await asyncio.sleep(0.3)  # the responder has read the burst
+            await until(lambda: taken(bob) >= 100, "the burst read by the responder")
             assert await sim.drop_connections("bob") == 2  # its commands and its answers
             with pytest.raises(ChatCoreClosed):
                 async with asyncio.timeout(10):  # generous: the rule is "at once"
