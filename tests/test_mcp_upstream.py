@@ -509,17 +509,13 @@ def test_an_upstream_killed_mid_request_is_answered_restarted_and_serving_again(
                 # Restarted: a new child, serving again.
                 await until(lambda: len(pids(marks)) == 2, "the restart")
 
-                async def echo() -> str:
-                    return text_of(await chat.call_tool("echo", {"text": "again"}))
-
-                deadline = time.monotonic() + 20
-                while True:
+                async def echo() -> str | None:
                     try:
-                        assert await echo() == "again"
-                        break
+                        return text_of(await chat.call_tool("echo", {"text": "again"}))
                     except MCPError:
-                        assert time.monotonic() < deadline, "not serving again within 20 s"
-                        await asyncio.sleep(0.2)  # a bounded poll: the deadline above ends it
+                        return None  # not serving yet
+
+                assert await until(echo, "serving again", within=20, every=0.2) == "again"
 
     run(main)
 
@@ -620,15 +616,14 @@ def test_an_http_upstream_that_refuses_is_answered_and_reached_again(tmp_path: P
                     await hung
                 assert caught.value.error.code == INTERNAL_ERROR
                 with http_server(port):
-                    deadline = time.monotonic() + 30
-                    while True:
+
+                    async def echo() -> str | None:
                         try:
-                            result = await client.call_tool("echo", {"text": "back"})
-                            assert text_of(result) == "back"
-                            break
+                            return text_of(await client.call_tool("echo", {"text": "back"}))
                         except MCPError:
-                            assert time.monotonic() < deadline, "not reached again within 30 s"
-                            await asyncio.sleep(0.3)  # a bounded poll: the deadline ends it
+                            return None  # not reached yet
+
+                    assert await until(echo, "reached again", within=30, every=0.3) == "back"
 
     run(main, limit=90)
 
