@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from .._wire.redact import RedactingLogger, redact, redact_tree, show
 from ..errors import ChatCoreError
 from ._errors import ChatCoreClosed, _loads_core
+from ._explain import connection_failure
 
 #: The json module's string encoder without ASCII escaping (what json.dumps uses for a str).
 _encode_string = json.JSONEncoder(ensure_ascii=False).encode
@@ -101,13 +102,10 @@ class _WebSocketTransport:
 
         try:
             self._ws = await connect(self.url, logger=_ws_log, **self._options)
-        except (OSError, TimeoutError) as exc:
+        except Exception as exc:  # OSError, TimeoutError, ssl and websockets' handshake errors
+            # What was found at the address, and what to do (the one table: _explain).
             raise ChatCoreClosed(
-                f"cannot connect to the chat core at {self.description}: {type(exc).__name__}"
-            ) from None
-        except Exception as exc:  # websockets' handshake errors
-            raise ChatCoreClosed(
-                f"cannot connect to the chat core at {self.description}: {type(exc).__name__}"
+                redact(connection_failure(self.url, self.description, exc))
             ) from None
         self._reader = asyncio.create_task(self._read(core), name="simplex-rpc-core-reader")
 

@@ -17,7 +17,14 @@ from typing import Any
 
 from .._wire.keys import SigningKey
 from ..errors import SimplexRpcError
-from ._common import EXIT_OK, CliError, core_url, load_sign_key, positive_seconds, whole_number
+from ._common import (
+    EXIT_OK,
+    CliError,
+    add_core_option,
+    load_sign_key,
+    positive_seconds,
+    whole_number,
+)
 from ._listener_options import add_listener_options, check_before_start, listener_policy
 
 VIAS = ("rpc", "chat", "auto")
@@ -110,13 +117,7 @@ def register(subparsers: Any) -> None:
         " as server-sent events. Prints 'listening: http://HOST:PORT' on stdout once ready."
         " Needs the a2a extra.",
     )
-    p.add_argument(
-        "--core",
-        required=True,
-        type=core_url,
-        metavar="URL",
-        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225",
-    )
+    add_core_option(p)
     p.add_argument(
         "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
     )

@@ -37,9 +37,9 @@ from ._common import (
     EXIT_OK,
     CliError,
     RedactingFormatter,
+    add_core_option,
     add_ready_option,
     chosen_log_level,
-    core_url,
     emit_json,
     env_file,
     header_option,
@@ -110,7 +110,13 @@ async def run_call(args: argparse.Namespace) -> int:
             max_retry_after=args.max_retry_after,
         )
     emit_json(response.to_dict())
-    return EXIT_OK if response.ok else EXIT_INVALID
+    return EXIT_OK if response.ok and not is_jsonrpc_error(response.response) else EXIT_INVALID
+
+
+def is_jsonrpc_error(answer: Any) -> bool:
+    """Whether ``answer`` is a JSON-RPC error response (the bot's server refused the
+    request): the raw commands print it as it came, with exit status 1."""
+    return isinstance(answer, dict) and answer.get("jsonrpc") == "2.0" and "error" in answer
 
 
 def _cmd_call(args: argparse.Namespace) -> int:
@@ -497,7 +503,7 @@ async def run_call_chat(args: argparse.Namespace) -> int:
         check_protocol_name(args.protocol, "PROTOCOL")
     except EnvelopeError as exc:
         raise CliError(str(exc)) from None
-    count = 0
+    count = errors = 0
     async with ChatCore.connect(args.core) as core:
         if args.start:
             await core.start(service_requests=False)
@@ -513,8 +519,20 @@ async def run_call_chat(args: argparse.Namespace) -> int:
             line = {"sender": str(reply.sender), "ends": reply.ends, "text": reply.text}
             if reply.message is not None:
                 line["message"] = reply.message
+                # A JSON-RPC error, or the binding's envelope error in a conversation.
+                if is_jsonrpc_error(reply.message) or _is_envelope_error(reply.message):
+                    errors += 1
             print(json.dumps(line, ensure_ascii=False, separators=(",", ":")), flush=True)
-    return EXIT_OK if count else EXIT_INVALID
+    return EXIT_OK if count and not errors else EXIT_INVALID
+
+
+def _is_envelope_error(message: Any) -> bool:
+    return (
+        isinstance(message, dict)
+        and "jsonrpc" not in message
+        and isinstance(message.get("error"), dict)
+        and isinstance(message["error"].get("code"), str)
+    )
 
 
 def _cmd_call_chat(args: argparse.Namespace) -> int:
@@ -554,6 +572,13 @@ async def run_simulator(
         raise CliError(f"--port: {args.port} is not a port (0 to 65535)") from None
     except socket.gaierror as exc:
         raise CliError(f"--host: cannot resolve {args.host!r}: {exc.strerror}") from None
+    except UnicodeError:
+        # The IDNA codec refuses the name before any lookup: an empty label, or one longer
+        # than 63 characters (RFC 1035 section 2.3.4).
+        raise CliError(
+            f"--host: {args.host[:80]!r} is not a host name: each dot-separated label is 1 to"
+            " 63 characters"
+        ) from None
     except OSError as exc:
         reason = exc.strerror or str(exc)
         if exc.errno == errno.EADDRINUSE:
@@ -597,15 +622,7 @@ def _port(text: str) -> int:
 
 
 def _core_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--core",
-        required=True,
-        type=core_url,
-        metavar="URL",
-        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225"
-        " (simplex-chat -p 5225; no path needed: the simulator alone uses the path, to"
-        " pick one of its simulated cores)",
-    )
+    add_core_option(p)
     p.add_argument(
         "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
     )
@@ -825,15 +842,7 @@ def register(subparsers: Any) -> None:
         " answer ends or --wait seconds pass. Exit status 0 with replies, 1 without, 2 when"
         " the command is refused (too large, a credential in a group) or the core refuses it.",
     )
-    p.add_argument(
-        "--core",
-        required=True,
-        type=core_url,
-        metavar="URL",
-        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225"
-        " (simplex-chat -p 5225; no path needed: the simulator alone uses the path, to"
-        " pick one of its simulated cores)",
-    )
+    add_core_option(p)
     p.add_argument(
         "--user",
         type=_positive_int,

@@ -266,8 +266,14 @@ def forget_log_choices() -> None:
     _secrets.clear()
 
 
-def run_until_signal(main: Coroutine[Any, Any, int]) -> int:
+def run_until_signal(
+    main: Coroutine[Any, Any, int], *, stopped: str | Callable[[], str | None] | None = None
+) -> int:
     """Run ``main`` in a new event loop; SIGTERM and SIGINT stop it gracefully: exit 0.
+
+    ``stopped`` is the summary line printed on stderr after a stop by signal
+    (or a function that returns it, called after the graceful stop): every
+    long-running command ends a stop with one such line (docs/cli.md).
 
     A signal cancels ``main``, which runs its graceful stop (the adapter's ``serve``
     does, on cancellation) and ends; the command then exits 0, as docker and
@@ -300,6 +306,9 @@ def run_until_signal(main: Coroutine[Any, Any, int]) -> int:
             if not signals:
                 raise
             task.uncancel()
+            line = stopped() if callable(stopped) else stopped
+            if line:
+                print(line, file=sys.stderr, flush=True)
             return EXIT_OK
         finally:
             for installed_signal in installed:
@@ -390,6 +399,36 @@ def decode_public_key(data: bytes, *, what: str) -> PublicKey:
 def load_sign_key(spec: str, *, what: str = "--sign-key") -> SigningKey:
     """``--sign-key``: text, ``@FILE`` (warned about when others can read it) or ``-``."""
     return read_signing_key(spec, what=what)
+
+
+CORE_ENV: Final = "SIMPLEX_RPC_CORE"
+"""The environment variable that gives ``--core`` its default."""
+
+
+def add_core_option(p: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """Give a subcommand ``--core URL`` (``args.core``), defaulting to ``$SIMPLEX_RPC_CORE``.
+
+    Read when the parser is built: a command that needs a core and has neither
+    is a usage error naming both.
+    """
+    default = os.environ.get(CORE_ENV) or None
+    p.add_argument(
+        "--core",
+        required=required and default is None,
+        default=default,
+        type=core_url,
+        metavar="URL",
+        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225 (simplex-chat"
+        f" -p 5225); default ${CORE_ENV}"
+        + (f" (now {redact(default)})" if default else ""),
+    )
+
+
+def install_hint(extra: str) -> str:
+    """How to install the extra ``extra`` (:func:`simplex_rpc.errors.install_hint`)."""
+    from ..errors import install_hint as hint
+
+    return hint(extra)
 
 
 def core_url(text: str) -> str:

@@ -18,7 +18,7 @@ from .._wire.keys import SigningKey
 from ._common import (
     EXIT_OK,
     CliError,
-    core_url,
+    add_core_option,
     listen_address,
     load_sign_key,
     positive_seconds,
@@ -97,13 +97,7 @@ def register(subparsers: Any) -> None:
         " revision, the initialize handshake of revisions before 2026-07-28 included."
         " Needs the mcp extra.",
     )
-    p.add_argument(
-        "--core",
-        required=True,
-        type=core_url,
-        metavar="URL",
-        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225",
-    )
+    add_core_option(p)
     p.add_argument(
         "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
     )
