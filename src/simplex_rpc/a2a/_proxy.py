@@ -45,7 +45,7 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 from starlette.applications import Starlette
 
 from .._bindings import INVALID_PARAMS, INVALID_REQUEST, invalid_request
-from .._listener import ListenerPolicy, guard, listen, server_options
+from .._listener import ListenerPolicy, Stopper, guard, listen, server_options, uvicorn_server
 from .._wire.keys import SigningKey
 from .._wire.redact import RedactingLogger, redact
 from ..adapter import CallRefused, ChatCore
@@ -335,7 +335,11 @@ def _url(sock: socket.socket) -> str:
 
 
 async def run_proxy(
-    core: ChatCore, settings: ProxySettings, *, on_ready: Callable[[str], None] | None = None
+    core: ChatCore,
+    settings: ProxySettings,
+    *,
+    on_ready: Callable[[str], None] | None = None,
+    stopper: Stopper | None = None,
 ) -> None:
     """Serve the proxy until cancelled: read the card, listen, print ``listening: URL``.
 
@@ -344,6 +348,8 @@ async def run_proxy(
     JSON, :func:`check_message`), under uvicorn with the listener's connection
     cap and header timeout. An address other machines reach without a token, or
     one that cannot be bound, raises :class:`~simplex_rpc._listener.ListenerError`.
+    ``stopper`` asks for uvicorn's graceful shutdown (the process's signals are the
+    caller's: uvicorn installs none).
     """
     import uvicorn
 
@@ -365,7 +371,7 @@ async def run_proxy(
     config = uvicorn.Config(
         app, lifespan="off", timeout_graceful_shutdown=5, **server_options(policy)
     )
-    server = uvicorn.Server(config)
+    server = uvicorn_server(config, stopper)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:

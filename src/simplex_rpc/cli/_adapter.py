@@ -120,7 +120,7 @@ def is_jsonrpc_error(answer: Any) -> bool:
 
 
 def _cmd_call(args: argparse.Namespace) -> int:
-    return asyncio.run(run_call(args))
+    return run_until_signal(run_call(args), stopped="simplex-rpc call: stopped before the response")
 
 
 # -- serve --------------------------------------------------------------------
@@ -536,7 +536,9 @@ def _is_envelope_error(message: Any) -> bool:
 
 
 def _cmd_call_chat(args: argparse.Namespace) -> int:
-    return asyncio.run(run_call_chat(args))
+    return run_until_signal(
+        run_call_chat(args), stopped="simplex-rpc call-chat: stopped (the replies so far are above)"
+    )
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -604,7 +606,12 @@ async def run_simulator(
 
 
 def _cmd_simulator(args: argparse.Namespace) -> int:
-    return run_until_signal(run_simulator(args))
+    where: list[str] = []
+    return run_until_signal(
+        run_simulator(args, on_ready=where.append),
+        stopped=lambda: "simplex-rpc simulator: stopped"
+        + (f"; {where[0]} closed" if where else ""),
+    )
 
 
 def _port(text: str) -> int:

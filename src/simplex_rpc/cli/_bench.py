@@ -36,7 +36,14 @@ from .._wire import backend as _backend
 from .._wire.envelope import Request
 from .._wire.keys import SigningKey, session_tag
 from .._wire.padding import PADDED_LENGTH
-from ._common import EXIT_OK, add_json_option, emit_json, fail, whole_number
+from ._common import (
+    EXIT_OK,
+    add_json_option,
+    emit_json,
+    fail,
+    run_interruptible,
+    whole_number,
+)
 from ._machine import machine
 
 __all__ = [
@@ -825,6 +832,14 @@ def report_text(report: dict[str, Any]) -> str:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    # Ctrl-C or SIGTERM: one line, exit 0, no traceback (docs/cli.md, stopping).
+    name = f"bench {args.suite}" if args.suite else "bench"
+    return run_interruptible(
+        lambda: _run(args), stopped=f"simplex-rpc {name}: stopped; the run was cut short"
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.suite == "adapter":  # the responder under load and faults: _bench_adapter
         from . import _bench_adapter
 

@@ -267,13 +267,19 @@ def forget_log_choices() -> None:
 
 
 def run_until_signal(
-    main: Coroutine[Any, Any, int], *, stopped: str | Callable[[], str | None] | None = None
+    main: Coroutine[Any, Any, Any],
+    *,
+    stopped: str | Callable[[], str | None] | None = None,
+    stop: Callable[[], None] | None = None,
 ) -> int:
     """Run ``main`` in a new event loop; SIGTERM and SIGINT stop it gracefully: exit 0.
 
     ``stopped`` is the summary line printed on stderr after a stop by signal
     (or a function that returns it, called after the graceful stop): every
     long-running command ends a stop with one such line (docs/cli.md).
+    ``stop``, when given, is the command's own graceful stop: the first signal
+    calls it (``main`` then ends by itself) instead of cancelling ``main``.
+    ``main``'s result is the exit status when it is an int (else 0).
 
     A signal cancels ``main``, which runs its graceful stop (the adapter's ``serve``
     does, on cancellation) and ends; the command then exits 0, as docker and
@@ -288,33 +294,72 @@ def run_until_signal(
         assert task is not None
         signals: list[int] = []
 
-        def stop(signum: int) -> None:
+        def on_signal(signum: int) -> None:
             signals.append(signum)
-            task.cancel()
+            if stop is not None and len(signals) == 1:
+                stop()
+            else:
+                task.cancel()
 
         installed: list[int] = []
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGTERM, signal.SIGINT):
                 try:
-                    loop.add_signal_handler(signum, stop, signum)
+                    loop.add_signal_handler(signum, on_signal, signum)
                     installed.append(signum)
                 except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover
                     pass
-        try:
-            return await main
-        except asyncio.CancelledError:
-            if not signals:
-                raise
-            task.uncancel()
+
+        def summary() -> int:
             line = stopped() if callable(stopped) else stopped
             if line:
                 print(line, file=sys.stderr, flush=True)
             return EXIT_OK
+
+        try:
+            try:
+                result = await main
+            except asyncio.CancelledError:
+                if not signals:
+                    raise
+                task.uncancel()
+                return summary()
+            if signals:
+                return summary()
+            return result if isinstance(result, int) else EXIT_OK
         finally:
             for installed_signal in installed:
                 loop.remove_signal_handler(installed_signal)
 
     return asyncio.run(runner())
+
+
+def run_interruptible(run: Callable[[], int], *, stopped: str) -> int:
+    """Run the synchronous command ``run``; SIGTERM and SIGINT stop it: ``stopped`` on
+    stderr, exit 0 (the stop convention of docs/cli.md, for a command that runs
+    event loops one after another, such as ``bench``).
+
+    A signal raises ``KeyboardInterrupt`` where the command is; each ``asyncio.run``
+    cancels its tasks on the way out. Tasks left with an exception that nobody will
+    read any more (a core connection closed by the stop) are collected with
+    asyncio's log silenced: the stop is not an error.
+    """
+    import gc
+
+    installed = threading.current_thread() is threading.main_thread()
+    previous: Any = None
+    if installed:
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return run()
+    except KeyboardInterrupt:
+        logging.getLogger("asyncio").disabled = True
+        gc.collect()
+        print(stopped, file=sys.stderr, flush=True)
+        return EXIT_OK
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def warn_if_readable_by_others(path: str, what: str) -> None:
