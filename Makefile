@@ -102,7 +102,7 @@ SANITIZE_SECONDS ?= 60
 SANITIZE_JSON_SECONDS ?= 30
 SANITIZE_DIR := build/sanitize
 SANITIZE_TESTS := tests/test_c_api.py tests/test_c_differential.py tests/test_backends.py \
-	tests/test_batch.py tests/test_padding.py tests/test_frame.py tests/test_seal.py \
+	tests/test_batch.py tests/test_padding.py tests/test_agent_block.py tests/test_seal.py \
 	tests/test_hostile_core.py tests/test_json_c.py tests/test_hostile_json.py
 SANITIZE_ENV = PYTHONPATH=$(SANITIZE_DIR)/src PYTHONMALLOC=malloc \
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \

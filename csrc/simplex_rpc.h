@@ -1,6 +1,8 @@
 /*
- * simplex-rpc C core: SimpleX padding and the simplex-rpc frame
- * (wire.md sections 4 and 5), with batch forms over one contiguous buffer.
+ * simplex-rpc C core: SimpleX padding and the padded block of the agent's
+ * Service RPC message (wire.md sections 4 and 5), with batch forms over one
+ * contiguous buffer. The message's fields are encoded by one definition, the
+ * pure-Python codec (_wire/agent_block.py); C builds the block around them.
  *
  * Contract of every function here:
  *   - C11, no Python objects, no allocation, no global mutable state.
@@ -10,9 +12,6 @@
  *     `err` is not NULL, a failure also fills it with the details the Python
  *     wrapper needs to build the same message as the pure backend; the
  *     wrapper passes NULL on its fast path and asks again only on failure.
- *   - Offsets in srpc_frame are relative to the buffer passed in; offsets in
- *     srpc_error for frame errors are relative to the frame (as in the pure
- *     backend's messages).
  *
  * This file is read both by the C compiler and by cffi's cdef (the build
  * script drops the preprocessor lines), so it holds declarations only.
@@ -25,22 +24,11 @@
 
 enum {
     SRPC_PADDED_LENGTH = 11106,
+    SRPC_NO_PQ_PADDED_LENGTH = 14832, /* e2eEncConnInfoLength PQSupportOff */
     SRPC_MAX_MESSAGE_LENGTH = 65533, /* simplexmq maxMsgLen = 2^16 - 3 */
-    SRPC_FRAME_VERSION = 1,
     SRPC_SPKI_LENGTH = 44,
-    SRPC_SPKI_PREFIX_LENGTH = 12,
     SRPC_SIGNATURE_LENGTH = 64,
-    SRPC_TAG_LENGTH = 32,
-    SRPC_UNSIGNED_REQUEST_OVERHEAD = 4,
-    SRPC_SIGNED_REQUEST_OVERHEAD = 114,
-    SRPC_RESPONSE_OVERHEAD = 3
-};
-
-/* Frame kinds. SRPC_ANY is only an expectation for srpc_open. */
-enum {
-    SRPC_ANY = 0,
-    SRPC_REQUEST = 1,
-    SRPC_RESPONSE = 2
+    SRPC_TAG_LENGTH = 32
 };
 
 /* Status codes (negative). The comment names the fields of srpc_error set. */
@@ -56,22 +44,7 @@ enum {
     SRPC_E_UNPAD_LENGTH_FIELD = -7, /* value = length field, bound = bytes that follow */
     SRPC_E_UNPAD_FILL = -8,         /* offset = first fill byte that is not '#' */
     SRPC_E_BATCH_BLOCK_LENGTH = -9, /* value = block length (< 2) */
-    SRPC_E_BATCH_SHAPE = -10,       /* value = buffer size, bound = block length */
-    SRPC_E_FRAME_NO_VERSION = -11, /* value = frame size (< 2) */
-    SRPC_E_FRAME_VERSION = -12,    /* value = version, offset 0 */
-    SRPC_E_FRAME_NO_TAG = -13,     /* offset 2 */
-    SRPC_E_FRAME_TAG = -14,        /* value = tag byte, offset 2 */
-    SRPC_E_FRAME_NO_SIGNER = -15,  /* offset 3 */
-    SRPC_E_FRAME_SIGNER = -16,     /* value = signer byte, offset 3 */
-    SRPC_E_FRAME_NO_KEY_LENGTH = -17, /* offset 4 */
-    SRPC_E_FRAME_KEY_LENGTH = -18, /* value = key length byte, offset 4, bound 44 */
-    SRPC_E_FRAME_KEY_PREFIX = -19, /* offset = first byte off the SPKI prefix */
-    SRPC_E_FRAME_IN_KEY = -20,     /* value = frame size (5 to 48), ends in the key */
-    SRPC_E_FRAME_NO_SIG_LENGTH = -21, /* offset 49 */
-    SRPC_E_FRAME_SIG_LENGTH = -22, /* value = signature length byte, offset 49, bound 64 */
-    SRPC_E_FRAME_IN_SIG = -23,     /* value = frame size (50 to 113), ends in the signature */
-    SRPC_E_FRAME_NOT_REQUEST = -24, /* a response where a request was expected */
-    SRPC_E_FRAME_NOT_RESPONSE = -25 /* a request where a response was expected */
+    SRPC_E_BATCH_SHAPE = -10        /* value = buffer size, bound = block length */
 };
 
 typedef struct srpc_error {
@@ -82,14 +55,6 @@ typedef struct srpc_error {
     size_t bound;  /* the limit it broke */
 } srpc_error;
 
-typedef struct srpc_frame {
-    int kind;              /* SRPC_REQUEST or SRPC_RESPONSE */
-    int is_signed;         /* 1 for a signed request */
-    size_t key_offset;     /* the 44-byte SPKI DER key (signed request) */
-    size_t sig_offset;     /* the 64-byte signature (signed request) */
-    size_t payload_offset; /* the payload */
-    size_t payload_length;
-} srpc_frame;
 
 /* Pad msg into out, which must be exactly `length` bytes. */
 int srpc_pad(const unsigned char *msg, size_t msg_len, size_t length,
@@ -115,63 +80,52 @@ int srpc_unpad_many(const unsigned char *buf, size_t buf_len, size_t length,
                     int strict, size_t *msg_lens, size_t count,
                     srpc_error *err);
 
-/* Decode a frame (wire.md section 4) strictly. Fields are checked in the
- * order of their offsets: a frame both wrong and cut short is blamed on its
- * first wrong byte; one only cut short, on the offset where it ends. */
-int srpc_frame_decode(const unsigned char *frame, size_t size, srpc_frame *out,
-                      srpc_error *err);
+/* Pad head || payload into block (exactly `length` bytes) in one pass: the
+ * message of an unsigned request ('A' ... '0'), a response ('P') or a
+ * rejection ('J'). Fails as srpc_pad would for the joined message. */
+int srpc_seal_parts(const unsigned char *head, size_t head_len,
+                    const unsigned char *payload, size_t payload_len,
+                    unsigned char *block, size_t length, srpc_error *err);
 
-/* The number of bytes before the payload: 3, 4 or 114 (0 for a bad kind). */
-size_t srpc_frame_head_length(int kind, int is_signed);
+/* srpc_seal_parts for `count` payloads stored back to back in src (lens[i]
+ * bytes each), all with the same head, into out (exactly count * length
+ * bytes): the unsigned requests of one reply queue. The first that fails
+ * fails the call; err->index names it. */
+int srpc_seal_parts_many(const unsigned char *head, size_t head_len,
+                         const unsigned char *src, size_t src_len, const size_t *lens,
+                         size_t count, size_t length, unsigned char *out, size_t out_len,
+                         srpc_error *err);
 
-/* Encode a frame into out, which must be exactly head + payload_len bytes.
- * A signed request takes key_der (44 bytes) and sig (64 bytes). */
-int srpc_frame_encode(int kind, int is_signed, const unsigned char *key_der,
-                      const unsigned char *sig, const unsigned char *payload,
-                      size_t payload_len, unsigned char *out, size_t out_len,
-                      srpc_error *err);
-
-/* Frame and pad in one pass into block (exactly `length` bytes). */
-int srpc_seal(int kind, int is_signed, const unsigned char *key_der,
-              const unsigned char *sig, const unsigned char *payload, size_t payload_len,
-              unsigned char *block, size_t length, srpc_error *err);
-
-/* Unpad (exactly `length` bytes, optionally strict) and decode the frame
- * inside; `expect` is SRPC_ANY, SRPC_REQUEST or SRPC_RESPONSE. Offsets in
- * *out are relative to block. When the frame is a signed request and `tag`
- * (32 bytes) is not NULL, sm receives sig || tag || payload, the signed
- * message in libsodium's combined form: 96 + payload_length bytes, which
- * sm_len must allow. */
-int srpc_open(const unsigned char *block, size_t size, size_t length, int strict,
-              int expect, const unsigned char *tag, unsigned char *sm, size_t sm_len,
-              srpc_frame *out, srpc_error *err);
-
-/* Signing in place, so that the payload is copied once, into the block:
- *
- *   srpc_seal_signed_begin writes a signed request block but its head: the
- *   length field, the payload at SRPC_PAYLOAD_AT, the fill, and the 32-byte
- *   session tag right before the payload, at SRPC_SIGN_M_AT (84), so that
- *   tag || payload, the message of wire.md section 2, is contiguous;
- *   libsodium's combined crypto_sign(block + SRPC_SIGN_SM_AT, NULL,
- *   block + SRPC_SIGN_M_AT, 32 + payload_len, sk) then signs it in place (it
+/* Signing a request in place, so that the payload is copied once, into the
+ * block. The payload starts at `payload_at` (2 + the head's length), and the
+ * head ends with the signature: ... '1' 44 key 64 sig.
+ *   srpc_seal_signed_begin writes the length field, the payload at payload_at,
+ *   the fill, and the 32-byte session tag right before the payload, so that
+ *   tag || payload, the signed message of wire.md section 2, is contiguous;
+ *   libsodium's combined crypto_sign(block + payload_at - 96, NULL,
+ *   block + payload_at - 32, 32 + payload_len, sk) then signs it in place (it
  *   moves the message onto itself, since sm + 64 == m, and writes the
- *   signature at offsets 20 to 83);
- *   srpc_seal_signed_end moves the signature to its place (52 to 115) and
- *   writes the head (version, "R1", key length, key_der, signature length).
- *
+ *   signature 96 bytes before the payload);
+ *   srpc_seal_signed_end moves the signature to its place (the 64 bytes before
+ *   the payload) and writes `head` (everything from 'A' to the signature's
+ *   length byte, payload_at - 66 bytes) at offset 2.
  * payload must not overlap block. */
 enum {
-    SRPC_SIGN_SM_AT = 20,
-    SRPC_SIGN_M_AT = 84,
-    SRPC_PAYLOAD_AT = 116
+    SRPC_SIGN_MIN_PAYLOAD_AT = 98 /* 2 + 96: room for sig || tag before the payload */
 };
 
 int srpc_seal_signed_begin(const unsigned char *tag, const unsigned char *payload,
-                           size_t payload_len, unsigned char *block, size_t length,
-                           srpc_error *err);
+                           size_t payload_len, size_t payload_at, unsigned char *block,
+                           size_t length, srpc_error *err);
 
-int srpc_seal_signed_end(const unsigned char *key_der, unsigned char *block,
-                         size_t length);
+int srpc_seal_signed_end(const unsigned char *head, size_t head_len, unsigned char *block,
+                         size_t length, size_t payload_at);
+
+/* Lay out sig (64) || tag (32) || payload into sm (exactly 96 + payload_len
+ * bytes), the signed message in libsodium's combined form for crypto_sign_open. */
+int srpc_signed_message(const unsigned char *sig, const unsigned char *tag,
+                        const unsigned char *payload, size_t payload_len,
+                        unsigned char *sm, size_t sm_len);
 
 /* Copy n bytes (the memcpy floor of the benchmarks). */
 int srpc_copy(unsigned char *dst, size_t dst_len, const unsigned char *src, size_t n);

@@ -8,8 +8,8 @@
  * then the data. Every buffer handed to the library is a heap copy of exactly
  * the size the call is told, so any read or write past it is an ASan (or
  * memcheck) error. Beyond memory safety, each op checks the contract of
- * simplex_rpc.h: results in range, offsets inside the buffer, and exact round
- * trips (decode then encode, pad then unpad, seal then open).
+ * simplex_rpc.h: results in range and exact round trips (pad then unpad,
+ * seal then unpad, the in-place signing layout).
  */
 #include "simplex_rpc.h"
 
@@ -18,14 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OP_UNPAD, OP_UNPAD_MANY, OP_FRAME_DECODE, OP_OPEN, OP_PAD, OP_SEAL, OP_PAD_MANY,
-       OP_ENCODE, OP_COUNT };
-enum { FLAG_EXACT = 1, FLAG_STRICT = 2, FLAG_LENGTH_IS_SIZE = 4, FLAG_ANY = 8, FLAG_TAG = 16,
-       FLAG_SHORT_OUT = 32, FLAG_FIX_PREFIX = 64, FLAG_SIGNED = 128 };
-
-static const unsigned char spki_prefix[SRPC_SPKI_PREFIX_LENGTH] = {
-    0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
-};
+enum { OP_UNPAD, OP_UNPAD_MANY, OP_SEAL_PARTS, OP_SIGNED, OP_PAD, OP_SIGNED_MESSAGE,
+       OP_PAD_MANY, OP_SEAL_PARTS_MANY, OP_COUNT };
+enum { FLAG_EXACT = 1, FLAG_STRICT = 2, FLAG_LENGTH_IS_SIZE = 4, FLAG_SHORT_OUT = 32 };
 
 #define CHECK(cond)                                                              \
     do {                                                                         \
@@ -110,82 +105,154 @@ static void fuzz_unpad_many(int flags, size_t param, const unsigned char *data, 
     free(buf);
 }
 
-static void check_frame(const srpc_frame *f, size_t base, size_t size)
-{
-    size_t head = srpc_frame_head_length(f->kind, f->is_signed);
-
-    CHECK(f->kind == SRPC_REQUEST || f->kind == SRPC_RESPONSE);
-    CHECK(head != 0);
-    CHECK(f->payload_offset == base + head);
-    CHECK(f->payload_offset <= size && f->payload_length == size - f->payload_offset);
-    if (f->is_signed) {
-        CHECK(f->kind == SRPC_REQUEST);
-        CHECK(f->key_offset + SRPC_SPKI_LENGTH <= size);
-        CHECK(f->sig_offset + SRPC_SIGNATURE_LENGTH <= f->payload_offset);
-    }
-}
-
-static void fuzz_frame_decode(const unsigned char *data, size_t size)
+/* data = head length (1 byte), head, payload: pad(head || payload) into `param` bytes. */
+static void fuzz_seal_parts(int flags, size_t param, const unsigned char *data, size_t size)
 {
     srpc_error err;
-    srpc_frame f;
-    unsigned char *frame = dup_exact(data, size);
-    int status = srpc_frame_decode(frame, size, &f, &err);
+    size_t head_len = size ? data[0] : 0;
+    const unsigned char *rest = data + (size ? 1 : 0);
+    size_t avail = size ? size - 1 : 0;
+    unsigned char *head;
+    unsigned char *payload;
+    size_t payload_len;
+    size_t out_len = (flags & FLAG_SHORT_OUT) && param ? param - 1 : param;
+    unsigned char *out = malloc(out_len ? out_len : 1);
+    int status;
 
+    CHECK(out != NULL);
+    if (head_len > avail) {
+        head_len = avail;
+    }
+    head = dup_exact(rest, head_len);
+    payload_len = avail - head_len;
+    payload = dup_exact(rest + head_len, payload_len);
+    status = srpc_seal_parts(head, head_len, payload, payload_len, out, out_len, &err);
     if (status < 0) {
         check_error(status, &err);
-        CHECK(err.offset < (size > 114 ? size : 114));
     } else {
-        unsigned char *again;
-        size_t head = srpc_frame_head_length(f.kind, f.is_signed);
-        check_frame(&f, 0, size);
-        again = malloc(size ? size : 1);
-        CHECK(again != NULL);
-        CHECK(srpc_frame_encode(f.kind, f.is_signed,
-                                f.is_signed ? frame + f.key_offset : NULL,
-                                f.is_signed ? frame + f.sig_offset : NULL,
-                                frame + head, size - head, again, size, NULL) == SRPC_OK);
-        CHECK(memcmp(again, frame, size) == 0);
-        free(again);
+        CHECK(srpc_unpad(out, out_len, 1, out_len, 1, NULL) == (int)(head_len + payload_len));
+        CHECK(head_len == 0 || memcmp(out + 2, head, head_len) == 0);
+        CHECK(payload_len == 0 || memcmp(out + 2 + head_len, payload, payload_len) == 0);
     }
-    free(frame);
+    free(payload);
+    free(head);
+    free(out);
 }
 
-static void fuzz_open(int flags, size_t param, const unsigned char *data, size_t size)
+/* data = head length (1 byte), count (1 byte), head, then payloads: the same head before
+ * each of `count` slices of what is left, into blocks of `param` bytes. */
+static void fuzz_seal_parts_many(int flags, size_t param, const unsigned char *data,
+                                 size_t size)
+{
+    srpc_error err;
+    size_t head_len = size > 1 ? data[0] : 0;
+    size_t count = size > 1 ? data[1] % 9 : 0;
+    const unsigned char *rest = data + (size > 1 ? 2 : size);
+    size_t avail = size > 1 ? size - 2 : 0;
+    size_t lens[8];
+    size_t total, i, at;
+    unsigned char *head;
+    unsigned char *src;
+    unsigned char *out;
+    size_t out_len;
+    int status;
+
+    if (head_len > avail) {
+        head_len = avail;
+    }
+    total = avail - head_len;
+    for (i = 0, at = 0; i < count; i++) {
+        lens[i] = (i + 1 == count) ? total - at : (total - at) / 2;
+        at += lens[i];
+    }
+    if (flags & FLAG_SHORT_OUT && count) {
+        lens[0] += 1; /* a length past the end of src */
+    }
+    head = dup_exact(rest, head_len);
+    src = dup_exact(rest + head_len, total);
+    out_len = (param && count && param <= 70000) ? count * param : 0;
+    out = malloc(out_len ? out_len : 1);
+    CHECK(out != NULL);
+    status = srpc_seal_parts_many(head, head_len, src, total, count ? lens : NULL, count, param,
+                                  out, out_len, &err);
+    if (status < 0) {
+        check_error(status, &err);
+    } else {
+        for (i = 0, at = 0; i < count; i++) {
+            CHECK(srpc_unpad(out + i * param, param, 1, param, 1, NULL)
+                  == (int)(head_len + lens[i]));
+            CHECK(lens[i] == 0 || memcmp(out + i * param + 2 + head_len, src + at, lens[i]) == 0);
+            at += lens[i];
+        }
+    }
+    free(out);
+    free(src);
+    free(head);
+}
+
+/* The in-place signing layout: begin with payload_at from the data's first byte, a fake
+ * "signature" where libsodium would write it, then end with a head of the right length. */
+static void fuzz_signed(int flags, size_t param, const unsigned char *data, size_t size)
 {
     static const unsigned char tag[SRPC_TAG_LENGTH] = {1, 2, 3, 4, 5, 6, 7, 8};
     srpc_error err;
-    srpc_frame f;
-    unsigned char *block = dup_exact(data, size);
-    size_t length = (flags & FLAG_LENGTH_IS_SIZE) ? size : param;
-    int expect = (flags & FLAG_ANY) ? SRPC_ANY : ((flags & FLAG_SIGNED) ? SRPC_RESPONSE
-                                                                         : SRPC_REQUEST);
-    size_t sm_len = size > 2 ? 96 + size : 96;
+    size_t payload_at = (size ? data[0] : 0) + SRPC_SIGN_MIN_PAYLOAD_AT - 4;
+    unsigned char *payload = dup_exact(data + (size ? 1 : 0), size ? size - 1 : 0);
+    size_t payload_len = size ? size - 1 : 0;
+    size_t length = param;
+    unsigned char *block = malloc(length ? length : 1);
+    int status;
+
+    (void)flags;
+    CHECK(block != NULL);
+    status = srpc_seal_signed_begin(tag, payload, payload_len, payload_at, block, length, &err);
+    if (status < 0) {
+        check_error(status, &err);
+    } else {
+        size_t head_len = payload_at - 2 - SRPC_SIGNATURE_LENGTH;
+        unsigned char *head = malloc(head_len);
+        CHECK(head != NULL);
+        memset(head, 'h', head_len);
+        CHECK(memcmp(block + payload_at - SRPC_TAG_LENGTH, tag, SRPC_TAG_LENGTH) == 0);
+        memset(block + payload_at - 96, 's', SRPC_SIGNATURE_LENGTH); /* crypto_sign's place */
+        CHECK(srpc_seal_signed_end(head, head_len, block, length, payload_at) == SRPC_OK);
+        CHECK(srpc_unpad(block, length, 1, length, 1, NULL) == (int)(payload_at - 2 + payload_len));
+        CHECK(memcmp(block + 2, head, head_len) == 0);
+        CHECK(block[payload_at - 1] == 's' && block[payload_at - SRPC_SIGNATURE_LENGTH] == 's');
+        CHECK(payload_len == 0 || memcmp(block + payload_at, payload, payload_len) == 0);
+        CHECK(srpc_seal_signed_end(head, head_len - 1, block, length, payload_at)
+              == SRPC_E_ARGUMENT);
+        free(head);
+    }
+    free(block);
+    free(payload);
+}
+
+/* sig || tag || payload, for sm lengths right and wrong. */
+static void fuzz_signed_message(int flags, size_t param, const unsigned char *data, size_t size)
+{
+    unsigned char sig[SRPC_SIGNATURE_LENGTH] = {9};
+    unsigned char tag[SRPC_TAG_LENGTH] = {7};
+    unsigned char *payload = dup_exact(data, size);
+    size_t sm_len = 96 + size;
     unsigned char *sm;
     int status;
 
     if (flags & FLAG_SHORT_OUT) {
-        sm_len = param % (sm_len + 1);
+        sm_len = param % (sm_len + 2);
     }
     sm = malloc(sm_len ? sm_len : 1);
     CHECK(sm != NULL);
-    status = srpc_open(block, size, length, (flags & FLAG_STRICT) != 0, expect,
-                       (flags & FLAG_TAG) ? tag : NULL, sm, sm_len, &f, &err);
-    if (status < 0) {
-        check_error(status, &err);
+    status = srpc_signed_message(sig, tag, payload, size, sm, sm_len);
+    if (sm_len == 96 + size) {
+        CHECK(status == SRPC_OK);
+        CHECK(memcmp(sm, sig, 64) == 0 && memcmp(sm + 64, tag, 32) == 0);
+        CHECK(size == 0 || memcmp(sm + 96, payload, size) == 0);
     } else {
-        size_t n = ((size_t)block[0] << 8) | block[1];
-        CHECK(size == length && n + 2 <= size);
-        check_frame(&f, 2, n + 2);
-        if (f.is_signed && (flags & FLAG_TAG)) {
-            CHECK(memcmp(sm, block + f.sig_offset, SRPC_SIGNATURE_LENGTH) == 0);
-            CHECK(memcmp(sm + SRPC_SIGNATURE_LENGTH, tag, SRPC_TAG_LENGTH) == 0);
-            CHECK(f.payload_length == 0
-                  || memcmp(sm + 96, block + f.payload_offset, f.payload_length) == 0);
-        }
+        CHECK(status == SRPC_E_ARGUMENT);
     }
     free(sm);
-    free(block);
+    free(payload);
 }
 
 static void fuzz_pad(int flags, size_t param, const unsigned char *data, size_t size)
@@ -208,77 +275,6 @@ static void fuzz_pad(int flags, size_t param, const unsigned char *data, size_t 
     }
     free(out);
     free(msg);
-}
-
-/* Split data into key DER (44), signature (64) and payload, for a signed frame. */
-static void fuzz_seal(int flags, size_t param, const unsigned char *data, size_t size,
-                      int encode_only)
-{
-    srpc_error err;
-    int is_signed = (flags & FLAG_SIGNED) != 0;
-    int kind = (flags & FLAG_ANY) ? SRPC_RESPONSE : SRPC_REQUEST;
-    unsigned char key[SRPC_SPKI_LENGTH] = {0};
-    unsigned char sig[SRPC_SIGNATURE_LENGTH] = {0};
-    size_t used = 0;
-    unsigned char *payload;
-    size_t payload_len;
-    unsigned char *out;
-    size_t out_len;
-    int status;
-
-    if (flags & FLAG_EXACT) {
-        kind = (int)(param % 4); /* includes SRPC_ANY (0) and an unknown kind (3) */
-    }
-    if (is_signed && size >= SRPC_SPKI_LENGTH + SRPC_SIGNATURE_LENGTH) {
-        memcpy(key, data, SRPC_SPKI_LENGTH);
-        memcpy(sig, data + SRPC_SPKI_LENGTH, SRPC_SIGNATURE_LENGTH);
-        used = SRPC_SPKI_LENGTH + SRPC_SIGNATURE_LENGTH;
-    }
-    if (flags & FLAG_FIX_PREFIX) {
-        memcpy(key, spki_prefix, sizeof spki_prefix);
-    }
-    payload_len = size - used;
-    payload = dup_exact(data + used, payload_len);
-    if (encode_only) {
-        size_t head = srpc_frame_head_length(kind, is_signed);
-        out_len = head + payload_len;
-        if ((flags & FLAG_SHORT_OUT) && out_len) {
-            out_len -= 1;
-        }
-        out = malloc(out_len ? out_len : 1);
-        CHECK(out != NULL);
-        status = srpc_frame_encode(kind, is_signed, key, sig, payload, payload_len, out,
-                                   out_len, &err);
-        if (status < 0) {
-            check_error(status, &err);
-        } else {
-            srpc_frame f;
-            CHECK(head != 0 && out_len == head + payload_len);
-            CHECK(srpc_frame_decode(out, out_len, &f, NULL) == SRPC_OK);
-            CHECK(f.kind == kind && f.is_signed == is_signed);
-            CHECK(f.payload_length == payload_len);
-            CHECK(payload_len == 0 || memcmp(out + head, payload, payload_len) == 0);
-        }
-    } else {
-        out_len = param;
-        out = malloc(out_len ? out_len : 1);
-        CHECK(out != NULL);
-        status = srpc_seal(kind, is_signed, key, sig, payload, payload_len, out, out_len, &err);
-        if (status < 0) {
-            check_error(status, &err);
-        } else {
-            srpc_frame f;
-            CHECK(srpc_open(out, out_len, out_len, 1, kind, NULL, NULL, 0, &f, NULL) == SRPC_OK);
-            CHECK(f.is_signed == is_signed && f.payload_length == payload_len);
-            CHECK(payload_len == 0 || memcmp(out + f.payload_offset, payload, payload_len) == 0);
-            if (is_signed) {
-                CHECK(memcmp(out + f.key_offset, key, SRPC_SPKI_LENGTH) == 0);
-                CHECK(memcmp(out + f.sig_offset, sig, SRPC_SIGNATURE_LENGTH) == 0);
-            }
-        }
-    }
-    free(out);
-    free(payload);
 }
 
 static void fuzz_pad_many(int flags, size_t param, const unsigned char *data, size_t size)
@@ -346,12 +342,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     switch (op) {
     case OP_UNPAD: fuzz_unpad(flags, param, data, size); break;
     case OP_UNPAD_MANY: fuzz_unpad_many(flags, param, data, size); break;
-    case OP_FRAME_DECODE: fuzz_frame_decode(data, size); break;
-    case OP_OPEN: fuzz_open(flags, param, data, size); break;
+    case OP_SEAL_PARTS: fuzz_seal_parts(flags, param, data, size); break;
+    case OP_SIGNED: fuzz_signed(flags, param, data, size); break;
     case OP_PAD: fuzz_pad(flags, param, data, size); break;
-    case OP_SEAL: fuzz_seal(flags, param, data, size, 0); break;
+    case OP_SIGNED_MESSAGE: fuzz_signed_message(flags, param, data, size); break;
     case OP_PAD_MANY: fuzz_pad_many(flags, param, data, size); break;
-    default: fuzz_seal(flags, param, data, size, 1); break;
+    default: fuzz_seal_parts_many(flags, param, data, size); break;
     }
     return 0;
 }

@@ -5,8 +5,8 @@ TARGET one of :data:`TARGETS`. Each target feeds the input to a family of
 decoders and checks the library's guarantees (issue 7, docs/security.md):
 
 * a decoder returns a value or raises its own error class, nothing else;
-* what decodes re-encodes to the same value (and, for frames and strict
-  padding, to the same bytes);
+* what decodes re-encodes to the same value (and, for the agent's messages
+  and strict padding, to the same bytes);
 * both backends give the same result or the same error and message.
 
 A failed check raises, and atheris reports the input as a crash. The target
@@ -27,14 +27,15 @@ PROTOCOLS = ("mcp", "a2a", "x")
 
 def _load() -> None:
     """Import the library (instrumented when atheris is running)."""
-    global sx, chat, declarations, llms_txt, errors, core_frames, strict_json
+    global sx, agent, chat, declarations, llms_txt, errors, core_frames, strict_json
     import simplex_rpc as sx
-    from simplex_rpc import chat, declarations, errors, llms_txt
+    from simplex_rpc import agent, chat, declarations, errors, llms_txt
     from simplex_rpc._wire import strict_json
     from simplex_rpc.adapter import _frames as core_frames
 
 
 sx: Any
+agent: Any
 chat: Any
 declarations: Any
 llms_txt: Any
@@ -107,14 +108,17 @@ def target_keys(data: bytes) -> None:
     _outcome(lambda: sx.PublicKey.from_pem(text), key_error)
 
 
-def target_frames(data: bytes) -> None:
-    """decode_frame, unpad and unpad_many on every backend: equal results, exact round trips."""
-    frame = _on_backends((errors.FrameError,), "decode_frame", data)
-    if frame[0] == "ok":
-        f = frame[1]
-        again = sx.encode_frame(f.kind, f.payload, key=f.key, signature=f.signature)
-        if again != data:
-            raise AssertionError("frame does not re-encode to the same bytes")
+def target_messages(data: bytes) -> None:
+    """decode_message and SMPQueueInfo.decode (one codec), then unpad and unpad_many on every
+    backend: equal results, exact round trips."""
+    message = _outcome(partial(agent.decode_message, data), (errors.FrameError,))
+    if message[0] == "ok" and message[1].encode() != data:
+        raise AssertionError("message does not re-encode to the same bytes")
+    queue = _outcome(partial(agent.SMPQueueInfo.decode, data), (errors.FrameError,))
+    if queue[0] == "ok":
+        if queue[1].encode() != data:
+            raise AssertionError("queue does not re-encode to the same bytes")
+        _outcome(partial(agent.SMPQueueInfo.from_uri, queue[1].uri()), (errors.FrameError,))
     unpadded = _on_backends((errors.PaddingError,), "unpad", data)
     strict = _on_backends((errors.PaddingError,), "unpad", data, strict=True)
     if strict[0] == "ok":
@@ -127,8 +131,10 @@ def target_frames(data: bytes) -> None:
 
 
 def target_open(data: bytes) -> None:
-    """open_request and open_response of the input padded as a frame, on every backend."""
-    opened_errors = (errors.PaddingError, errors.FrameError, errors.BadSignature)
+    """open_request and open_response of the input padded as a message, on every backend."""
+    opened_errors = (
+        errors.PaddingError, errors.FrameError, errors.BadSignature, errors.ServiceRejected
+    )
     blocks = [data]
     if len(data) <= sx.PADDED_LENGTH - 2:
         blocks.append(sx.pad(data))
@@ -137,8 +143,9 @@ def target_open(data: bytes) -> None:
             request = _on_backends(opened_errors, "open_request", block, AD, strict=strict)
             if request[0] == "ok" and request[1].signer is not None:
                 # A signer is reported only after its signature verified.
-                frame = sx.decode_frame(sx.unpad(block))
-                request[1].signer.verify_request(AD, request[1].payload, frame.signature)
+                message = agent.decode_message(sx.unpad(block))
+                signature = message.signature.signature
+                request[1].signer.verify_request(AD, request[1].payload, signature)
             _on_backends(opened_errors, "open_response", block, strict=strict)
 
 
@@ -197,7 +204,7 @@ def target_text(data: bytes) -> None:
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "keys": target_keys,
-    "frames": target_frames,
+    "messages": target_messages,
     "open": target_open,
     "envelopes": target_envelopes,
     "text": target_text,

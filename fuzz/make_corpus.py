@@ -23,9 +23,9 @@ CORPUS = ROOT / "fuzz" / "corpus"
 MAX_SEED = 2048
 
 # libFuzzer harness operations (fuzz_c.c): op byte, flags byte, 16-bit parameter.
-(OP_UNPAD, OP_UNPAD_MANY, OP_FRAME_DECODE, OP_OPEN, OP_PAD, OP_SEAL, OP_PAD_MANY,
- OP_ENCODE) = range(8)
-FLAG_EXACT, FLAG_STRICT, FLAG_LENGTH_IS_SIZE, FLAG_TAG = 1, 2, 4, 16
+(OP_UNPAD, OP_UNPAD_MANY, OP_SEAL_PARTS, OP_SIGNED, OP_PAD, OP_SIGNED_MESSAGE, OP_PAD_MANY,
+ OP_SEAL_PARTS_MANY) = range(8)
+FLAG_EXACT, FLAG_STRICT = 1, 2
 
 TEXT_SEEDS = [
     '/_call mcp {"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":'
@@ -65,7 +65,7 @@ def _c_seed(op: int, flags: int, param: int, data: bytes) -> bytes:
 
 
 def seeds() -> dict[str, list[bytes]]:
-    out: dict[str, list[bytes]] = {"keys": [], "frames": [], "open": [], "envelopes": [],
+    out: dict[str, list[bytes]] = {"keys": [], "messages": [], "open": [], "envelopes": [],
                                    "text": [], "c": [], "json": []}
     for case in _cases("keys"):
         for field in ("public_key", "private_key", "text"):
@@ -76,25 +76,26 @@ def seeds() -> dict[str, list[bytes]]:
             der = _hex(case, field)
             if der is not None:
                 out["keys"].append(der)
-    for case in _cases("frames"):
-        frame = _hex(case, "frame")
-        if frame is None:
-            continue
-        out["frames"].append(frame)
-        out["open"].append(frame)
-        out["c"].append(_c_seed(OP_FRAME_DECODE, 0, 0, frame))
-        out["c"].append(_c_seed(OP_ENCODE, 0, 0, frame))
-        if len(frame) + 2 <= 0xFFFF:
-            block = _pad(frame, len(frame) + 2 + 8)
-            out["frames"].append(block)
-            out["c"].append(_c_seed(OP_OPEN, FLAG_LENGTH_IS_SIZE | FLAG_TAG, 0, block))
-            out["c"].append(_c_seed(OP_SEAL, 0, len(block), frame))
+    for case in _cases("agent_messages"):
+        for field in ("message", "encoded"):
+            message = _hex(case, field)
+            if message is None:
+                continue
+            out["messages"].append(message)
+            out["open"].append(message)
+            head = min(len(message), 200)  # the C ops take a head length byte first
+            out["c"].append(_c_seed(OP_SEAL_PARTS, 0, len(message) + 10,
+                                    bytes([head]) + message))
+            out["c"].append(_c_seed(OP_SEAL_PARTS_MANY, 0, len(message) + 10,
+                                    bytes([head, 2]) + message))
+            out["c"].append(_c_seed(OP_SIGNED, 0, len(message) + 200, message))
+            out["c"].append(_c_seed(OP_SIGNED_MESSAGE, 0, 0, message))
     for case in _cases("padding"):
         message = _hex(case, "message")
         unpad_block = _hex(case, "block")
         length = case.get("length")
         if unpad_block is not None:
-            out["frames"].append(unpad_block)
+            out["messages"].append(unpad_block)
             flags = (FLAG_EXACT if isinstance(length, int) else 0) | (
                 FLAG_STRICT if case.get("strict") else 0)
             out["c"].append(_c_seed(OP_UNPAD, flags, length if isinstance(length, int) else 0,

@@ -15,7 +15,7 @@ set -u
 
 PY=${PY:-.venv/bin/python}
 SECONDS_EACH=${FUZZ_SECONDS:-20}
-TARGETS=${FUZZ_TARGETS:-"c keys frames open envelopes text"}
+TARGETS=${FUZZ_TARGETS:-"c keys messages open envelopes text"}
 OUT=build/fuzz
 # The C backend's tests run under valgrind: the C API tests, and the [c] cases of the others.
 VALGRIND_TESTS=${VALGRIND_TESTS:-"tests/test_c_api.py tests/test_padding.py tests/test_frame.py \
@@ -73,7 +73,7 @@ fi
 
 # -- 2. Python decoders: atheris
 py_targets=()
-for t in keys frames open envelopes text; do want "$t" && py_targets+=("$t"); done
+for t in keys messages open envelopes text; do want "$t" && py_targets+=("$t"); done
 if [ ${#py_targets[@]} -gt 0 ]; then
     if ! "$PY" -c 'import atheris' >/dev/null 2>&1; then
         say "installing atheris into $PY's environment"

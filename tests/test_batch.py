@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests._queues import QUEUE
 
 import simplex_rpc as sx
 from simplex_rpc._wire import backend as _backend
@@ -107,41 +108,58 @@ def test_rule_unpad_many_views_share_the_buffer(backend: _backend.Backend) -> No
 def test_rule_seal_requests_equals_seal_request_each(backend: _backend.Backend) -> None:
     payloads = [b"{}", b'{"a":1}', bytearray(b"[]")]
     for key in (None, KEY):
-        blocks = backend.seal_requests(payloads, AD, key)
-        assert blocks == b"".join(sx.seal_request(p, AD, key) for p in payloads)
+        blocks = backend.seal_requests(payloads, AD, key, reply_queue=QUEUE)
+        assert blocks == b"".join(sx.seal_request(p, AD, key, reply_queue=QUEUE) for p in payloads)
     ads = [AD, OTHER_AD, b"third"]
-    blocks = backend.seal_requests(payloads, ads, KEY, workers=2)
+    blocks = backend.seal_requests(payloads, ads, KEY, workers=2, reply_queue=QUEUE)
     assert blocks == b"".join(
-        sx.seal_request(p, a, KEY) for p, a in zip(payloads, ads, strict=True)
+        sx.seal_request(p, a, KEY, reply_queue=QUEUE) for p, a in zip(payloads, ads, strict=True)
     )
-    assert backend.seal_requests([], AD, KEY) == b""
+    assert backend.seal_requests([], AD, KEY, reply_queue=QUEUE) == b""
 
 
 def test_rule_seal_requests_checks_everything_before_any_work() -> None:
     calls: list[int] = []
 
-    def spy(payload: Any, ad: Any, key: Any) -> bytes:
+    def spy(payload: Any, ad: Any, key: Any, *, reply_queue: Any) -> bytes:
         calls.append(1)
-        return sx.seal_request(payload, ad, key)
+        return sx.seal_request(payload, ad, key, reply_queue=reply_queue)
 
-    big = b"x" * (sx.MAX_SIGNED_REQUEST + 1)
-    with pytest.raises(sx.PayloadTooLarge, match=r"^payload 2: payload of 10991 bytes") as info:
-        _batch.seal_requests_with(spy, [b"{}", b"{}", big], AD, KEY)
-    assert (info.value.size, info.value.limit) == (10991, sx.MAX_SIGNED_REQUEST)
+    limit = sx.max_request_payload(QUEUE)
+    big = b"x" * (limit + 1)
+    too_large = rf"^payload 2: payload of {limit + 1} bytes"
+    with pytest.raises(sx.PayloadTooLarge, match=too_large) as info:
+        _batch.seal_requests_with(spy, [b"{}", b"{}", big], AD, KEY, reply_queue=QUEUE)
+    assert (info.value.size, info.value.limit) == (limit + 1, limit)
     with pytest.raises(sx.SimplexRpcError, match=r"^ad 1: ad: the associated data must not"):
-        _batch.seal_requests_with(spy, [b"{}", b"{}"], [AD, b""], KEY)
+        _batch.seal_requests_with(spy, [b"{}", b"{}"], [AD, b""], KEY, reply_queue=QUEUE)
     with pytest.raises(sx.SimplexRpcError, match=r"^ad: the associated data must not be empty"):
-        _batch.seal_requests_with(spy, [b"{}"], b"", None)
+        _batch.seal_requests_with(spy, [b"{}"], b"", None, reply_queue=QUEUE)
     with pytest.raises(TypeError, match="signing_key"):
-        _batch.seal_requests_with(spy, [b"{}"], AD, "key")  # type: ignore[arg-type]
+        _batch.seal_requests_with(spy, [b"{}"], AD, "key", reply_queue=QUEUE)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="reply_queue"):
+        _batch.seal_requests_with(spy, [b"{}"], AD, None, reply_queue="smp://")  # type: ignore[arg-type]
     assert calls == []
+
+
+def test_rule_seal_requests_out_writes_the_same_blocks(backend: _backend.Backend) -> None:
+    """seal_requests(out=): the same blocks, written at the start of the caller's buffer;
+    a buffer too small is refused before anything is written."""
+    payloads = [b"{}", b"[1,2]", b"x" * 500]
+    for key in (None, KEY):
+        out = bytearray(3 * N + 7)
+        view = backend.seal_requests(payloads, AD, key, reply_queue=QUEUE, out=out)
+        assert bytes(view) == backend.seal_requests(payloads, AD, key, reply_queue=QUEUE)
+        assert out[3 * N :] == bytes(7)
+    with pytest.raises(sx.PaddingError, match=r"^seal_requests: out has"):
+        backend.seal_requests(payloads, AD, reply_queue=QUEUE, out=bytearray(N))
 
 
 def test_rule_seal_requests_ad_count_must_match(backend: _backend.Backend) -> None:
     with pytest.raises(sx.SimplexRpcError, match="2 ADs for 3 items"):
-        backend.seal_requests([b"1", b"2", b"3"], [AD, AD])
+        backend.seal_requests([b"1", b"2", b"3"], [AD, AD], reply_queue=QUEUE)
     with pytest.raises(TypeError, match="ad_or_ads"):
-        backend.seal_requests([b"1"], "text")
+        backend.seal_requests([b"1"], "text", reply_queue=QUEUE)
 
 
 # -- open_requests -------------------------------------------------------------------
@@ -149,16 +167,16 @@ def test_rule_seal_requests_ad_count_must_match(backend: _backend.Backend) -> No
 
 def mixed_blocks() -> list[bytes]:
     """Signed, unsigned, response, tampered and short blocks, in a known order."""
-    signed = sx.seal_request(b'{"n":0}', AD, KEY)
-    tampered = bytearray(sx.seal_request(b'{"n":3}', AD, KEY))
-    tampered[118] ^= 1  # inside the payload (offsets 116 to 122): the signature fails
+    signed = sx.seal_request(b'{"n":0}', AD, KEY, reply_queue=QUEUE)
+    tampered = bytearray(sx.seal_request(b'{"n":3}', AD, KEY, reply_queue=QUEUE))
+    tampered[-11106 + 2 + 2 + len(QUEUE.encode()) + 111 + 2] ^= 1  # in the payload: refused
     return [
         signed,
-        sx.seal_request(b'{"n":1}', AD),
+        sx.seal_request(b'{"n":1}', AD, reply_queue=QUEUE),
         sx.seal_response(b'{"n":2}'),
         bytes(tampered),
-        sx.seal_request(b'{"n":4}', AD, KEY),
-        sx.pad(b"\x00\x01Q", N),
+        sx.seal_request(b'{"n":4}', AD, KEY, reply_queue=QUEUE),
+        sx.pad(b"Q", N),
     ]
 
 
@@ -203,7 +221,10 @@ def test_rule_open_requests_takes_one_buffer_or_many_blocks(backend: _backend.Ba
 
 
 def test_rule_open_requests_per_block_ads(backend: _backend.Backend) -> None:
-    blocks = [sx.seal_request(b"{}", AD, KEY), sx.seal_request(b"{}", OTHER_AD, KEY)]
+    blocks = [
+        sx.seal_request(b"{}", AD, KEY, reply_queue=QUEUE),
+        sx.seal_request(b"{}", OTHER_AD, KEY, reply_queue=QUEUE),
+    ]
     assert backend.open_requests(blocks, [AD, OTHER_AD]).ok
     result = backend.open_requests(blocks, AD)
     assert [type(r).__name__ for r in result] == ["OpenedRequest", "BlockFailure"]
@@ -223,11 +244,14 @@ def test_rule_a_failure_is_the_error_open_request_raises(backend: _backend.Backe
 
 
 def test_rule_unwrap_returns_all_or_raises_the_first(backend: _backend.Backend) -> None:
-    good = [sx.seal_request(b"[1]", AD, KEY), sx.seal_request(b"[2]", AD)]
+    good = [
+        sx.seal_request(b"[1]", AD, KEY, reply_queue=QUEUE),
+        sx.seal_request(b"[2]", AD, reply_queue=QUEUE),
+    ]
     opened = backend.open_requests(good, AD).unwrap()
     assert [o.payload for o in opened] == [b"[1]", b"[2]"]
     result = backend.open_requests(mixed_blocks(), AD)
-    with pytest.raises(sx.FrameError, match=r"^block 2: frame: a response where a request"):
+    with pytest.raises(sx.FrameError, match=r"^block 2: agent message: a response \('P'\) where"):
         result.unwrap()
 
 
@@ -249,7 +273,7 @@ def test_rule_workers_must_be_a_positive_count(backend: _backend.Backend) -> Non
             backend.open_requests(mixed_blocks() * 10, AD, workers=workers)
         for key in (KEY, None):  # refused for unsigned sealing too, which uses no thread
             with pytest.raises(sx.SimplexRpcError, match="workers"):
-                backend.seal_requests([b"{}"] * 40, AD, key, workers=workers)
+                backend.seal_requests([b"{}"] * 40, AD, key, workers=workers, reply_queue=QUEUE)
 
 
 def test_rule_small_batches_use_no_thread() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests._queues import QUEUE
 
 import simplex_rpc as sx
 from simplex_rpc._wire import backend as _backend
@@ -190,117 +191,102 @@ def test_rule_unpad_many_checks_count(c: Any) -> None:
     assert lib.srpc_unpad_many(buf, 10, 1, 1, lens, 2, err) == lib.SRPC_E_BATCH_BLOCK_LENGTH
 
 
-def test_rule_frame_encode_checks_kind_key_and_sizes(c: Any) -> None:
-    ffi, lib = c.ffi, c.lib
-    der = KEY.public_key.der
-    sig = bytes(64)
-    out = ffi.new("unsigned char[]", 200)
-    assert lib.srpc_frame_head_length(lib.SRPC_REQUEST, 1) == 114
-    assert lib.srpc_frame_head_length(lib.SRPC_REQUEST, 0) == 4
-    assert lib.srpc_frame_head_length(lib.SRPC_RESPONSE, 0) == 3
-    assert lib.srpc_frame_head_length(lib.SRPC_RESPONSE, 1) == 0
-    assert lib.srpc_frame_head_length(7, 0) == 0
-    ok = lib.srpc_frame_encode(lib.SRPC_REQUEST, 1, der, sig, b"xy", 2, out, 116, ffi.NULL)
-    assert ok == 0
-    assert ffi.buffer(out, 116)[:] == sx.encode_frame(
-        "request", b"xy", key=KEY.public_key, signature=sig
-    )
-    bad = [
-        (lib.SRPC_RESPONSE, 1, der, sig, b"xy", 2, out, 116),  # a signed response
-        (9, 0, ffi.NULL, ffi.NULL, b"xy", 2, out, 6),  # no such kind
-        (lib.SRPC_REQUEST, 1, bytes(44), sig, b"xy", 2, out, 116),  # not an SPKI
-        (lib.SRPC_REQUEST, 1, ffi.NULL, sig, b"xy", 2, out, 116),
-        (lib.SRPC_REQUEST, 0, ffi.NULL, ffi.NULL, b"xy", 2, out, 7),  # wrong out size
-        (lib.SRPC_REQUEST, 0, ffi.NULL, ffi.NULL, ffi.NULL, 2, out, 6),
-        (lib.SRPC_REQUEST, 0, ffi.NULL, ffi.NULL, b"xy", int(ffi.cast("size_t", -1)), out, 5),
-    ]
-    for args in bad:
-        assert lib.srpc_frame_encode(*args, ffi.NULL) == lib.SRPC_E_ARGUMENT, args
-
-
-def test_rule_seal_checks_sizes(c: Any) -> None:
+def test_rule_seal_parts_pads_head_and_payload(c: Any) -> None:
+    """srpc_seal_parts = pad(head || payload): the agent's message around the payload."""
     ffi, lib = c.ffi, c.lib
     block = ffi.new("unsigned char[]", 20)
     size_max = int(ffi.cast("size_t", -1))
-    req = lib.SRPC_REQUEST
-    assert lib.srpc_seal(req, 0, ffi.NULL, ffi.NULL, b"abc", 3, block, 20, ffi.NULL) == 0
-    assert ffi.buffer(block)[:] == sx.pad(sx.encode_frame("request", b"abc"), 20)
-    assert lib.srpc_seal(req, 0, ffi.NULL, ffi.NULL, b"a" * 15, 15, block, 20, ffi.NULL) == (
+    assert lib.srpc_seal_parts(b"P", 1, b"abc", 3, block, 20, ffi.NULL) == 0
+    assert ffi.buffer(block)[:] == sx.pad(b"Pabc", 20)
+    assert lib.srpc_seal_parts(b"P", 1, b"a" * 18, 18, block, 20, ffi.NULL) == (
         lib.SRPC_E_PAD_MESSAGE_FIT
     )
-    assert lib.srpc_seal(req, 0, ffi.NULL, ffi.NULL, b"", size_max, block, 20, ffi.NULL) == (
+    for args in (
+        (b"P", 1, b"", size_max, block, 20),
+        (b"P", size_max, b"x", 1, block, 20),
+        (ffi.NULL, 1, b"x", 1, block, 20),
+        (b"P", 1, ffi.NULL, 1, block, 20),
+        (b"P", 1, b"abc", 3, ffi.NULL, 20),
+    ):
+        assert lib.srpc_seal_parts(*args, ffi.NULL) == lib.SRPC_E_ARGUMENT, args
+
+
+def test_rule_seal_parts_many_seals_each_payload(c: Any) -> None:
+    """srpc_seal_parts_many: one head, payloads back to back, blocks back to back; the
+    first that fails names its index."""
+    ffi, lib = c.ffi, c.lib
+    err = ffi.new("srpc_error *")
+    out = ffi.new("unsigned char[]", 30)
+    lens = ffi.new("size_t[]", [1, 0, 2])
+    assert lib.srpc_seal_parts_many(b"H", 1, b"abc", 3, lens, 3, 10, out, 30, err) == 0
+    assert ffi.buffer(out)[:] == sx.pad_many([b"Ha", b"H", b"Hbc"], 10)
+    big = ffi.new("size_t[]", [1, 9, 2])
+    src = b"a" + b"b" * 9 + b"cc"
+    assert lib.srpc_seal_parts_many(b"H", 1, src, 12, big, 3, 10, out, 30, err) == (
+        lib.SRPC_E_PAD_MESSAGE_FIT
+    )
+    assert err.index == 1
+    assert lib.srpc_seal_parts_many(b"H", 1, b"abc", 3, lens, 3, 10, out, 29, err) == (
         lib.SRPC_E_ARGUMENT
     )
-    assert lib.srpc_seal(req, 0, ffi.NULL, ffi.NULL, b"abc", 3, ffi.NULL, 20, ffi.NULL) == (
-        lib.SRPC_E_ARGUMENT
+    assert lib.srpc_seal_parts_many(b"H", 1, b"abcd", 4, lens, 3, 10, out, 30, err) == (
+        lib.SRPC_E_ARGUMENT  # a byte of src left over
     )
 
 
-def test_rule_open_lays_out_the_signed_message_for_libsodium(c: Any) -> None:
+def test_rule_signed_message_lays_out_sig_tag_payload(c: Any) -> None:
     """sm = sig || tag || payload: what crypto_sign_open verifies (wire.md section 2)."""
     ffi, lib = c.ffi, c.lib
-    payload = b'{"protocol":"x","request":1}'
-    block = sx.backends["python"].seal_request(payload, AD, KEY)
-    tag = sx.session_tag(AD)
-    info = ffi.new("srpc_frame *")
-    sm = ffi.new("unsigned char[]", 96 + len(payload))
-    n = len(block)
-    args = (block, n, n, 1, lib.SRPC_REQUEST, tag, sm, len(sm), info, ffi.NULL)
-    assert lib.srpc_open(*args) == 0
-    assert (info.kind, info.is_signed) == (lib.SRPC_REQUEST, 1)
-    assert (info.key_offset, info.sig_offset, info.payload_offset) == (7, 52, 116)
-    assert info.payload_length == len(payload)
-    signature = KEY.sign_request(AD, payload)
-    assert ffi.buffer(sm)[:] == signature + tag + payload
-    assert block[info.key_offset : info.key_offset + 44] == KEY.public_key.der
-    short = ffi.new("unsigned char[]", 95 + len(payload))
-    args = (block, n, n, 1, lib.SRPC_REQUEST, tag, short, len(short), info, ffi.NULL)
-    assert lib.srpc_open(*args) == lib.SRPC_E_ARGUMENT
-    for expect in (3, -1):
-        args = (block, n, n, 1, expect, tag, sm, len(sm), info, ffi.NULL)
-        assert lib.srpc_open(*args) == lib.SRPC_E_ARGUMENT
-    args = (block, n, n, 1, lib.SRPC_RESPONSE, tag, sm, len(sm), info, ffi.NULL)
-    assert lib.srpc_open(*args) == lib.SRPC_E_FRAME_NOT_RESPONSE
+    sm = ffi.new("unsigned char[]", 96 + 3)
+    assert lib.srpc_signed_message(b"s" * 64, b"t" * 32, b"abc", 3, sm, 99) == 0
+    assert ffi.buffer(sm)[:] == b"s" * 64 + b"t" * 32 + b"abc"
+    assert lib.srpc_signed_message(b"s" * 64, b"t" * 32, b"abc", 3, sm, 98) == lib.SRPC_E_ARGUMENT
+    assert lib.srpc_signed_message(ffi.NULL, b"t" * 32, b"abc", 3, sm, 99) == lib.SRPC_E_ARGUMENT
 
 
 def test_rule_signing_in_place_gives_the_pure_block(c: Any) -> None:
-    """begin, libsodium's crypto_sign at offsets 20/84, end: the block of wire.md 2, 4, 5."""
+    """begin, libsodium's crypto_sign 96 bytes before the payload, end: the agent's block."""
     from nacl.bindings import crypto_sign
 
     ffi, lib = c.ffi, c.lib
     payload = b'{"protocol":"x","request":[1,2,3]}'
     n = sx.PADDED_LENGTH
     tag = sx.session_tag(AD)
+    head = b"A\x01" + QUEUE.encode() + b"1\x2c" + KEY.public_key.der + b"\x40"
+    at = 2 + len(head) + 64
     block = ffi.new("unsigned char[]", n)
-    assert lib.srpc_seal_signed_begin(tag, payload, len(payload), block, n, ffi.NULL) == 0
-    at = lib.SRPC_SIGN_M_AT
-    assert ffi.buffer(block)[at : at + 32 + len(payload)] == tag + payload
+    assert lib.srpc_seal_signed_begin(tag, payload, len(payload), at, block, n, ffi.NULL) == 0
+    assert ffi.buffer(block)[at - 32 : at + len(payload)] == tag + payload
     signed = crypto_sign(tag + payload, KEY._sk)  # what libsodium writes at sm
-    ffi.memmove(block + lib.SRPC_SIGN_SM_AT, signed, len(signed))
-    assert lib.srpc_seal_signed_end(KEY.public_key.der, block, n) == 0
-    assert ffi.buffer(block)[:] == sx.backends["python"].seal_request(payload, AD, KEY)
+    ffi.memmove(block + at - 96, signed, len(signed))
+    assert lib.srpc_seal_signed_end(head, len(head), block, n, at) == 0
+    expected = sx.backends["python"].seal_request(payload, AD, KEY, reply_queue=QUEUE)
+    assert ffi.buffer(block)[:] == expected
 
 
 def test_rule_signing_in_place_checks_its_arguments(c: Any) -> None:
     ffi, lib = c.ffi, c.lib
     err = ffi.new("srpc_error *")
-    block = ffi.new("unsigned char[]", 200)
+    block = ffi.new("unsigned char[]", 300)
     tag = bytes(32)
     size_max = int(ffi.cast("size_t", -1))
+    at = 200
     begin = lib.srpc_seal_signed_begin
-    assert begin(ffi.NULL, b"x", 1, block, 200, err) == lib.SRPC_E_ARGUMENT
-    assert begin(tag, ffi.NULL, 1, block, 200, err) == lib.SRPC_E_ARGUMENT
-    assert begin(tag, b"x", size_max - 100, block, 200, err) == lib.SRPC_E_ARGUMENT
-    assert begin(tag, b"x", 1, ffi.NULL, 200, err) == lib.SRPC_E_ARGUMENT
-    assert begin(tag, b"x" * 85, 85, block, 200, err) == lib.SRPC_E_PAD_MESSAGE_FIT
-    assert (err.value, err.bound) == (114 + 85, 200)
-    assert begin(tag, b"x" * 84, 84, block, 200, err) == 0
+    assert begin(ffi.NULL, b"x", 1, at, block, 300, err) == lib.SRPC_E_ARGUMENT
+    assert begin(tag, ffi.NULL, 1, at, block, 300, err) == lib.SRPC_E_ARGUMENT
+    assert begin(tag, b"x", size_max - 100, at, block, 300, err) == lib.SRPC_E_ARGUMENT
+    assert begin(tag, b"x", 1, at, ffi.NULL, 300, err) == lib.SRPC_E_ARGUMENT
+    assert begin(tag, b"x", 1, 97, block, 300, err) == lib.SRPC_E_ARGUMENT  # no room for sm
+    assert begin(tag, b"x" * 101, 101, at, block, 300, err) == lib.SRPC_E_PAD_MESSAGE_FIT
+    assert (err.value, err.bound) == (at - 2 + 101, 300)
+    assert begin(tag, b"x" * 100, 100, at, block, 300, err) == 0
     end = lib.srpc_seal_signed_end
-    assert end(KEY.public_key.der, block, 200) == 0
-    assert end(bytes(44), block, 200) == lib.SRPC_E_ARGUMENT
-    assert end(ffi.NULL, block, 200) == lib.SRPC_E_ARGUMENT
-    assert end(KEY.public_key.der, ffi.NULL, 200) == lib.SRPC_E_ARGUMENT
-    assert end(KEY.public_key.der, block, 115) == lib.SRPC_E_ARGUMENT
+    head = bytes(at - 66)
+    assert end(head, len(head), block, 300, at) == 0
+    assert end(head, len(head) - 1, block, 300, at) == lib.SRPC_E_ARGUMENT
+    assert end(ffi.NULL, len(head), block, 300, at) == lib.SRPC_E_ARGUMENT
+    assert end(head, len(head), ffi.NULL, 300, at) == lib.SRPC_E_ARGUMENT
+    assert end(head, len(head), block, 199, at) == lib.SRPC_E_ARGUMENT
 
 
 def test_rule_copy_checks_its_size(c: Any) -> None:
@@ -317,7 +303,6 @@ def test_rule_wrapper_releases_buffers_before_raising(c_backend: _backend.Backen
     data = bytearray(b"\x00\x09ab")
     for call in (
         lambda: c_backend.unpad(data),
-        lambda: c_backend.decode_frame(data),
         lambda: c_backend.open_request(data, AD),
         lambda: c_backend.open_response(data),
         lambda: c_backend.unpad_many(data, 3),
@@ -333,7 +318,8 @@ def test_rule_wrapper_releases_buffers_before_raising(c_backend: _backend.Backen
 def test_rule_the_session_tag_cache_never_caches_errors(c_backend: _backend.Backend) -> None:
     for _ in range(2):
         with pytest.raises(sx.SimplexRpcError, match="must not be empty"):
-            c_backend.seal_request(b"{}", b"")
-    assert c_backend.open_request(c_backend.seal_request(b"{}", AD, KEY), AD).signer == (
+            c_backend.seal_request(b"{}", b"", reply_queue=QUEUE)
+    block = c_backend.seal_request(b"{}", AD, KEY, reply_queue=QUEUE)
+    assert c_backend.open_request(block, AD).signer == (
         KEY.public_key
     )

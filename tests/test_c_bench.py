@@ -18,7 +18,7 @@ import pytest
 
 import simplex_rpc as sx
 from simplex_rpc.cli import _bench as _cli_bench
-from simplex_rpc.cli import main
+from simplex_rpc.cli import _bench_agent, main
 
 
 def test_rule_every_contender_of_a_measure_works_on_the_same_bytes() -> None:
@@ -32,11 +32,14 @@ def test_rule_every_contender_of_a_measure_works_on_the_same_bytes() -> None:
         "open_unsigned",
         "seal_signed",
         "open_signed",
+        "seal_response",
+        "seal_requests",
         "parse_structured",
         "parse_schemas",
         "parse_text",
         "open_parse",
         "open_requests",
+        *_bench_agent.KEYS,  # the agent's cryptography (tests/test_agent_crypto_bench.py)
     }
     # MEASURES, which --only's help lists, names them all, in the order of the report.
     assert tuple(measures) == _cli_bench.MEASURES

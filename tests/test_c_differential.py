@@ -17,11 +17,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests._queues import QUEUE, THREE_HOSTS
 
 import simplex_rpc as sx
 from simplex_rpc._wire import backend as _backend
+from simplex_rpc.agent import AgentServiceRequest, RequestSignature
 
 PURE = sx.backends["python"]
+SIG_AT = 2 + 2 + len(QUEUE.encode())  # a padded block's Maybe tag
+HEAD_BYTES = [SIG_AT - 2, SIG_AT - 1, SIG_AT, SIG_AT + 1, SIG_AT + 46]
 KEYS = [sx.SigningKey.from_seed(bytes([i]) * 32) for i in (1, 2)]
 AD = bytes(range(112))
 N = sx.PADDED_LENGTH
@@ -103,8 +107,9 @@ def mutated(draw: st.DrawFn, base: bytes, hot: int = 120) -> bytes:
             at = draw(st.integers(0, min(len(data), hot) - 1) | st.integers(0, len(data) - 1))
             data[at] ^= 1 << draw(st.integers(0, 7))
         elif op == "set" and data:
-            # tags, Maybe byte, key and signature length bytes live in the head
-            at = draw(st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 51, 52, 53]))
+            # tag, count, version, host count and lengths, Maybe byte, key and
+            # signature length bytes live in the head
+            at = draw(st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, *HEAD_BYTES]))
             if at < len(data):
                 data[at] = draw(st.integers(0, 255))
         elif op == "length" and len(data) >= 2:
@@ -114,8 +119,8 @@ def mutated(draw: st.DrawFn, base: bytes, hot: int = 120) -> bytes:
             del data[draw(st.integers(0, len(data))) :]
         elif op == "append":
             data += draw(st.binary(min_size=1, max_size=8))
-        elif op == "key" and len(data) > 20:
-            at = draw(st.integers(7, 19))  # inside a padded block's SPKI prefix
+        elif op == "key" and len(data) > SIG_AT + 20:
+            at = draw(st.integers(SIG_AT + 4, SIG_AT + 15))  # in a block's signer SPKI prefix
             if at < len(data):
                 data[at] ^= 0xFF
     return bytes(data)
@@ -126,17 +131,19 @@ payloads = st.binary(max_size=300)
 
 
 @st.composite
-def frames(draw: st.DrawFn) -> bytes:
-    kind = draw(st.sampled_from(["response", "unsigned", "signed"]))
+def messages(draw: st.DrawFn) -> bytes:
+    """An agent message: a response, a rejection, or a request (unsigned or signed)."""
+    kind = draw(st.sampled_from(["response", "rejection", "unsigned", "signed"]))
     payload = draw(payloads)
     if kind == "response":
-        return sx.encode_frame("response", payload)
+        return b"P" + payload
+    if kind == "rejection":
+        return b"J" + payload
     if kind == "unsigned":
-        return sx.encode_frame("request", payload)
+        return AgentServiceRequest((QUEUE,), None, payload).encode()
     key = draw(st.sampled_from(KEYS))
-    return sx.encode_frame(
-        "request", payload, key=key.public_key, signature=key.sign_request(AD, payload)
-    )
+    signature = RequestSignature(key.public_key, key.sign_request(AD, payload))
+    return AgentServiceRequest((QUEUE,), signature, payload).encode()
 
 
 # -- padding ------------------------------------------------------------------------
@@ -200,52 +207,30 @@ def test_rule_unpad_many_identical_on_mutated_buffers(
     same(c_backend, "unpad_many", data.draw(buffers(bad)), option, strict=strict, views=views)
 
 
-# -- frames -------------------------------------------------------------------------
+# -- the agent's messages, inside valid padding ------------------------------------------
 
 
 @SETTINGS
-@given(data=st.data(), frame=frames())
-def test_rule_decode_frame_identical_on_mutated_frames(
-    c_backend: _backend.Backend, data: st.DataObject, frame: bytes
+@given(data=st.data(), message=messages())
+def test_rule_open_identical_on_mutated_messages(
+    c_backend: _backend.Backend, data: st.DataObject, message: bytes
 ) -> None:
-    bad = data.draw(mutated(frame))
-    same(c_backend, "decode_frame", data.draw(buffers(bad)))
+    """A message mutated under valid padding: both backends open (or refuse) it alike."""
+    bad = data.draw(mutated(message))[: N - 2]
+    block = PURE.pad(bad)
+    same(c_backend, "open_request", data.draw(buffers(block)), AD)
+    same(c_backend, "open_response", data.draw(buffers(block)))
 
 
 @SETTINGS
-@given(data=st.data(), raw=st.binary(max_size=130))
-def test_rule_decode_frame_identical_on_random_bytes(
+@given(data=st.data(), raw=st.binary(max_size=200))
+def test_rule_open_identical_on_random_messages(
     c_backend: _backend.Backend, data: st.DataObject, raw: bytes
 ) -> None:
-    head = data.draw(
-        st.sampled_from([b"", b"\x00\x01R1,", b"\x00\x01R1,0*0\x05\x06\x03+ep\x03!\x00"])
-    )
-    same(c_backend, "decode_frame", head + raw)
-
-
-@SETTINGS
-@given(
-    data=st.data(),
-    kind=st.sampled_from(["request", "response"]),
-    payload=payloads,
-    signed=st.booleans(),
-)
-def test_rule_encode_frame_identical(
-    c_backend: _backend.Backend, data: st.DataObject, kind: str, payload: bytes, signed: bool
-) -> None:
-    if signed:
-        key = KEYS[0]
-        signature = data.draw(st.sampled_from([key.sign(payload), b"\x00" * 63]))
-        same(
-            c_backend,
-            "encode_frame",
-            kind,
-            data.draw(buffers(payload)),
-            key=key.public_key,
-            signature=signature,
-        )
-    else:
-        same(c_backend, "encode_frame", kind, data.draw(buffers(payload)))
+    head = data.draw(st.sampled_from([b"", b"A\x01", b"A\x01" + QUEUE.encode(), b"P", b"J"]))
+    block = PURE.pad(head + raw)
+    same(c_backend, "open_request", block, AD)
+    same(c_backend, "open_response", block)
 
 
 # -- sealing and opening ----------------------------------------------------------------
@@ -254,7 +239,7 @@ def test_rule_encode_frame_identical(
 @SIGNED_SETTINGS
 @given(
     data=st.data(),
-    payload=st.binary(max_size=400) | st.integers(10985, 11105).map(b"p".__mul__),
+    payload=st.binary(max_size=400) | st.integers(10700, 11105).map(b"p".__mul__),
     signer=st.sampled_from([None, 0, 1]),
 )
 def test_rule_seal_request_identical(
@@ -262,7 +247,8 @@ def test_rule_seal_request_identical(
 ) -> None:
     key = None if signer is None else KEYS[signer]
     ad = data.draw(st.sampled_from([AD, b"x", b""]))
-    same(c_backend, "seal_request", data.draw(buffers(payload)), ad, key)
+    queue = data.draw(st.sampled_from([QUEUE, THREE_HOSTS]))
+    same(c_backend, "seal_request", data.draw(buffers(payload)), ad, key, reply_queue=queue)
 
 
 @SIGNED_SETTINGS
@@ -271,7 +257,7 @@ def test_rule_open_request_identical_on_mutated_blocks(
     c_backend: _backend.Backend, data: st.DataObject, payload: bytes, signer: int | None
 ) -> None:
     key = None if signer is None else KEYS[signer]
-    block = PURE.seal_request(payload, AD, key)
+    block = PURE.seal_request(payload, AD, key, reply_queue=QUEUE)
     bad = data.draw(mutated(block))
     ad = data.draw(st.sampled_from([AD, AD[:-1] + b"?", b""]))
     strict = data.draw(st.booleans())
@@ -283,8 +269,13 @@ def test_rule_open_request_identical_on_mutated_blocks(
 def test_rule_seal_and_open_response_identical(
     c_backend: _backend.Backend, data: st.DataObject, payload: bytes, response: bool
 ) -> None:
-    same(c_backend, "seal_response", data.draw(buffers(payload)))
-    block = PURE.seal_response(payload) if response else PURE.seal_request(payload, AD)
+    pq = data.draw(st.booleans())
+    same(c_backend, "seal_response", data.draw(buffers(payload)), pq_support=pq)
+    same(c_backend, "seal_rejection", data.draw(buffers(payload)), pq_support=pq)
+    if response:
+        block = PURE.seal_response(payload)
+    else:
+        block = PURE.seal_request(payload, AD, reply_queue=QUEUE)
     bad = data.draw(mutated(block))
     same(c_backend, "open_response", data.draw(buffers(bad)), strict=data.draw(st.booleans()))
 
@@ -302,7 +293,9 @@ def test_rule_batch_open_requests_identical(
     c_backend: _backend.Backend, data: st.DataObject, items: list[tuple[bytes, int | None]]
 ) -> None:
     blocks = [
-        data.draw(mutated(PURE.seal_request(p, AD, None if k is None else KEYS[k])))
+        data.draw(
+            mutated(PURE.seal_request(p, AD, None if k is None else KEYS[k], reply_queue=QUEUE))
+        )
         for p, k in items
     ]
     ads = data.draw(st.sampled_from([AD, [AD] * len(blocks), [b"other"] * len(blocks)]))
@@ -318,20 +311,21 @@ def test_rule_batch_open_requests_identical(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(
-    payloads_=st.lists(payloads | st.integers(10985, 10995).map(b"x".__mul__), max_size=5),
+    payloads_=st.lists(payloads | st.integers(10860, 10980).map(b"x".__mul__), max_size=5),
     signer=st.sampled_from([None, 0]),
 )
 def test_rule_batch_seal_requests_identical(
     c_backend: _backend.Backend, payloads_: list[bytes], signer: int | None
 ) -> None:
     key = None if signer is None else KEYS[signer]
-    same(c_backend, "seal_requests", payloads_, AD, key)
+    same(c_backend, "seal_requests", payloads_, AD, key, reply_queue=QUEUE)
+    out = bytearray(N * len(payloads_))
+    same(c_backend, "seal_requests", payloads_, AD, key, reply_queue=QUEUE, out=out)
 
 
 def test_rule_every_status_reached_by_the_differential_inputs(c_backend: _backend.Backend) -> None:
     """Each C failure status has at least one input here that gives the pure error."""
-    signed = PURE.seal_request(b"{}", AD, KEYS[0])
-    frame = signed[2 : 2 + int.from_bytes(signed[:2], "big")]
+    signed = PURE.seal_request(b"{}", AD, KEYS[0], reply_queue=QUEUE)
     cases: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
         ("pad", (b"abc", 1), {}),
         ("pad", (b"a" * 65534, 70000), {}),
@@ -342,21 +336,12 @@ def test_rule_every_status_reached_by_the_differential_inputs(c_backend: _backen
         ("unpad", (b"\x00\x01ab",), {"strict": True}),
         ("unpad_many", (b"", 1), {}),
         ("unpad_many", (b"\x00\x00#", 2), {}),
-        ("decode_frame", (b"\x00",), {}),
-        ("decode_frame", (b"\x00\x02S",), {}),
-        ("decode_frame", (b"\x00\x01",), {}),
-        ("decode_frame", (b"\x00\x01Q",), {}),
-        ("decode_frame", (b"\x00\x01R",), {}),
-        ("decode_frame", (b"\x00\x01R2",), {}),
-        ("decode_frame", (b"\x00\x01R1",), {}),
-        ("decode_frame", (b"\x00\x01R1+",), {}),
-        ("decode_frame", (frame[:5] + b"\x00" + frame[6:],), {}),
-        ("decode_frame", (frame[:30],), {}),
-        ("decode_frame", (frame[:49],), {}),
-        ("decode_frame", (frame[:49] + b"?" + frame[50:],), {}),
-        ("decode_frame", (frame[:80],), {}),
         ("open_request", (PURE.seal_response(b"{}"), AD), {}),
         ("open_response", (signed,), {}),
+        ("open_response", (PURE.seal_rejection(b"no"),), {}),
+        ("open_request", (PURE.pad(b"A\x00"), AD), {}),
+        ("seal_requests", ([b"x" * 11000], AD), {"reply_queue": QUEUE, "out": bytearray(N)}),
+        ("seal_requests", ([b"x"], AD), {"reply_queue": QUEUE, "out": bytearray(N - 1)}),
     ]
     for name, args, kwargs in cases:
         result = same(c_backend, name, *args, **kwargs)
@@ -376,9 +361,10 @@ def test_rule_every_buffer_type_gives_the_same_bytes(
     """
     message = bytes(range(200))
     block = PURE.pad(message)
-    sealed = PURE.seal_request(message, AD, KEYS[0])
+    sealed = PURE.seal_request(message, AD, KEYS[0], reply_queue=QUEUE)
     assert c_backend.pad(as_buffer(message, kind)) == block
-    assert c_backend.seal_request(as_buffer(message, kind), AD, KEYS[0]) == sealed
+    resealed = c_backend.seal_request(as_buffer(message, kind), AD, KEYS[0], reply_queue=QUEUE)
+    assert resealed == sealed
     for backend in (PURE, c_backend):
         if kind == "strided":
             with pytest.raises(TypeError, match="C-contiguous"):

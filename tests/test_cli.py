@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._queues import QUEUE
 
 import simplex_rpc as sx
 
+URI = QUEUE.uri()
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "vectors"
 
@@ -208,9 +210,10 @@ def test_private_key_never_in_error_messages() -> None:
 def test_seal_and_open_a_signed_request(tmp_path: Path) -> None:
     block_path = tmp_path / "block"
     ok("seal", "request", "--key", PRIVATE, "--ad", AD.hex(), "--payload", PAYLOAD.decode(),
-       "-o", str(block_path))  # fmt: skip
+       "--reply-queue", QUEUE.uri(), "-o", str(block_path))  # fmt: skip
     block = block_path.read_bytes()
     assert len(block) == sx.PADDED_LENGTH
+    assert block == sx.seal_request(PAYLOAD, AD, KEY, reply_queue=QUEUE)
     assert sx.open_request(block, AD).signer == KEY.public_key
     opened = run("open", "request", str(block_path), "--ad", AD.hex())
     assert opened.returncode == 0 and opened.stdout == PAYLOAD
@@ -221,6 +224,31 @@ def test_seal_and_open_a_signed_request(tmp_path: Path) -> None:
     assert out["signed"] is True and out["signer"] == PUBLIC
     assert out["payload"] == PAYLOAD.decode() and out["payload_length"] == len(PAYLOAD)
     assert out["envelope"]["valid"] is True and out["envelope"]["protocol"] == "mcp"
+    assert out["reply_queues"] == [QUEUE.uri()]
+    assert QUEUE.uri() in opened.stderr.decode()
+
+
+def test_seal_response_without_pq_and_a_rejection() -> None:
+    """--no-pq pads a response to 14,832 bytes; a rejection opens as exit 1 with its reason."""
+    off = ok("seal", "response", "--no-pq", "--payload", '{"response":1}')
+    assert len(off) == 14832 and ok("open", "response", stdin=off) == b'{"response":1}'
+    rejected = ok("seal", "rejection", "--payload", "busy")
+    assert rejected == sx.seal_rejection(b"busy")
+    human = run("open", "response", stdin=rejected)
+    assert human.returncode == 1 and b"busy" in human.stderr and b"Traceback" not in human.stderr
+    as_json_run = run("open", "response", "--json", stdin=rejected)
+    assert as_json_run.returncode == 1
+    assert json.loads(as_json_run.stdout) == {
+        "kind": "response", "rejected": True, "reason": "busy", "reason_hex": None
+    }
+
+
+def test_seal_request_needs_a_readable_queue_uri() -> None:
+    """--reply-queue takes an SMP queue URI; a bad one is a usage error naming its offset."""
+    bad = run("seal", "request", "--ad", "00", "--payload", "x", "--reply-queue", "smp://@h")
+    assert bad.returncode == 2 and b"queue URI" in bad.stderr and b"offset" in bad.stderr
+    missing = run("seal", "request", "--ad", "00", "--payload", "x")
+    assert missing.returncode == 2 and b"--reply-queue" in missing.stderr
 
 
 def test_seal_to_a_pipe_and_as_hex() -> None:
@@ -254,19 +282,19 @@ def test_seal_refuses_binary_to_a_terminal() -> None:
 
 
 def test_open_request_in_another_session_is_invalid(tmp_path: Path) -> None:
-    block = sx.seal_request(PAYLOAD, AD, KEY)
+    block = sx.seal_request(PAYLOAD, AD, KEY, reply_queue=QUEUE)
     result = run("open", "request", "--ad", (AD[::-1]).hex(), stdin=block)
     assert result.returncode == 1 and result.stdout == b""
     assert b"does not verify" in result.stderr and b"Traceback" not in result.stderr
     tampered = bytearray(block)
-    tampered[2 + 114 + 10] ^= 1  # inside the payload
+    tampered[2 + 2 + len(QUEUE.encode()) + 111 + 10] ^= 1  # inside the payload
     assert run("open", "request", "--ad", AD.hex(), stdin=bytes(tampered)).returncode == 1
 
 
 def test_open_reports_the_request_key_rule() -> None:
     """The protocol text: an unsigned request with requestKey is answered bad_request."""
     payload = sx.Request(protocol="mcp", request={}, request_key=KEY.public_key).to_json()
-    block = sx.seal_request(payload, AD)
+    block = sx.seal_request(payload, AD, reply_queue=QUEUE)
     out = as_json("open", "request", "--ad", AD.hex(), stdin=block)
     assert out["signed"] is False
     assert out["envelope"]["request_key_check"]["code"] == "bad_request"
@@ -278,23 +306,32 @@ def test_open_reports_the_request_key_rule() -> None:
     ("args", "stdin", "needle"),
     [
         (["open", "response"], b"", "block"),
-        (["open", "response"], sx.seal_request(b"x", b"ad"), "request where a response"),
-        (["open", "request", "--ad", "00"], sx.seal_response(b"x"), "response where a request"),
+        (
+            ["open", "response"],
+            sx.seal_request(b"x", b"ad", reply_queue=QUEUE),
+            "a request ('A') where a response",
+        ),
+        (["open", "request", "--ad", "00"], sx.seal_response(b"x"), "a response ('P') where a"),
         (["open", "request", "--ad", "00"], b"\x00" * 100, "11106"),
         (["open", "response", "--hex"], b"not hex", "hex"),
         (["open", "request"], b"", "--ad"),
         (["open", "request", "/nonexistent/block", "--ad", "00"], b"", "cannot read"),
-        (["seal", "request", "--ad", "00", "--payload", "x" * 11101], b"", "at most 11100"),
         (
-            ["seal", "request", "--ad", "00", "--key", PRIVATE, "--payload", "x" * 10991],
+            ["seal", "request", "--ad", "00", "--payload", "x" * 10978, "--reply-queue", URI],
             b"",
-            "at most 10990",
+            "at most 10977",
         ),
-        (["seal", "response", "--payload", "x" * 11102], b"", "at most 11101"),
-        (["seal", "request", "--payload", "x"], b"", "--ad"),
-        (["seal", "request", "--ad", "", "--payload", "x"], b"", "empty"),
+        (
+            [*("seal", "request", "--ad", "00", "--key", PRIVATE, "--payload", "x" * 10868),
+             "--reply-queue", URI],
+            b"",
+            "at most 10867",
+        ),
+        (["seal", "response", "--payload", "x" * 11104], b"", "at most 11103"),
+        (["seal", "request", "--payload", "x", "--reply-queue", URI], b"", "--ad"),
+        (["seal", "request", "--ad", "", "--payload", "x", "--reply-queue", URI], b"", "empty"),
         (["seal", "response", "--ad", "00", "--payload", "x"], b"", "unrecognized"),
-        (["seal", "request", "--ad", "0g", "--payload", "x"], b"", "hex"),
+        (["seal", "request", "--ad", "0g", "--payload", "x", "--reply-queue", URI], b"", "hex"),
         (
             ["sign", "--key", "@/nonexistent/key", "--ad", "00", "--payload", "x"],
             b"",
@@ -324,9 +361,9 @@ def test_vectors_check_passes_on_the_repository() -> None:
 
 def test_vectors_generate_then_check(tmp_path: Path) -> None:
     out = ok("vectors", "generate", str(tmp_path / "v")).decode()
-    assert out.count("written") == 11
+    assert out.count("written") == 13  # six kinds, JSON and CBOR, and the README
     again = ok("vectors", "generate", str(tmp_path / "v")).decode()
-    assert again.count("unchanged") == 11
+    assert again.count("unchanged") == 13
     for name in os.listdir(VECTORS):
         assert (tmp_path / "v" / name).read_bytes() == (VECTORS / name).read_bytes()
     ok("vectors", "check", str(tmp_path / "v"))

@@ -30,6 +30,10 @@ EXAMPLES = ROOT / "examples"
 # RFC 8032 section 7.1 TEST 1: a published key.
 SEED = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
 KEY = sx.SigningKey.from_seed(bytes.fromhex(SEED))
+QUEUE_URI = (
+    "smp://AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=@smp.example.com/AAECAwQFBgcICQoLDA0ODxAREhMUFRYX"
+    "#/?v=4&dh=MCowBQYDK2VuAyEAQEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8%3D&q=m"
+)
 PRIVATE = KEY.encode()
 PUBLIC = KEY.public_key.encode()
 AD = (bytes(range(56)) + bytes(range(100, 156))).hex()
@@ -52,6 +56,20 @@ FILES: dict[str, bytes] = {
     "syntax.py": b"def f(:\n",
     "factory.py": b"def build():\n    raise RuntimeError('factory boom')\n\nnot_a_server = 42\n",
 }
+
+
+#: A service address's public keys (no KEM; fixed bytes) and a reply queue, for `agent`.
+AGENT_ADDRESS = (
+    "LDAqMAUGAytlbgMhAI9Axa22jyViSuWyFOp2em7JTYKdPXteGtG6bz4hOChfEGtra2tra2tra2tra2tra2sAAwAD"
+    "RDBCMAUGAytlbwM5ADxv0dApYODZ6TMI_GVzYUHDDbMHl3-Bt7EJluUeU_Vz5chmISBf9JEgnTt815M0KBd7pN76"
+    "4U3BRDBCMAUGAytlbwM5AL2nNluhvZpm8u84227FrF-tVFLpkNiy-I9yH9UzYyN-d19lIF0dRmfUc_Dh9MV2lNLY"
+    "Aujf8GAmMA=="
+)
+AGENT_QUEUE = (
+    "smp://AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=@smp.example.net/"
+    "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB#/?v=4&dh="
+    "MCowBQYDK2VuAyEAjiswwI3O_NKD1WIsSkRcRd6DkQh9rWU-I0YeiQpeTT0=&q=m"
+)
 
 
 @dataclass(frozen=True)
@@ -127,9 +145,13 @@ TABLE: list[Row] = [
         "--signature", "@{tmp}/nope", needle="cannot read"),
     # -- seal
     row("seal-request-ad-not-hex", "seal", "request", "--ad", "zz", "--payload", "p", "--hex",
-        needle="hex digit"),
+        "--reply-queue", QUEUE_URI, needle="hex digit"),
     row("seal-request-payload-missing", "seal", "request", "--ad", AD, "--payload",
-        "@{tmp}/nope", "--hex", needle="cannot read"),
+        "@{tmp}/nope", "--hex", "--reply-queue", QUEUE_URI, needle="cannot read"),
+    row("seal-request-queue-uri-bad", "seal", "request", "--ad", AD, "--payload", "p", "--hex",
+        "--reply-queue", "smp://@smp.example.com/AAAA#/?v=4", needle="queue URI"),
+    row("seal-request-no-queue", "seal", "request", "--ad", AD, "--payload", "p", "--hex",
+        needle="--reply-queue"),
     row("seal-response-too-large", "seal", "response", "--payload", "@{tmp}/big.payload",
         "--hex", needle="too large"),
     row("seal-response-disk-full", "seal", "response", "--payload", "p", "-o", "/dev/full",
@@ -145,6 +167,26 @@ TABLE: list[Row] = [
         needle="not a directory"),
     row("vectors-generate-into-a-file", "vectors", "generate", "{tmp}/a-file/sub",
         needle="cannot write"),
+    # -- agent (the agent's cryptography; pqcrypto blocked: the sntrup761 extra missing)
+    row("agent-keygen-unknown-option", "agent", "keygen", "--bogus",
+        needle="unrecognized arguments"),
+    row("agent-keygen-output-exists", "agent", "keygen", "--no-kem", "-o", "{tmp}/exists.key",
+        needle="exists"),
+    row("agent-keygen-pq-without-extra", "agent", "keygen", needle="simplex-rpc[sntrup761]",
+        block=("pqcrypto.kem",)),
+    row("agent-seal-request-address-not-base64", "agent", "seal-request", "--address", "xx",
+        "--reply-queue", "smp://x", "--payload", "p", "--state", "{tmp}/s", needle="address"),
+    row("agent-seal-request-without-extra", "agent", "seal-request", "--address", AGENT_ADDRESS,
+        "--reply-queue", AGENT_QUEUE, "--payload", "p", "--state", "{tmp}/s",
+        needle="simplex-rpc[sntrup761]", block=("pqcrypto.kem",)),
+    row("agent-open-request-keys-missing", "agent", "open-request", "{tmp}/garbage.block",
+        "--keys", "@{tmp}/missing.key", needle="cannot read"),
+    row("agent-open-request-keys-empty", "agent", "open-request", "{tmp}/garbage.block",
+        "--keys", "@{tmp}/empty", needle="empty"),
+    row("agent-seal-response-reply-not-base64", "agent", "seal-response", "--reply", "xx",
+        "--payload", "p", needle="service reply"),
+    row("agent-open-response-state-not-base64", "agent", "open-response", "{tmp}/garbage.block",
+        "--state", "xx", needle="requester state"),
     # -- demo
     row("demo-unknown-option", "demo", "--bogus", needle="unrecognized arguments"),
     # -- call

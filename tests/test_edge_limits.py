@@ -128,7 +128,7 @@ def test_the_requester_refuses_an_answer_past_max_response(payload: str) -> None
             fake.raw["/_service_request"] = service_response(payload)
             with pytest.raises(ChatCoreError) as caught:
                 await core.service_request(1, LINK, Request(protocol="mcp", request={}))
-            assert "MAX_RESPONSE" in str(caught.value) or "11101" in str(caught.value)
+            assert "MAX_RESPONSE" in str(caught.value) or "11103" in str(caught.value)
             assert len(str(caught.value)) < 1000
 
     run(main)

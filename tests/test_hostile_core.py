@@ -20,22 +20,26 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from tests._queues import QUEUE
 
 import simplex_rpc as sx
 from simplex_rpc._wire import backend as _backend
-from simplex_rpc._wire import frame as _frame
+from simplex_rpc._wire.keys import SPKI_PREFIX
+from simplex_rpc.agent import AgentServiceRequest, RequestSignature, decode_message
 
 SEED = bytes(range(32))
 KEY = sx.SigningKey.from_seed(SEED)
 PUBLIC = KEY.public_key
 AD = bytes(range(56)) + bytes(range(100, 156))
 PAYLOAD = b'{"protocol":"mcp","request":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}'
-SIGNED_FRAME = sx.encode_frame(
-    "request", PAYLOAD, key=PUBLIC, signature=KEY.sign_request(AD, PAYLOAD)
-)
-UNSIGNED_FRAME = sx.encode_frame("request", PAYLOAD)
-RESPONSE_FRAME = sx.encode_frame("response", b'{"response":1}')
-SIGNED_BLOCK = sx.seal_request(PAYLOAD, AD, KEY)
+SIGNED_MESSAGE = AgentServiceRequest(
+    (QUEUE,), RequestSignature(PUBLIC, KEY.sign_request(AD, PAYLOAD)), PAYLOAD
+).encode()
+UNSIGNED_MESSAGE = AgentServiceRequest((QUEUE,), None, PAYLOAD).encode()
+RESPONSE_MESSAGE = b'P{"response":1}'
+REJECTION_MESSAGE = b"Jnot now"
+SIG_AT = 2 + len(QUEUE.encode())  # the message offset of the signature's Maybe tag
+SIGNED_BLOCK = sx.seal_request(PAYLOAD, AD, KEY, reply_queue=QUEUE)
 MAX_MESSAGE = 500
 
 Decoder = Callable[[Any], Any]
@@ -82,7 +86,6 @@ import gc
 import simplex_rpc as sx
 impl = sx.backends[{name!r}]
 calls = [
-    lambda v: impl.decode_frame(v),
     lambda v: impl.unpad(v),
     lambda v: impl.unpad(v, length=11106),
     lambda v: impl.unpad_many(v, 16),
@@ -269,98 +272,118 @@ def test_pem_hostile(name: str) -> None:
 
 
 # --------------------------------------------------------------------------
-# Frames (wire.md section 4), on every backend
+# The agent's messages (wire.md section 4): one decoder, then every backend's opener
 
 
-FRAMES = {"signed": SIGNED_FRAME, "unsigned": UNSIGNED_FRAME, "response": RESPONSE_FRAME}
-HEADER = {"signed": _frame.SIGNED_REQUEST_OVERHEAD, "unsigned": 4, "response": 3}
+MESSAGES = {
+    "signed": SIGNED_MESSAGE,
+    "unsigned": UNSIGNED_MESSAGE,
+    "response": RESPONSE_MESSAGE,
+    "rejection": REJECTION_MESSAGE,
+}
+HEADER = {"signed": SIG_AT + 111, "unsigned": SIG_AT + 1, "response": 1, "rejection": 1}
 
 
-@pytest.mark.parametrize("which", list(FRAMES))
-def test_frame_truncated_at_every_offset(backend: _backend.Backend, which: str) -> None:
-    """A cut inside the header is a FrameError; a cut in the payload is a shorter payload."""
-    frame = FRAMES[which]
-    for i, cut in truncations(frame):
-        kind, value = outcome(backend.decode_frame, cut, sx.FrameError)
+def _body(value: Any) -> bytes:
+    return value.reason if hasattr(value, "reason") else value.payload  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("which", list(MESSAGES))
+def test_message_truncated_at_every_offset(which: str) -> None:
+    """A cut inside the head is a FrameError; a cut in the payload is a shorter payload."""
+    message = MESSAGES[which]
+    for i, cut in truncations(message):
+        kind, value = outcome(decode_message, cut, sx.FrameError)
         if i < HEADER[which]:
             assert kind == "error", i
         else:
             assert kind == "value", i
-            assert value.payload == frame[HEADER[which] : i]
+            assert _body(value) == message[HEADER[which] : i]
 
 
-@pytest.mark.parametrize("which", list(FRAMES))
-def test_frame_every_bit_flipped(backend: _backend.Backend, which: str) -> None:
-    frame = FRAMES[which]
-    original = backend.decode_frame(frame)
-    for bit, mutated in bit_flips(frame):
-        kind, value = outcome(backend.decode_frame, mutated, sx.FrameError)
-        offset = bit // 8
-        if kind == "value" and offset >= HEADER[which]:
-            assert value.key == original.key and value.kind == original.kind
-
-
-def test_frame_version_field(backend: _backend.Backend) -> None:
-    for version in (0, 2, 0x0100, 0x0101, 0x7FFF, 0xFFFF):
-        mutated = version.to_bytes(2, "big") + SIGNED_FRAME[2:]
-        kind, exc = outcome(backend.decode_frame, mutated, sx.FrameError)
-        assert kind == "error" and "offset 0" in str(exc)
+@pytest.mark.parametrize("which", list(MESSAGES))
+def test_message_every_bit_flipped(which: str) -> None:
+    """Every flip gives a message or a FrameError; a flip in the payload keeps the head."""
+    message = MESSAGES[which]
+    original = decode_message(message)
+    for bit, mutated in bit_flips(message):
+        kind, value = outcome(decode_message, mutated, sx.FrameError)
+        if kind == "value" and bit // 8 >= HEADER[which]:
+            assert type(value) is type(original)
+            if which in ("signed", "unsigned"):
+                assert value.reply_queues == original.reply_queues  # type: ignore[attr-defined]
+                assert value.signature == original.signature  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
     ("which", "offset", "allowed"),
     [
-        ("signed", 2, {ord("R"), ord("S")}),
-        ("unsigned", 2, {ord("R"), ord("S")}),
-        ("response", 2, {ord("R"), ord("S")}),
-        ("signed", 3, {ord("0"), ord("1")}),
-        ("unsigned", 3, {ord("0"), ord("1")}),
-        ("signed", 4, {44}),
-        ("signed", 49, {64}),
+        ("signed", 0, {ord("A"), ord("P"), ord("J")}),
+        ("response", 0, {ord("A"), ord("P"), ord("J")}),
+        ("signed", 1, set(range(1, 256))),  # a count: 0 is the only value refused at offset 1
+        ("signed", SIG_AT, {ord("0"), ord("1")}),
+        ("unsigned", SIG_AT, {ord("0"), ord("1")}),
+        ("signed", SIG_AT + 1, {44}),
+        ("signed", SIG_AT + 46, {64}),
     ],
-    ids=["tag-signed", "tag-unsigned", "tag-response", "signer-signed", "signer-unsigned",
-         "keylen", "siglen"],
+    ids=["tag-request", "tag-response", "count", "maybe-signed", "maybe-unsigned", "keylen",
+         "siglen"],
 )
-def test_frame_tag_and_length_bytes_take_every_value(
-    backend: _backend.Backend, which: str, offset: int, allowed: set[int]
+def test_message_tag_and_length_bytes_take_every_value(
+    which: str, offset: int, allowed: set[int]
 ) -> None:
-    """Each tag, Maybe byte and length byte: any value but the defined ones names its offset."""
-    frame = FRAMES[which]
+    """Each tag, count, Maybe byte and length byte: any value but the defined ones names
+    its offset."""
+    message = MESSAGES[which]
     for value in range(256):
-        mutated = with_byte(frame, offset, value)
-        kind, result = outcome(backend.decode_frame, mutated, sx.FrameError)
+        kind, result = outcome(decode_message, with_byte(message, offset, value), sx.FrameError)
         if value in allowed:
-            continue  # another valid reading of the same bytes, or a short-frame error
+            continue  # another reading of the same bytes, or an error further on
         assert kind == "error", value
         assert f"offset {offset}" in str(result), str(result)
 
 
-def test_frame_key_prefix_every_value(backend: _backend.Backend) -> None:
-    for offset in range(5, 5 + len(_frame.SPKI_PREFIX)):
+def test_message_signer_key_prefix_every_value() -> None:
+    """The signer key must be an Ed25519 SPKI: a byte off its prefix names its own offset."""
+    for offset in range(SIG_AT + 2, SIG_AT + 2 + len(SPKI_PREFIX)):
         for value in range(256):
-            if value == SIGNED_FRAME[offset]:
+            if value == SIGNED_MESSAGE[offset]:
                 continue
             kind, exc = outcome(
-                backend.decode_frame, with_byte(SIGNED_FRAME, offset, value), sx.FrameError
+                decode_message, with_byte(SIGNED_MESSAGE, offset, value), sx.FrameError
             )
-            assert kind == "error" and "offset 5" in str(exc), (offset, value)
+            assert kind == "error" and f"offset {offset}" in str(exc), (offset, value)
 
 
-@pytest.mark.parametrize("which", list(FRAMES))
+@pytest.mark.parametrize("which", list(MESSAGES))
 @pytest.mark.parametrize("trailer", TRAILERS, ids=repr)
-def test_frame_trailing_bytes_are_payload(
-    backend: _backend.Backend, which: str, trailer: bytes
-) -> None:
-    """The payload is the rest of the frame (wire.md section 4): trailing bytes join it."""
-    frame = FRAMES[which]
-    kind, value = outcome(backend.decode_frame, frame + trailer, sx.FrameError)
-    assert kind == "value" and value.payload == frame[HEADER[which] :] + trailer
+def test_message_trailing_bytes_are_payload(which: str, trailer: bytes) -> None:
+    """The payload is a Tail, the rest of the message: trailing bytes join it."""
+    message = MESSAGES[which]
+    kind, value = outcome(decode_message, message + trailer, sx.FrameError)
+    assert kind == "value" and _body(value) == message[HEADER[which] :] + trailer
 
 
-@pytest.mark.parametrize("data", [b"", b"\x00", b"\x00\x01", b"\x00\x01R", b"\x00\x01R1"])
-def test_frame_short_inputs(backend: _backend.Backend, data: bytes) -> None:
-    kind, _ = outcome(backend.decode_frame, data, sx.FrameError)
+@pytest.mark.parametrize("data", [b"", b"A", b"A\x01", b"A\x01\x00\x04", b"A\x01\x00"])
+def test_message_short_inputs(data: bytes) -> None:
+    kind, _ = outcome(decode_message, data, sx.FrameError)
     assert kind == "error"
+
+
+def test_message_errors_are_the_same_on_every_backend(backend: _backend.Backend) -> None:
+    """Every bit flip of a signed request's head, opened on a backend, fails (or opens)
+    exactly as the one decoder says (the signature aside; a changed tag is named against
+    what each expects: any message for the decoder, a request for open_request)."""
+    for bit, mutated in bit_flips(SIGNED_MESSAGE[: SIG_AT + 111]):
+        if bit < 8:
+            continue
+        message = mutated + PAYLOAD
+        try:
+            decode_message(message)
+        except sx.FrameError as exc:
+            with pytest.raises(sx.FrameError) as info:
+                backend.open_request(backend.pad(message), AD)
+            assert str(info.value) == str(exc)
 
 
 # --------------------------------------------------------------------------
@@ -474,23 +497,25 @@ def test_open_request_truncated_at_every_offset(backend: _backend.Backend) -> No
 
 
 def test_open_request_every_header_bit_flipped(backend: _backend.Backend) -> None:
-    """No flip of the length field, frame or payload opens as signed by the key with
+    """No flip of the length field, message or payload opens as signed by the key with
     another payload; the only value that can come out with a changed payload is unsigned."""
-    end = 2 + len(SIGNED_FRAME)
+    end = 2 + len(SIGNED_MESSAGE)
     for bit, mutated in bit_flips(SIGNED_BLOCK, end + 4):
         for strict in (False, True):
             kind, value = _open_outcome(backend, mutated, strict)
             if kind == "value":
                 if value.signer is not None:
+                    # A flip inside the reply queue may leave another valid queue: the
+                    # queue is not signed (V8 signServiceReq), the payload still is.
                     assert value.signer == PUBLIC and value.payload == PAYLOAD, bit
                 else:
-                    # The signer byte '1' flipped to '0': an unsigned request, claiming nothing.
-                    assert bit // 8 == 5, bit
+                    # The Maybe tag '1' flipped to '0': an unsigned request, claiming nothing.
+                    assert bit // 8 == 2 + SIG_AT, bit
 
 
 def test_open_request_fill_bytes(backend: _backend.Backend) -> None:
     """A changed fill byte leaves the request intact, unless strict fill is asked for."""
-    start = 2 + len(SIGNED_FRAME)
+    start = 2 + len(SIGNED_MESSAGE)
     for offset in range(start, len(SIGNED_BLOCK), 97):
         mutated = with_byte(SIGNED_BLOCK, offset, 0x00)
         kind, value = _open_outcome(backend, mutated)
@@ -538,7 +563,7 @@ def test_open_request_empty_ad_is_own_error(backend: _backend.Backend) -> None:
 
 
 BYTE_DECODERS: dict[str, Callable[[_backend.Backend], Decoder]] = {
-    "decode_frame": lambda b: b.decode_frame,
+    "decode_message": lambda b: decode_message,
     "unpad": lambda b: b.unpad,
     "unpad_many": lambda b: b.unpad_many,
     "open_request": lambda b: lambda x: b.open_request(x, AD),
@@ -584,7 +609,7 @@ def _result_of(decode: Decoder, data: object) -> object:
 def test_byte_decoders_accept_any_buffer(backend: _backend.Backend, name: str) -> None:
     """bytes, bytearray and memoryview give the same result; odd views raise TypeError at worst."""
     decode = BYTE_DECODERS[name](backend)
-    data = {"decode_frame": SIGNED_FRAME, "unpad": BLOCK, "unpad_many": BLOCK,
+    data = {"decode_message": SIGNED_MESSAGE, "unpad": BLOCK, "unpad_many": BLOCK,
             "open_request": SIGNED_BLOCK, "open_response": sx.seal_response(b"{}")}[name]
     expected = decode(data)
     assert decode(bytearray(data)) == expected

@@ -6,7 +6,8 @@ The rules pinned here:
   ``limit``, ``code``, ``chat_error``; the A2A client's ``ServiceRpcError``
   its ``code``, ``retry_after`` and ``data``) through ``pickle`` and ``copy``, so an
   error raised in a worker process reaches the parent intact;
-* every value object (envelopes, frames, opened requests, ``OpenedRequests``,
+* every value object (envelopes, the agent's messages and reply queues, opened
+  requests, ``OpenedRequests``,
   ``BlockFailure``, keys, ``BackendInfo``) pickles to an equal value;
 * ``SigningKey`` refuses to be pickled: private key material is never
   serialized implicitly;
@@ -23,11 +24,13 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import pytest
+from tests._queues import QUEUE
 
 import simplex_rpc as sx
 from simplex_rpc import chat, declarations, errors
 from simplex_rpc._bindings import BindingError
 from simplex_rpc.adapter import ChatCoreClosed, ChatCoreTimeout, RateLimit, ServiceAddress
+from simplex_rpc.agent import decode_message
 from simplex_rpc.vectors import VectorError
 
 AD = bytes(range(56)) + bytes(range(100, 156))
@@ -57,10 +60,15 @@ EXCEPTIONS: list[tuple[BaseException, dict[str, object]]] = [
     (ChatCoreTimeout("no answer", chat_error=None), {"chat_error": None}),
     (ChatCoreClosed("closed"), {"chat_error": None}),
     (sx.SimplexRpcError("base"), {}),
+    (
+        errors.AgentCryptoError("request box: bad", layer="request box", offset=3),
+        {"layer": "request box", "offset": 3},
+    ),
     (sx.KeyFormatError("public key DER: 3 bytes"), {}),
     (sx.BadSignature("signature: does not verify"), {}),
     (sx.PaddingError("unpad: block of 3 bytes"), {}),
-    (sx.FrameError("frame: offset 0"), {}),
+    (sx.FrameError("agent message: offset 0"), {}),
+    (sx.ServiceRejected(b"busy"), {"reason": b"busy"}),
     (errors.CallSyntaxError("call: no protocol"), {}),
     (errors.CollectorError("collector: twice"), {}),
     (errors.DeclarationError("protocols: not an object"), {}),
@@ -112,8 +120,9 @@ def test_rule_every_error_class_of_the_library_is_covered() -> None:
 
 
 def _values() -> list[object]:
-    signed = sx.seal_request(b'{"a":1}', AD, KEY)
-    opened = sx.open_requests([signed, b"short", sx.seal_request(b"x", AD, KEY)], OTHER_AD)
+    signed = sx.seal_request(b'{"a":1}', AD, KEY, reply_queue=QUEUE)
+    other = sx.seal_request(b"x", AD, KEY, reply_queue=QUEUE)
+    opened = sx.open_requests([signed, b"short", other], OTHER_AD)
     return [
         sx.Request(protocol="mcp", request={"id": 1}, version="1", request_key=KEY.public_key),
         sx.Request(protocol="mcp", request=None),
@@ -121,9 +130,11 @@ def _values() -> list[object]:
         sx.Response(error=sx.ErrorInfo(code="bad_request", message="no", retry_after=3)),
         sx.ErrorCode.BAD_REQUEST,
         sx.UNSET,
-        sx.decode_frame(sx.unpad(signed)),
+        decode_message(sx.unpad(signed)),
+        QUEUE,
+        QUEUE.server,
         sx.open_request(signed, AD),
-        sx.open_request(sx.seal_request(b"x", AD), AD),
+        sx.open_request(sx.seal_request(b"x", AD, reply_queue=QUEUE), AD),
         opened,
         *opened.failures,
         KEY.public_key,
@@ -145,7 +156,8 @@ def test_rule_every_value_object_pickles_and_copies_to_an_equal_value(value: obj
 
 
 def test_rule_block_failures_keep_their_error_across_pickle() -> None:
-    opened = sx.open_requests([b"short", sx.seal_request(b"x", AD, KEY)], OTHER_AD)
+    sealed = sx.seal_request(b"x", AD, KEY, reply_queue=QUEUE)
+    opened = sx.open_requests([b"short", sealed], OTHER_AD)
     back = pickle.loads(pickle.dumps(opened))
     assert [f.index for f in back.failures] == [0, 1]
     assert isinstance(back.failures[0].error, sx.PaddingError)
@@ -171,11 +183,12 @@ def test_rule_public_functions_pickle_by_reference() -> None:
 
 def _blocks() -> tuple[list[bytes], list[type[sx.SimplexRpcError] | None]]:
     """Good blocks mixed with ones that raise in the worker, and what each must give."""
-    good = sx.seal_request(b'{"n":1}', AD, KEY)
-    unsigned = sx.seal_request(b'{"n":2}', AD)
+    good = sx.seal_request(b'{"n":1}', AD, KEY, reply_queue=QUEUE)
+    unsigned = sx.seal_request(b'{"n":2}', AD, reply_queue=QUEUE)
     tampered = bytearray(good)
     tampered[-1] ^= 1  # a fill byte: only a strict open refuses it
-    blocks = [good, b"short", unsigned, sx.seal_request(b"x", OTHER_AD, KEY), bytes(tampered)]
+    elsewhere = sx.seal_request(b"x", OTHER_AD, KEY, reply_queue=QUEUE)
+    blocks = [good, b"short", unsigned, elsewhere, bytes(tampered)]
     expected = [None, sx.PaddingError, None, sx.BadSignature, None]
     return blocks, expected
 
@@ -230,10 +243,8 @@ def test_rule_payload_too_large_in_a_worker_does_not_hang_the_pool() -> None:
     """The report of issue 13: a worker raising PayloadTooLarge used to kill the pool."""
     context = multiprocessing.get_context("spawn")
     with context.Pool(1) as pool:
-        pending = pool.apply_async(sx.seal_request, (bytes(sx.MAX_UNSIGNED_REQUEST + 1), AD))
+        limit = sx.max_request_payload(QUEUE, signed=False)
+        pending = pool.apply_async(sx.seal_request, (bytes(limit + 1), AD), {"reply_queue": QUEUE})
         with pytest.raises(sx.PayloadTooLarge) as raised:
             pending.get(timeout=120)
-    assert (raised.value.size, raised.value.limit) == (
-        sx.MAX_UNSIGNED_REQUEST + 1,
-        sx.MAX_UNSIGNED_REQUEST,
-    )
+    assert (raised.value.size, raised.value.limit) == (limit + 1, limit)

@@ -1,9 +1,12 @@
-"""Sealing and opening blocks: frame (§4), sign (§2) and pad (§5) together.
+"""Sealing and opening the agent's block: encode (§4), sign (§2) and pad (§5) together.
 
-The limits of wire.md section 5: the largest payload is 10,990 bytes signed,
-11,100 unsigned and 11,101 for a response; one byte more raises
-``PayloadTooLarge`` (a ``PaddingError``) that states the limit, before any
-work is done. Every test runs on every backend.
+The block is the SimpleX agent's own (V8 Agent/Protocol.hs ``AgentMessage``): a
+request is ``'A' ‖ reply queues ‖ Maybe RequestSignature ‖ payload`` padded to
+11,106 bytes; a response ``'P' ‖ payload`` padded to 11,106, or to 14,832 when
+the address has PQ support off; a rejection ``'J' ‖ reason`` likewise. The
+largest payload depends on the reply queue (``max_request_payload``); one byte
+more raises ``PayloadTooLarge`` before any work is done. Every test runs on
+every backend.
 """
 
 from __future__ import annotations
@@ -17,81 +20,111 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests._queues import QUEUE, THREE_HOSTS
 
 import simplex_rpc as sx
 from simplex_rpc import (
     MAX_RESPONSE,
-    MAX_SIGNED_REQUEST,
-    MAX_UNSIGNED_REQUEST,
     BadSignature,
     FrameError,
     OpenedRequest,
     PaddingError,
     PayloadTooLarge,
+    ServiceRejected,
     SigningKey,
     SimplexRpcError,
+    max_request_payload,
+    max_response_payload,
     session_tag,
 )
 from simplex_rpc._wire.backend import Backend
 
 AD = bytes(range(56)) + bytes(range(100, 156))
-OTHER_AD = bytes(range(100, 156)) + bytes(range(56))  # the same keys, receiver's first
+OTHER_AD = bytes(range(100, 156)) + bytes(range(56))  # the same keys, the other order
 KEY = SigningKey.from_seed(bytes(range(32)))
 PAYLOAD = b'{"protocol":"mcp","request":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}'
+Q = QUEUE.encode()
+SIG_AT = 2 + 1 + 1 + len(Q)  # the block offset of the signature's Maybe tag
+PAYLOAD_AT = SIG_AT + 111  # of a signed request's payload
 
 
-def test_rule_limits_10990_11100_11101() -> None:
-    """§5: the largest payload is 10,990 bytes signed, 11,100 unsigned, 11,101 for a response."""
-    assert MAX_SIGNED_REQUEST == 11106 - 2 - 114 == 10990
-    assert MAX_UNSIGNED_REQUEST == 11106 - 2 - 4 == 11100
-    assert MAX_RESPONSE == 11106 - 2 - 3 == 11101
+def _head(signature: bytes | None = None, key: SigningKey = KEY) -> bytes:
+    if signature is None:
+        return b"A\x01" + Q + b"0"
+    return b"A\x01" + Q + b"1" + bytes([44]) + key.public_key.der + bytes([64]) + signature
+
+
+def test_rule_limits_follow_the_reply_queue() -> None:
+    """§5: 11,106 - 2 - 'A' - count - queue - (111 signed, 1 unsigned); a response 11,103,
+    or 14,829 without PQ."""
+    assert len(Q) == 124  # one 15-byte host, no port, 32-byte key hash: client version 4
+    assert max_request_payload(QUEUE) == 11106 - 2 - 2 - 124 - 111 == 10867
+    assert max_request_payload(QUEUE, signed=False) == 11106 - 2 - 2 - 124 - 1 == 10977
+    assert max_request_payload(THREE_HOSTS) == 11106 - 4 - len(THREE_HOSTS.encode()) - 111
+    assert max_response_payload() == MAX_RESPONSE == 11103
+    assert max_response_payload(pq_support=False) == 14829
 
 
 # -- the blocks, byte for byte -------------------------------------------------
 
 
-def test_rule_sealed_unsigned_request_is_pad_of_frame(backend: Backend) -> None:
-    """§4 + §5: seal_request = pad(frame); unsigned: 00 01 'R' '0' payload."""
-    block = backend.seal_request(PAYLOAD, AD)
+def test_rule_sealed_unsigned_request_is_pad_of_the_agents_message(backend: Backend) -> None:
+    """§4 + §5: seal_request = pad('A' 1 queue '0' payload, 11106) (AgentServiceRequest)."""
+    block = backend.seal_request(PAYLOAD, AD, reply_queue=QUEUE)
     assert len(block) == 11106
-    assert block == backend.pad(b"\x00\x01R0" + PAYLOAD)
+    assert block == backend.pad(_head() + PAYLOAD)
     opened = backend.open_request(block, AD)
-    assert opened == OpenedRequest(payload=PAYLOAD, signer=None)
+    assert opened == OpenedRequest(payload=PAYLOAD, signer=None, reply_queues=(QUEUE,))
+    assert opened.reply_queue == QUEUE
 
 
-def test_rule_sealed_signed_request_is_pad_of_signed_frame(backend: Backend) -> None:
-    """§2 + §4 + §5: the frame carries the key's DER and sign_request(AD, payload)."""
-    block = backend.seal_request(PAYLOAD, AD, KEY)
+def test_rule_sealed_signed_request_carries_key_and_signature(backend: Backend) -> None:
+    """§2 + §4: '1' ‖ 44 ‖ SPKI key ‖ 64 ‖ Ed25519 over
+    SHA3-256("SimpleXService" ‖ AD) ‖ payload."""
+    block = backend.seal_request(PAYLOAD, AD, KEY, reply_queue=QUEUE)
     signature = KEY.sign_request(AD, PAYLOAD)
-    frame = b"\x00\x01R1" + bytes([44]) + KEY.public_key.der + bytes([64]) + signature + PAYLOAD
-    assert block == backend.pad(frame)
-    # The signature is plain Ed25519 over session_tag(AD) || payload (cryptography agrees).
+    assert block == backend.pad(_head(signature) + PAYLOAD)
     ed25519.Ed25519PublicKey.from_public_bytes(KEY.public_key.raw).verify(
-        block[2 + 50 : 2 + 114], session_tag(AD) + PAYLOAD
+        block[PAYLOAD_AT - 64 : PAYLOAD_AT], session_tag(AD) + PAYLOAD
     )
     opened = backend.open_request(block, AD)
-    assert opened.payload == PAYLOAD
-    assert opened.signer == KEY.public_key
+    assert (opened.payload, opened.signer, opened.reply_queues) == (
+        PAYLOAD, KEY.public_key, (QUEUE,)
+    )
 
 
-def test_rule_sealed_response_is_pad_of_frame(backend: Backend) -> None:
-    """§4 + §5: seal_response = pad(00 01 'S' payload)."""
-    block = backend.seal_response(PAYLOAD)
-    assert block == backend.pad(b"\x00\x01S" + PAYLOAD)
-    assert backend.open_response(block) == PAYLOAD
+def test_rule_sealed_response_pads_to_11106_or_14832(backend: Backend) -> None:
+    """§4 + §5: 'P' ‖ payload, padded to e2eEncConnInfoLength of the address's PQ support."""
+    on = backend.seal_response(PAYLOAD)
+    off = backend.seal_response(PAYLOAD, pq_support=False)
+    assert on == backend.pad(b"P" + PAYLOAD, 11106)
+    assert off == backend.pad(b"P" + PAYLOAD, 14832)
+    assert backend.open_response(on) == backend.open_response(off) == PAYLOAD
+
+
+def test_rule_rejection_raises_service_rejected_with_its_reason(backend: Backend) -> None:
+    """§4: 'J' ‖ reason (AgentRejection); open_response raises ServiceRejected carrying it."""
+    for pq in (True, False):
+        block = backend.seal_rejection(b"busy", pq_support=pq)
+        assert block == backend.pad(b"Jbusy", 11106 if pq else 14832)
+        with pytest.raises(ServiceRejected) as info:
+            backend.open_response(block, strict=True)
+        assert info.value.reason == b"busy"
+        assert "busy" in str(info.value)
 
 
 def test_sealing_does_not_parse_payloads(backend: Backend) -> None:
     """Sealing and opening carry any payload bytes; envelope parsing is a separate step."""
     for payload in (b"", b"\xff\xfe not JSON", bytes(range(256))):
-        assert backend.open_request(backend.seal_request(payload, AD), AD).payload == payload
-        assert backend.open_request(backend.seal_request(payload, AD, KEY), AD).payload == payload
+        for key in (None, KEY):
+            block = backend.seal_request(payload, AD, key, reply_queue=QUEUE)
+            assert backend.open_request(block, AD).payload == payload
         assert backend.open_response(backend.seal_response(payload)) == payload
 
 
 def test_sealing_takes_bytes_like(backend: Backend) -> None:
     """Payloads, AD and blocks may be bytearray or memoryview; results are bytes."""
-    block = backend.seal_request(bytearray(PAYLOAD), memoryview(AD), KEY)
+    block = backend.seal_request(bytearray(PAYLOAD), memoryview(AD), KEY, reply_queue=QUEUE)
     assert type(block) is bytes
     opened = backend.open_request(memoryview(block), bytearray(AD))
     assert opened.payload == PAYLOAD and type(opened.payload) is bytes
@@ -104,71 +137,58 @@ def test_sealing_counts_bytes_of_wide_buffers(backend: Backend) -> None:
     with pytest.raises(PayloadTooLarge):
         backend.seal_response(memoryview(wide))
     small = array.array("I", range(10))
-    block = backend.seal_request(memoryview(small), AD, KEY)
+    block = backend.seal_request(memoryview(small), AD, KEY, reply_queue=QUEUE)
     assert backend.open_request(block, AD).payload == small.tobytes()
 
 
 def test_rule_payload_is_the_request_exactly_as_sent(backend: Backend) -> None:
-    """§2: the payload is the envelope's JSON bytes as sent: opened byte for byte, never
-    re-serialized, and the signature covers exactly those bytes."""
+    """§2: the payload is opened byte for byte, and the signature covers exactly those bytes."""
     sent = b'{ "request" : {"id" : 1.0},\n  "protocol":"mcp" , "x":"\\u00e9"}'
-    opened = backend.open_request(backend.seal_request(sent, AD, KEY), AD)
+    opened = backend.open_request(backend.seal_request(sent, AD, KEY, reply_queue=QUEUE), AD)
     assert opened.payload == sent
     envelope = sx.Request.parse(opened.payload)
-    assert envelope.to_json() != sent  # a re-serialization is other bytes...
-    with pytest.raises(BadSignature):  # ...which the signature does not cover
+    assert envelope.to_json() != sent
+    with pytest.raises(BadSignature):
         KEY.public_key.verify_request(AD, envelope.to_json(), KEY.sign_request(AD, sent))
-
-
-def test_rule_size_hard_limit_is_the_block_not_10000(backend: Backend) -> None:
-    """§3 size: 10,000 bytes is a SHOULD; a JSON envelope up to the block's limit is sealed."""
-    filler = "a" * (MAX_SIGNED_REQUEST - len(b'{"protocol":"p","request":""}'))
-    envelope = sx.Request(protocol="p", request=filler).to_json()
-    assert len(envelope) == MAX_SIGNED_REQUEST > 10000
-    opened = backend.open_request(backend.seal_request(envelope, AD, KEY), AD)
-    assert sx.Request.parse(opened.payload).request == filler
 
 
 # -- size limits ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("kind", "limit"),
-    [("signed", 10990), ("unsigned", 11100), ("response", 11101)],
-)
-def test_rule_largest_payload_fits_and_one_more_raises(
-    backend: Backend, kind: str, limit: int
+@pytest.mark.parametrize("queue", [QUEUE, THREE_HOSTS], ids=["one host", "three hosts"])
+@pytest.mark.parametrize("signed", [True, False], ids=["signed", "unsigned"])
+def test_rule_largest_request_fits_and_one_more_raises(
+    backend: Backend, queue: Any, signed: bool
 ) -> None:
-    """§5: the largest payload fits with no fill; one byte more raises PayloadTooLarge."""
-
-    def seal(payload: bytes) -> bytes:
-        if kind == "response":
-            return backend.seal_response(payload)  # type: ignore[no-any-return]
-        return backend.seal_request(payload, AD, KEY if kind == "signed" else None)  # type: ignore[no-any-return]
-
-    block = seal(b"p" * limit)
-    assert len(block) == 11106
-    assert block[-1:] == b"p"  # the frame fills the block: no '#'
-    assert block[:2] == (11104).to_bytes(2, "big")
+    """§5: at the queue's limit the message fills the block (no '#'); one byte more raises
+    PayloadTooLarge naming the limit (a one-host and a three-host reply queue)."""
+    limit = max_request_payload(queue, signed)
+    key = KEY if signed else None
+    block = backend.seal_request(b"p" * limit, AD, key, reply_queue=queue)
+    assert block[:2] == (11104).to_bytes(2, "big") and block[-1:] == b"p"
+    assert backend.open_request(block, AD, strict=True).payload == b"p" * limit
     with pytest.raises(PayloadTooLarge) as info:
-        seal(b"p" * (limit + 1))
-    exc = info.value
-    assert isinstance(exc, PaddingError) and isinstance(exc, SimplexRpcError)
-    assert exc.limit == limit
-    assert exc.size == limit + 1
-    assert f"at most {limit} bytes" in str(exc)
-    assert f"{limit + 1} bytes" in str(exc)
+        backend.seal_request(b"p" * (limit + 1), AD, key, reply_queue=queue)
+    assert (info.value.limit, info.value.size) == (limit, limit + 1)
+    assert f"at most {limit} bytes" in str(info.value)
+
+
+@pytest.mark.parametrize("pq", [True, False])
+def test_rule_largest_response_fits_and_one_more_raises(backend: Backend, pq: bool) -> None:
+    """§5: 11,103 bytes fit a response (14,829 without PQ); one more raises PayloadTooLarge."""
+    limit = max_response_payload(pq)
+    block = backend.seal_response(b"r" * limit, pq_support=pq)
+    assert block[-1:] == b"r"
+    with pytest.raises(PayloadTooLarge) as info:
+        backend.seal_response(b"r" * (limit + 1), pq_support=pq)
+    assert info.value.limit == limit
+    assert isinstance(info.value, PaddingError) and isinstance(info.value, SimplexRpcError)
 
 
 def test_rule_payload_too_large_is_raised_before_any_signing(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """§5 / issue: a payload too large raises before any work is done: nothing is signed.
-
-    Spies wrap every path by which a backend signs: SigningKey.sign, PyNaCl's
-    crypto_sign, and the backend module's own signing helper if it has one.
-    A normal seal afterwards shows that the spies do see signing.
-    """
+    """§5: a payload too large raises before any work is done: nothing is signed."""
     calls: list[str] = []
 
     def spy(name: str, real: Any) -> Any:
@@ -184,165 +204,168 @@ def test_rule_payload_too_large_is_raised_before_any_signing(
     if hasattr(module, "_sign"):
         monkeypatch.setattr(module, "_sign", spy("backend._sign", module._sign))
     with pytest.raises(PayloadTooLarge):
-        backend.seal_request(b"x" * (MAX_SIGNED_REQUEST + 1), AD, KEY)
+        backend.seal_request(b"x" * (max_request_payload(QUEUE) + 1), AD, KEY, reply_queue=QUEUE)
     assert calls == []
-    backend.seal_request(b"x", AD, KEY)  # the spies see a normal seal
+    backend.seal_request(b"x", AD, KEY, reply_queue=QUEUE)
     assert calls
 
 
 def test_rule_payload_too_large_comes_before_the_ad_check(backend: Backend) -> None:
-    """§5: the size is the first thing checked, even before the AD."""
+    """§5: the size is checked before the AD."""
+    too_big = b"x" * (max_request_payload(QUEUE, signed=False) + 1)
     with pytest.raises(PayloadTooLarge):
-        backend.seal_request(b"x" * (MAX_UNSIGNED_REQUEST + 1), b"")
+        backend.seal_request(too_big, b"", reply_queue=QUEUE)
     with pytest.raises(SimplexRpcError, match=r"must not be empty"):
-        backend.seal_request(b"x", b"")
+        backend.seal_request(b"x", b"", reply_queue=QUEUE)
+
+
+def test_seal_request_requires_a_reply_queue(backend: Backend) -> None:
+    """The agent always sends a reply queue: reply_queue is required and must be an
+    SMPQueueInfo; the signing key a SigningKey or None."""
+    with pytest.raises(TypeError):
+        backend.seal_request(PAYLOAD, AD)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        backend.seal_request(PAYLOAD, AD, reply_queue=QUEUE.uri())  # type: ignore[arg-type]
+    for bad in (KEY.public_key, KEY.encode(), KEY.seed()):
+        with pytest.raises(TypeError):
+            backend.seal_request(PAYLOAD, AD, bad, reply_queue=QUEUE)  # type: ignore[arg-type]
 
 
 # -- opening: verification and kinds --------------------------------------------
 
 
 def test_rule_open_request_verifies_the_signature(backend: Backend) -> None:
-    """§2: a signed frame is verified on opening; a bad signature raises BadSignature."""
-    frame = bytearray(
-        backend.encode_frame(
-            "request", PAYLOAD, key=KEY.public_key, signature=KEY.sign_request(AD, PAYLOAD)
-        )
-    )
-    backend.open_request(backend.pad(bytes(frame)), AD)
-    frame[60] ^= 0x01  # inside the signature
+    """§2: a signed request is verified on opening; a bad signature raises BadSignature."""
+    message = bytearray(_head(KEY.sign_request(AD, PAYLOAD)) + PAYLOAD)
+    backend.open_request(backend.pad(bytes(message)), AD)
+    message[PAYLOAD_AT - 2 - 10] ^= 0x01  # inside the signature
     with pytest.raises(BadSignature):
-        backend.open_request(backend.pad(bytes(frame)), AD)
+        backend.open_request(backend.pad(bytes(message)), AD)
 
 
 def test_rule_signature_copied_to_another_ad_fails(backend: Backend) -> None:
     """§2: a block signed for one session does not open in another (AD differs)."""
-    block = backend.seal_request(PAYLOAD, AD, KEY)
+    block = backend.seal_request(PAYLOAD, AD, KEY, reply_queue=QUEUE)
     for ad in (OTHER_AD, AD[:-1], AD + b"\x00", b"x"):
         with pytest.raises(BadSignature):
             backend.open_request(block, ad)
-    # The same signature and key, framed anew for the other session, still fail.
-    signature = KEY.sign_request(AD, PAYLOAD)
-    copied = backend.pad(
-        backend.encode_frame("request", PAYLOAD, key=KEY.public_key, signature=signature)
-    )
-    assert copied == block
-    with pytest.raises(BadSignature):
-        backend.open_request(copied, OTHER_AD)
 
 
 def test_rule_signature_under_another_key_fails(backend: Backend) -> None:
-    """§2: swapping the key in the frame for another one breaks verification."""
+    """§2: swapping the key in the message for another one breaks verification."""
     other = SigningKey.from_seed(b"\x07" * 32)
-    frame = backend.encode_frame(
-        "request", PAYLOAD, key=other.public_key, signature=KEY.sign_request(AD, PAYLOAD)
-    )
+    message = _head(KEY.sign_request(AD, PAYLOAD), key=other) + PAYLOAD
     with pytest.raises(BadSignature):
-        backend.open_request(backend.pad(frame), AD)
+        backend.open_request(backend.pad(message), AD)
+
+
+def test_rule_the_reply_queue_is_not_signed(backend: Backend) -> None:
+    """V8 Agent.hs signServiceReq: the signature covers the binding and the payload only; the
+    reply queue travels inside the ratchet's AEAD, not under the signature. Another valid
+    queue in the same signed block still verifies (and is the queue that is returned)."""
+    other = THREE_HOSTS
+    message = b"A\x01" + other.encode() + _head(KEY.sign_request(AD, PAYLOAD))[2 + len(Q) :]
+    opened = backend.open_request(backend.pad(message + PAYLOAD), AD)
+    assert opened.signer == KEY.public_key and opened.reply_queues == (other,)
 
 
 def test_rule_request_block_opened_as_response_fails(backend: Backend) -> None:
-    """§4: the tag says which kind a block is: a request does not open as a response."""
-    for block in (backend.seal_request(PAYLOAD, AD), backend.seal_request(PAYLOAD, AD, KEY)):
-        with pytest.raises(FrameError, match=r"offset 2"):
+    """§4: the tag says which message a block holds: a request does not open as a response."""
+    for key in (None, KEY):
+        block = backend.seal_request(PAYLOAD, AD, key, reply_queue=QUEUE)
+        with pytest.raises(FrameError, match=r"a request \('A'\) where .* expected \(offset 0\)"):
             backend.open_response(block)
 
 
-def test_rule_response_block_opened_as_request_fails(backend: Backend) -> None:
-    """§4: a response does not open as a request."""
-    with pytest.raises(FrameError, match=r"offset 2"):
-        backend.open_request(backend.seal_response(PAYLOAD), AD)
+def test_rule_response_and_rejection_opened_as_request_fail(backend: Backend) -> None:
+    """§4: a response or a rejection does not open as a request."""
+    for block in (backend.seal_response(PAYLOAD), backend.seal_rejection(b"no")):
+        with pytest.raises(FrameError, match=r"offset 0"):
+            backend.open_request(block, AD)
 
 
 def test_rule_open_requires_the_exact_block_size(backend: Backend) -> None:
-    """§5 option: open_* require exactly 11,106 bytes."""
-    block = backend.seal_request(PAYLOAD, AD)
-    response = backend.seal_response(PAYLOAD)
-    for bad in (block[:-1], block + b"#", b"", backend.pad(b"\x00\x01R0", 11107)):
+    """§5 option: open_request requires exactly 11,106 bytes; open_response 11,106 or 14,832."""
+    block = backend.seal_request(PAYLOAD, AD, reply_queue=QUEUE)
+    for bad in (block[:-1], block + b"#", b""):
         with pytest.raises(PaddingError, match=r"exactly 11106"):
             backend.open_request(bad, AD)
-    for bad in (response[:-1], response + b"#"):
+    response = backend.seal_response(PAYLOAD)
+    for bad in (response[:-1], response + b"#", response + b"#" * 3725):
         with pytest.raises(PaddingError, match=r"exactly 11106"):
             backend.open_response(bad)
+    off = backend.seal_response(PAYLOAD, pq_support=False)
+    assert backend.open_response(off) == PAYLOAD
 
 
 def test_rule_open_strict_fill(backend: Backend) -> None:
     """§5 strict option: a changed fill byte is accepted by default and refused with strict."""
     for block, opener in (
-        (backend.seal_request(PAYLOAD, AD, KEY), lambda b, **kw: backend.open_request(b, AD, **kw)),
-        (backend.seal_request(PAYLOAD, AD), lambda b, **kw: backend.open_request(b, AD, **kw)),
+        (backend.seal_request(PAYLOAD, AD, KEY, reply_queue=QUEUE),
+         lambda b, **kw: backend.open_request(b, AD, **kw)),
+        (backend.seal_request(PAYLOAD, AD, reply_queue=QUEUE),
+         lambda b, **kw: backend.open_request(b, AD, **kw)),
         (backend.seal_response(PAYLOAD), lambda b, **kw: backend.open_response(b, **kw)),
-    ):
+    ):  # fmt: skip
         tampered = bytearray(block)
         tampered[-1] = ord("*")
-        opener(bytes(tampered))  # the fill is not signed and not looked at
+        opener(bytes(tampered))
         with pytest.raises(PaddingError, match=r"fill byte at offset 11105"):
             opener(bytes(tampered), strict=True)
         opener(block, strict=True)
 
 
-def test_rule_open_damaged_frames_raise_frame_errors(backend: Backend) -> None:
-    """§4 inside §5: a well-padded block with a bad frame raises FrameError naming the offset."""
-    for frame, offset in (
-        (b"\x00\x02R0", 0),
-        (b"\x00\x01X0", 2),
-        (b"\x00\x01R2", 3),
-        (b"\x00\x01R1\x2b", 4),
-        (b"\x00\x01", 2),
+def test_rule_open_damaged_messages_raise_frame_errors(backend: Backend) -> None:
+    """§4 inside §5: a well-padded block with a bad message raises FrameError naming the offset
+    (from the message's first byte)."""
+    for message, offset in (
+        (b"", 0),
+        (b"X", 0),
+        (b"A", 1),
+        (b"A\x00", 1),
+        (b"A\x01" + Q, len(Q) + 2),
+        (b"A\x01" + Q + b"2", len(Q) + 2),
+        (b"A\x01" + Q + b"1\x2b", len(Q) + 3),
     ):
         with pytest.raises(FrameError, match=rf"offset {offset}\b"):
-            backend.open_request(backend.pad(frame), AD)
-
-
-def test_seal_request_rejects_a_non_signing_key(backend: Backend) -> None:
-    """seal_request's signing_key is a SigningKey or None; anything else is a TypeError."""
-    for bad in (KEY.public_key, KEY.encode(), KEY.seed()):
-        with pytest.raises(TypeError):
-            backend.seal_request(PAYLOAD, AD, bad)
+            backend.open_request(backend.pad(message), AD)
 
 
 # -- tamper: one byte anywhere in a signed block ----------------------------------
 #
-# One change is not refused by open_request itself: the signer byte '1' (0x31)
-# turned into '0' (0x30) at block offset 5 makes a well-formed *unsigned*
-# request, as wire.md section 4 defines it. Its payload then begins with the
-# key length byte 44 (','), which no JSON text begins with, so the envelope
-# parser refuses it (bad_request) and the requester's payload is never taken
-# for an unsigned request. The tests pin exactly that.
+# Two kinds of change are not refused by open_request itself, both by the agent's
+# design: (1) a change inside the reply queue that leaves a valid queue (the queue
+# is not signed; the ratchet's AEAD protects it on the wire), which opens with that
+# queue; (2) the Maybe tag '1' (0x31) turned into '0' (0x30): a well-formed
+# *unsigned* request whose payload begins with the key length byte 44 (','), which
+# no JSON text begins with, so the envelope parser refuses it.
 
-SIGNED_BLOCK = sx.seal_request(PAYLOAD, AD, KEY)
-SIGNER_BYTE = 2 + 3  # block offset of the frame's signer byte
+SIGNED_BLOCK = sx.seal_request(PAYLOAD, AD, KEY, reply_queue=QUEUE)
 
 
-def _refused(backend: Backend, block: bytes, position: int, mask: int) -> None:
-    if (position, mask) == (SIGNER_BYTE, 0x01):
+def _refused(backend: Backend, block: bytes, position: int) -> None:
+    try:
         opened = backend.open_request(block, AD, strict=True)
-        assert opened.signer is None
-        assert opened.payload[:1] == b","
-        assert opened.payload.endswith(PAYLOAD) and opened.payload != PAYLOAD
-        with pytest.raises(sx.EnvelopeError) as info:
-            sx.Request.parse(opened.payload)
-        assert info.value.code == "bad_request"
+    except SimplexRpcError:
         return
-    with pytest.raises(SimplexRpcError):
-        backend.open_request(block, AD, strict=True)
+    if 4 <= position < SIG_AT:  # inside the queue: still a valid queue
+        assert opened.payload == PAYLOAD and opened.reply_queue != QUEUE
+        return
+    assert position == SIG_AT and opened.signer is None and opened.payload[:1] == b","
+    with pytest.raises(sx.EnvelopeError) as info:
+        sx.Request.parse(opened.payload)
+    assert info.value.code == "bad_request"
 
 
-def test_rule_tamper_every_byte_of_the_frame(backend: Backend) -> None:
-    """§2 + §4 + §5: changing any one byte of a signed block's length field or frame is refused."""
-    frame_end = 2 + 114 + len(PAYLOAD)
-    for position in range(frame_end + 2):
+def test_rule_tamper_every_byte_of_the_message(backend: Backend) -> None:
+    """§2 + §4 + §5: changing one byte of a signed block's length field, tag, count,
+    signature or payload is refused (the queue: see above)."""
+    end = PAYLOAD_AT + len(PAYLOAD)
+    for position in range(end + 2):
         for mask in (0x01, 0x80, 0xFF):
             tampered = bytearray(SIGNED_BLOCK)
             tampered[position] ^= mask
-            _refused(backend, bytes(tampered), position, mask)
-
-
-def test_rule_signer_byte_downgrade_never_yields_the_original_payload(backend: Backend) -> None:
-    """§4: '1' -> '0' gives an unsigned request whose payload is not the signed one."""
-    tampered = bytearray(SIGNED_BLOCK)
-    tampered[SIGNER_BYTE] = ord("0")
-    opened = backend.open_request(bytes(tampered), AD)
-    assert opened.payload == SIGNED_BLOCK[6 : 2 + 114 + len(PAYLOAD)]
+            _refused(backend, bytes(tampered), position)
 
 
 @settings(
@@ -358,7 +381,7 @@ def test_rule_tamper_any_byte_anywhere_is_refused(
     """§2 + §5 strict: a one-byte change anywhere in a signed block is refused on opening."""
     tampered = bytearray(SIGNED_BLOCK)
     tampered[position] ^= mask
-    _refused(backend, bytes(tampered), position, mask)
+    _refused(backend, bytes(tampered), position)
 
 
 # -- the documented examples run ---------------------------------------------------
@@ -375,16 +398,16 @@ def test_core_api_doc_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
     for block in blocks:
         exec(compile(block, str(doc), "exec"), {})
         printed = capsys.readouterr().out
-        # Each "print(...)  # text" comment states what the line prints.
         for expected in re.findall(r"print\(.*\)[ \t]+# (.+)", block):
             assert expected.strip() in printed
 
 
-def test_too_large_unsigned_request_message_reads_well(backend: Backend) -> None:
-    """The PayloadTooLarge message names the limit for the kind of request, in plain English."""
+def test_too_large_request_message_reads_well(backend: Backend) -> None:
+    """The PayloadTooLarge message names the limit for the kind of request and its queue."""
+    limit = max_request_payload(QUEUE, signed=False)
     with pytest.raises(sx.PayloadTooLarge) as info:
-        backend.seal_request(b"x" * (sx.MAX_UNSIGNED_REQUEST + 1), b"ad")
+        backend.seal_request(b"x" * (limit + 1), b"ad", reply_queue=QUEUE)
     assert str(info.value) == (
-        f"payload of {sx.MAX_UNSIGNED_REQUEST + 1} bytes is too large:"
-        f" at most {sx.MAX_UNSIGNED_REQUEST} bytes fit an unsigned request"
+        f"payload of {limit + 1} bytes is too large: at most {limit} bytes fit an unsigned"
+        " request with this reply queue"
     )

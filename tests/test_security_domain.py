@@ -15,8 +15,10 @@ import hashlib
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from tests._queues import QUEUE
 
 import simplex_rpc as sx
+from simplex_rpc.agent import AgentServiceRequest, RequestSignature
 
 KEY = sx.SigningKey.from_seed(bytes(range(32)))
 PUBLIC = KEY.public_key
@@ -40,7 +42,7 @@ def test_signature_for_one_ad_never_verifies_under_another(
     signature = KEY.sign_request(ad1, payload)
     with pytest.raises(sx.BadSignature):
         PUBLIC.verify_request(ad2, payload, signature)
-    block = sx.seal_request(payload, ad1, KEY)
+    block = sx.seal_request(payload, ad1, KEY, reply_queue=QUEUE)
     _refused_everywhere(block, ad2)
     for impl in sx.backends.values():
         assert impl.open_request(block, ad1).signer == PUBLIC
@@ -84,7 +86,7 @@ def test_payload_extended_into_the_fill_is_refused(ad: bytes, payload: bytes, ex
     This is the one change to a sealed block that keeps every byte and every
     frame field; it must still break the signature.
     """
-    block = bytearray(sx.seal_request(payload, ad, KEY))
+    block = bytearray(sx.seal_request(payload, ad, KEY, reply_queue=QUEUE))
     length = int.from_bytes(block[:2], "big")
     block[:2] = (length + extra).to_bytes(2, "big")
     _refused_everywhere(bytes(block), ad)
@@ -97,7 +99,7 @@ def test_payload_extended_into_the_fill_is_refused(ad: bytes, payload: bytes, ex
 def test_payload_cut_short_into_the_fill_is_refused(ad: bytes, payload: bytes, short: int) -> None:
     """Lowering the length field turns the payload's tail into fill: refused."""
     short = min(short, len(payload))
-    block = bytearray(sx.seal_request(payload, ad, KEY))
+    block = bytearray(sx.seal_request(payload, ad, KEY, reply_queue=QUEUE))
     length = int.from_bytes(block[:2], "big")
     block[:2] = (length - short).to_bytes(2, "big")
     _refused_everywhere(bytes(block), ad)
@@ -110,7 +112,7 @@ def test_payload_ending_in_fill_bytes_is_its_own_payload() -> None:
     """
     ad = b"\x01" * 112
     for payload in (b"#", b"{}#", b"{}" + b"#" * 100):
-        block = sx.seal_request(payload, ad, KEY)
+        block = sx.seal_request(payload, ad, KEY, reply_queue=QUEUE)
         for impl in sx.backends.values():
             assert impl.open_request(block, ad).payload == payload
         with pytest.raises(sx.BadSignature):
@@ -149,17 +151,17 @@ def test_session_tag_is_domain_separated(ad: bytes) -> None:
 @settings(max_examples=60, deadline=None)
 @given(ad=ads, payload=payloads, seed=st.binary(min_size=32, max_size=32))
 def test_signature_under_another_key_is_refused(ad: bytes, payload: bytes, seed: bytes) -> None:
-    """A frame whose key is replaced by another key (same signature) is refused."""
+    """A request whose key is replaced by another key (same signature) is refused."""
     other = sx.SigningKey.from_seed(seed).public_key
     assume(other != PUBLIC)
-    signature = KEY.sign_request(ad, payload)
-    frame = sx.encode_frame("request", payload, key=other, signature=signature)
-    _refused_everywhere(sx.pad(frame), ad)
+    signature = RequestSignature(other, KEY.sign_request(ad, payload))
+    message = AgentServiceRequest((QUEUE,), signature, payload).encode()
+    _refused_everywhere(sx.pad(message), ad)
 
 
 def test_unsigned_request_has_no_signer_under_any_ad() -> None:
     """An unsigned block opens under any AD, with no signer: nothing is claimed."""
-    block = sx.seal_request(b"{}", b"a")
+    block = sx.seal_request(b"{}", b"a", reply_queue=QUEUE)
     for impl in sx.backends.values():
         assert impl.open_request(block, b"b").signer is None
 

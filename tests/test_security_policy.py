@@ -26,6 +26,7 @@ import nacl.exceptions
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests._queues import QUEUE
 
 import simplex_rpc as sx
 from _ed25519_ref import (
@@ -49,7 +50,7 @@ from _ed25519_ref import (
     secret_scalar,
     strict_verify,
 )
-from simplex_rpc._wire import frame as _frame
+from simplex_rpc.agent import AgentServiceRequest, RequestSignature
 
 # --------------------------------------------------------------------------
 # libsodium's verdict, beside the reference ones of _ed25519_ref.
@@ -76,10 +77,8 @@ MESSAGE = sx.session_tag(AD) + PAYLOAD
 
 
 def _block(public: bytes, signature: bytes, payload: bytes = PAYLOAD) -> bytes:
-    frame = _frame.encode_frame(
-        "request", payload, key=sx.PublicKey.from_raw(public), signature=signature
-    )
-    return sx.pad(frame)
+    signed = RequestSignature(sx.PublicKey.from_raw(public), signature)
+    return sx.pad(AgentServiceRequest((QUEUE,), signed, payload).encode())
 
 
 def _accepts(call: Callable[[], object]) -> bool:

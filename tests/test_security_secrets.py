@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nacl.bindings
 import pytest
+from tests._queues import QUEUE
 
 import simplex_rpc as sx
 from simplex_rpc import cli
@@ -199,8 +200,8 @@ def test_signing_errors_carry_no_key() -> None:
     """Errors raised while signing or sealing with the key name sizes and AD, not the key."""
     attempts: list[Callable[[], object]] = [
         lambda: KEY.sign_request(b"", b"{}"),
-        lambda: sx.seal_request(b"x" * 20_000, AD, KEY),
-        lambda: sx.seal_request(b"{}", b"", KEY),
+        lambda: sx.seal_request(b"x" * 20_000, AD, KEY, reply_queue=QUEUE),
+        lambda: sx.seal_request(b"{}", b"", KEY, reply_queue=QUEUE),
         lambda: KEY.sign_request(AD, "text"),  # type: ignore[arg-type]
         lambda: KEY.sign(None),  # type: ignore[arg-type]
     ]
@@ -242,7 +243,7 @@ def run_cli(argv: list[str], stdin: bytes = b"") -> tuple[int, str]:
 def _cli_runs(tmp: Path) -> Iterator[tuple[list[str], bytes]]:
     key_file = tmp / "key.txt"
     key_file.write_text(TEXT + "\n")
-    block = sx.seal_request(b'{"protocol":"mcp","request":{}}', AD, KEY)
+    block = sx.seal_request(b'{"protocol":"mcp","request":{}}', AD, KEY, reply_queue=QUEUE)
     (tmp / "block").write_bytes(block)
     ad = AD.hex()
     payload = '{"protocol":"mcp","request":{}}'

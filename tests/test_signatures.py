@@ -26,6 +26,7 @@ from Crypto.PublicKey import ECC
 from Crypto.Signature import eddsa
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ed25519
+from tests._queues import QUEUE
 
 import simplex_rpc as sx
 from _ed25519_ref import (
@@ -208,9 +209,9 @@ def test_rule_empty_ad_is_an_error_everywhere() -> None:
         lambda: session_tag(b""),
         lambda: key.sign_request(b"", b"{}"),
         lambda: key.public_key.verify_request(b"", b"{}", signature),
-        lambda: sx.seal_request(b"{}", b""),
-        lambda: sx.seal_request(b"{}", b"", key),
-        lambda: sx.open_request(sx.seal_request(b"{}", b"ad"), b""),
+        lambda: sx.seal_request(b"{}", b"", reply_queue=QUEUE),
+        lambda: sx.seal_request(b"{}", b"", key, reply_queue=QUEUE),
+        lambda: sx.open_request(sx.seal_request(b"{}", b"ad", reply_queue=QUEUE), b""),
     ]
     for call in calls:
         with pytest.raises(SimplexRpcError, match=r"must not be empty"):

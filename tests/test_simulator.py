@@ -26,6 +26,13 @@ from simplex_rpc.testing import CoreSimulator
 from test_adapter_support import cores, run
 
 
+def simulator_reply_queue() -> Any:
+    """The reply queue the simulated agent puts in its requests: the limits depend on it."""
+    from simplex_rpc import testing
+
+    return testing._REPLY_QUEUE
+
+
 def envelope(protocol: str = "mcp", request: Any = None, **extra: Any) -> str:
     return json.dumps({"protocol": protocol, "request": request or {"n": 1}, **extra})
 
@@ -326,9 +333,10 @@ def test_an_oversized_request_fails_as_the_core_would() -> None:
     async def main() -> None:
         key = sx.SigningKey.generate()
         async with exchange() as ex:
+            queue = simulator_reply_queue()
             cases = [
-                (sx.MAX_UNSIGNED_REQUEST, ""),
-                (sx.MAX_SIGNED_REQUEST, f"sign_key={key.encode()} "),
+                (sx.max_request_payload(queue, signed=False), ""),
+                (sx.max_request_payload(queue), f"sign_key={key.encode()} "),
             ]
             for limit, option in cases:
                 with pytest.raises(ChatCoreError) as info:

@@ -22,7 +22,7 @@ def test_the_pure_run_prints_one_skip_line_per_reason() -> None:
     env.pop("SIMPLEX_RPC_BUILD_C", None)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-ra",
-         "tests/test_padding.py", "tests/test_frame.py"],
+         "tests/test_padding.py", "tests/test_agent_block.py"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:]

@@ -128,7 +128,7 @@ def test_every_case_has_a_unique_name_and_known_error_kind(kind: str) -> None:
     assert all(isinstance(n, str) and n for n in names)
     assert len(set(names)) == len(names)
     known = {"KeyFormatError", "BadSignature", "PaddingError", "PayloadTooLarge"}
-    known |= {"FrameError", "EnvelopeError", "SimplexRpcError"}
+    known |= {"FrameError", "EnvelopeError", "SimplexRpcError", "AgentCryptoError"}
     assert {c["error"] for c in negatives(kind)} <= known
     assert positives(kind) and negatives(kind), "each file has positive and negative cases"
 
@@ -209,16 +209,80 @@ def test_padding_fields_and_limits() -> None:
     assert (0, 11106) in fits and (0, 1) in refused
 
 
-def test_frames_fields() -> None:
-    for case in positives("frames"):
-        assert {"kind", "payload", "frame", "padded_sha256"} <= set(case), case["name"]
-        assert case["kind"] in ("request", "response")
-        if bytes.fromhex(case["frame"])[3:4] == b"1":
-            assert {"seed", "ad", "public_key", "signature"} <= set(case), case["name"]
-    kinds = {c["kind"] for c in positives("frames")}
-    assert kinds == {"request", "response"}
-    for case in negatives("frames"):
-        assert "frame" in case or "payload_length" in case, case["name"]
+QUEUE_FIELDS = {"client_version", "hosts", "port", "key_hash", "sender_id", "dh_public_key"}
+QUEUE_FIELDS |= {"queue_mode"}
+
+
+def test_agent_messages_fields() -> None:
+    """The fields of each case type (the issue's list)."""
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for case in cases("agent_messages"):
+        by_type.setdefault(case["type"], []).append(case)
+    for case in by_type["smp_queue_info"]:
+        assert QUEUE_FIELDS | {"uri", "encoded"} <= set(case), case["name"]
+        assert case["queue_mode"] in ("M", "C", None)
+    for case in by_type["service_request"]:
+        assert {"reply_queues", "payload", "message", "padded_length", "padded_sha256"} <= set(case)
+        assert all(set(q) == QUEUE_FIELDS for q in case["reply_queues"]), case["name"]
+        assert ("seed" in case) == ("ad" in case), case["name"]
+    for kind, body in (("service_response", "payload"), ("rejection", "reason")):
+        for case in by_type[kind]:
+            assert {body, "pq_support", "message", "padded_length", "padded_sha256"} <= set(case)
+            assert case["padded_length"] == (11106 if case["pq_support"] else 14832)
+    for case in by_type["message_error"]:
+        assert {"message", "expect", "error"} <= set(case), case["name"]
+    assert {c["error"] for c in by_type["too_large"]} == {"PayloadTooLarge"}
+
+
+def _queue_bytes(q: dict[str, Any]) -> bytes:
+    """SMPQueueInfo rebuilt by hand from its fields (Agent/Protocol.hs, client versions 2 to 4)."""
+
+    def bs(data: bytes) -> bytes:
+        return bytes([len(data)]) + data
+
+    version = q["client_version"]
+    assert version >= 2, "the legacy form is not rebuilt here"
+    out = version.to_bytes(2, "big") + bytes([len(q["hosts"])])
+    out += b"".join(bs(h.encode()) for h in q["hosts"])
+    out += bs(q["port"].encode()) + bs(bytes.fromhex(q["key_hash"]))
+    out += bs(bytes.fromhex(q["sender_id"])) + bs(bytes.fromhex(q["dh_public_key"]))
+    mode = q["queue_mode"]
+    if version >= 4 and mode:
+        out += mode.encode()
+    elif version == 3 and mode == "M":
+        out += b"T"
+    return out
+
+
+def test_agent_messages_match_the_grammar() -> None:
+    """wire.md 4, rebuilt by hand: 'A' count queues ('0' / '1' 44 key 64 sig) payload,
+    'P' payload, 'J' reason; padded to 11,106 (14,832 without PQ)."""
+    for case in cases("agent_messages"):
+        if case["type"] == "smp_queue_info" and case["client_version"] >= 2:
+            assert _queue_bytes(case).hex() == case["encoded"], case["name"]
+        if case["type"] == "service_request":
+            payload = bytes.fromhex(case["payload"])
+            head = b"A" + bytes([len(case["reply_queues"])])
+            head += b"".join(_queue_bytes(q) for q in case["reply_queues"])
+            if "seed" in case:
+                private = ed25519.Ed25519PrivateKey.from_private_bytes(bytes.fromhex(case["seed"]))
+                der = SPKI_PREFIX + private.public_key().public_bytes_raw()
+                ad = bytes.fromhex(case["ad"])
+                tag = hashlib.sha3_256(b"SimpleXService" + ad).digest()
+                sig = private.sign(tag + payload)
+                head += b"1" + bytes([44]) + der + bytes([64]) + sig
+            else:
+                head += b"0"
+            message = head + payload
+        elif case["type"] == "service_response":
+            message = b"P" + bytes.fromhex(case["payload"])
+        elif case["type"] == "rejection":
+            message = b"J" + bytes.fromhex(case["reason"])
+        else:
+            continue
+        assert message.hex() == case["message"], case["name"]
+        padded = _pad(message, case["padded_length"])
+        assert hashlib.sha256(padded).hexdigest() == case["padded_sha256"], case["name"]
 
 
 def test_envelopes_fields() -> None:
@@ -302,23 +366,6 @@ def test_padding_matches_a_reimplementation() -> None:
         assert padded[:64].hex() == case["padded_head"], case["name"]
 
 
-def test_frames_match_the_grammar() -> None:
-    """wire.md 4, rebuilt by hand: version 1, 'R' signer payload / 'S' payload."""
-    for case in positives("frames"):
-        payload = bytes.fromhex(case["payload"])
-        if case["kind"] == "response":
-            frame = b"\x00\x01S" + payload
-        elif "seed" in case:
-            private = ed25519.Ed25519PrivateKey.from_private_bytes(bytes.fromhex(case["seed"]))
-            der = SPKI_PREFIX + private.public_key().public_bytes_raw()
-            sig = bytes.fromhex(case["signature"])
-            frame = b"\x00\x01R1" + bytes([44]) + der + bytes([64]) + sig + payload
-        else:
-            frame = b"\x00\x01R0" + payload
-        assert frame.hex() == case["frame"], case["name"]
-        assert hashlib.sha256(_pad(frame, 11106)).hexdigest() == case["padded_sha256"]
-
-
 # -- the checker finds what is wrong ----------------------------------------------------
 
 
@@ -348,11 +395,11 @@ def test_check_reports_missing_extra_and_damaged_files(tmp_path: Path) -> None:
 
 def test_check_reports_reformatted_file(tmp_path: Path) -> None:
     shutil.copytree(VECTORS, tmp_path / "v")
-    doc = load("frames")
-    (tmp_path / "v" / "frames.json").write_text(json.dumps(doc, sort_keys=True) + "\n")
+    doc = load("agent_messages")
+    (tmp_path / "v" / "agent_messages.json").write_text(json.dumps(doc, sort_keys=True) + "\n")
     problems = _vectors.check_vectors(tmp_path / "v")
     assert problems == [
-        "frames.json: same cases, but the bytes differ from the generator's formatting"
+        "agent_messages.json: same cases, but the bytes differ from the generator's formatting"
     ]
 
 
@@ -371,8 +418,10 @@ def _first(kind: str, predicate: Any) -> tuple[dict[str, Any], int]:
         ("signatures", lambda c: not c["valid"], "valid", True),
         ("padding", lambda c: c["op"] == "pad" and "error" not in c, "length", 11107),
         ("padding", lambda c: "message_length" in c, "message_length", 3),
-        ("frames", lambda c: "frame" in c and "error" not in c, "padded_sha256", "00" * 32),
-        ("frames", lambda c: "expect" in c, "error", "BadSignature"),
+        ("agent_messages", lambda c: c["type"] == "service_request", "padded_sha256", "00" * 32),
+        ("agent_messages", lambda c: c["type"] == "smp_queue_info", "port", "443"),
+        ("agent_messages", lambda c: c["type"] == "message_error", "error", "BadSignature"),
+        ("agent_messages", lambda c: "offset" in c, "offset", 9999),
         ("envelopes", lambda c: c["valid"], "valid", False),
         ("envelopes", lambda c: not c["valid"], "json", '{"protocol":"x","request":1}'),
     ],

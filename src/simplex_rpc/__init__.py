@@ -2,21 +2,22 @@
 
 One signed, padded request and one response between an agent and a bot,
 without a conversation. This package is the no-I/O data layer: keys,
-session-bound signatures, envelopes, frames and padding, exact to the byte
-(see ``wire.md``). The top-level framing and padding functions are those of
-the active backend (:func:`backend`).
+session-bound signatures, envelopes, the agent's Service RPC block and
+padding, exact to the byte (see ``wire.md``); :mod:`simplex_rpc.agent` holds
+the agent's values (reply queues, messages). The top-level sealing and
+padding functions are those of the active backend (:func:`backend`).
 """
 
 from __future__ import annotations
 
+from . import agent
 from ._wire import backend as _backend
 from ._wire.backend import BackendInfo, backend, backend_info, backends
 from ._wire.batch import BlockFailure, OpenedRequests
 from ._wire.envelope import UNSET, ErrorCode, ErrorInfo, Request, Response, check_request_key
-from ._wire.frame import Frame
 from ._wire.keys import SIGNING_DOMAIN, PublicKey, SigningKey, session_tag
 from ._wire.padding import PADDED_LENGTH
-from ._wire.seal import MAX_RESPONSE, MAX_SIGNED_REQUEST, MAX_UNSIGNED_REQUEST, OpenedRequest
+from ._wire.seal import MAX_RESPONSE, OpenedRequest, max_request_payload, max_response_payload
 from .errors import (
     BadSignature,
     EnvelopeError,
@@ -24,6 +25,7 @@ from .errors import (
     KeyFormatError,
     PaddingError,
     PayloadTooLarge,
+    ServiceRejected,
     SimplexRpcError,
 )
 
@@ -33,19 +35,16 @@ pad = _backend.active.pad
 unpad = _backend.active.unpad
 pad_many = _backend.active.pad_many
 unpad_many = _backend.active.unpad_many
-encode_frame = _backend.active.encode_frame
-decode_frame = _backend.active.decode_frame
 seal_request = _backend.active.seal_request
 open_request = _backend.active.open_request
 seal_response = _backend.active.seal_response
+seal_rejection = _backend.active.seal_rejection
 open_response = _backend.active.open_response
 seal_requests = _backend.active.seal_requests
 open_requests = _backend.active.open_requests
 
 __all__ = [
     "MAX_RESPONSE",
-    "MAX_SIGNED_REQUEST",
-    "MAX_UNSIGNED_REQUEST",
     "PADDED_LENGTH",
     "SIGNING_DOMAIN",
     "UNSET",
@@ -55,7 +54,6 @@ __all__ = [
     "EnvelopeError",
     "ErrorCode",
     "ErrorInfo",
-    "Frame",
     "FrameError",
     "KeyFormatError",
     "OpenedRequest",
@@ -65,19 +63,22 @@ __all__ = [
     "PublicKey",
     "Request",
     "Response",
+    "ServiceRejected",
     "SigningKey",
     "SimplexRpcError",
+    "agent",
     "backend",
     "backend_info",
     "backends",
     "check_request_key",
-    "decode_frame",
-    "encode_frame",
+    "max_request_payload",
+    "max_response_payload",
     "open_request",
     "open_requests",
     "open_response",
     "pad",
     "pad_many",
+    "seal_rejection",
     "seal_request",
     "seal_requests",
     "seal_response",

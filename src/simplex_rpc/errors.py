@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AgentCryptoError",
     "BadSignature",
     "CallSyntaxError",
     "ChatCoreError",
@@ -21,6 +22,7 @@ __all__ = [
     "LlmsTxtError",
     "PaddingError",
     "PayloadTooLarge",
+    "ServiceRejected",
     "SimplexRpcError",
 ]
 
@@ -74,7 +76,18 @@ class PayloadTooLarge(PaddingError):
 
 
 class FrameError(SimplexRpcError):
-    """A frame (wire.md section 4) is malformed; the message names the offset."""
+    """The agent's Service RPC message (wire.md section 4) or an SMP queue URI is
+    malformed; the message names the offset."""
+
+
+class ServiceRejected(SimplexRpcError):
+    """The service answered with the agent's rejection (``'J'``): ``reason`` holds its bytes."""
+
+    def __init__(self, reason: bytes) -> None:
+        shown = reason[:80].decode("utf-8", "replace")
+        more = "..." if len(reason) > 80 else ""
+        super().__init__(f"the service rejected the request: {shown!r}{more}")
+        self.reason = reason
 
 
 class EnvelopeError(SimplexRpcError):
@@ -87,6 +100,20 @@ class EnvelopeError(SimplexRpcError):
     def __init__(self, message: str, *, code: str = "bad_request") -> None:
         super().__init__(message)
         self.code = code
+
+
+class AgentCryptoError(SimplexRpcError):
+    """A layer of an agent message (envelope, box, ratchet, block) is malformed or does not open.
+
+    ``layer`` names the layer (for example ``"box"``, ``"contact request"``,
+    ``"ratchet header GCM"``); ``offset`` is where in that layer's bytes the
+    decoding failed, or None when the layer fails as a whole (an AEAD tag).
+    """
+
+    def __init__(self, message: str, *, layer: str, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.layer = layer
+        self.offset = offset
 
 
 class CallSyntaxError(SimplexRpcError):

@@ -76,7 +76,8 @@ def check_wheel(path: Path, pure: bool) -> list[str]:
         if "simplex_rpc/py.typed" not in names:
             problems.append(f"{path.name}: no simplex_rpc/py.typed")
         # The vectors ship as package data: `simplex-rpc vectors check` with no directory.
-        for kind in ("keys", "signatures", "padding", "frames", "envelopes"):
+        for kind in ("keys", "signatures", "padding", "agent_messages", "envelopes",
+                     "agent_crypto"):
             for suffix in ("json", "cbor"):
                 shipped = f"simplex_rpc/vectors/data/{kind}.{suffix}"
                 if shipped not in names:

@@ -11,14 +11,22 @@ from __future__ import annotations
 from typing import assert_type
 
 import simplex_rpc as sx
+from simplex_rpc import agent
 
 AD = bytes(112)
 KEY = sx.SigningKey.generate()
+QUEUE = agent.SMPQueueInfo(
+    4,
+    agent.SMPServer(("smp.example.com",), "", bytes(32)),
+    bytes(24),
+    bytes.fromhex("302a300506032b656e032100") + bytes(32),
+    "M",
+)
 
 
 def seal(payload: bytes) -> bytes:
     """A function a consumer writes: under --strict it must not return Any."""
-    return sx.seal_request(payload, AD, KEY)
+    return sx.seal_request(payload, AD, KEY, reply_queue=QUEUE)
 
 
 def main() -> None:
@@ -27,8 +35,14 @@ def main() -> None:
     assert_type(opened, sx.OpenedRequest)
     assert_type(opened.payload, bytes)
     assert_type(opened.signer, sx.PublicKey | None)
-    assert_type(sx.seal_request(b"x", AD), bytes)
+    assert_type(opened.reply_queues, tuple[agent.SMPQueueInfo, ...])
+    assert_type(sx.seal_request(b"x", AD, reply_queue=QUEUE), bytes)
     assert_type(sx.seal_response(b"{}"), bytes)
+    assert_type(sx.seal_response(b"{}", pq_support=False), bytes)
+    assert_type(sx.seal_rejection(b"no"), bytes)
+    assert_type(sx.max_request_payload(QUEUE, signed=True), int)
+    assert_type(agent.SMPQueueInfo.from_uri(QUEUE.uri()), agent.SMPQueueInfo)
+    assert_type(agent.decode_message(b"P{}"), agent.AgentServiceMessage)
     assert_type(sx.open_response(sx.seal_response(b"{}")), bytes)
     assert_type(sx.pad(b"x"), bytes)
     assert_type(sx.pad(b"x", 64), bytes)
@@ -37,10 +51,10 @@ def main() -> None:
     assert_type(sx.pad_many([b"a"], 64, out=bytearray(64)), memoryview)
     assert_type(sx.unpad_many(sx.pad_many([b"a"])), list[bytes])
     assert_type(sx.unpad_many(sx.pad_many([b"a"]), views=True), list[memoryview])
-    assert_type(sx.encode_frame("response", b"{}"), bytes)
-    assert_type(sx.decode_frame(sx.encode_frame("response", b"{}")), sx.Frame)
-    assert_type(sx.seal_requests([b"a", b"b"], AD, KEY, workers=2), bytes)
-    results = sx.open_requests(sx.seal_requests([b"a"], AD), AD, strict=True)
+    assert_type(sx.seal_requests([b"a", b"b"], AD, KEY, reply_queue=QUEUE, workers=2), bytes)
+    out = bytearray(11106)
+    assert_type(sx.seal_requests([b"a"], AD, reply_queue=QUEUE, out=out), memoryview)
+    results = sx.open_requests(sx.seal_requests([b"a"], AD, reply_queue=QUEUE), AD, strict=True)
     assert_type(results, sx.OpenedRequests)
     assert_type(results.ok, bool)
     assert_type(results.failures, tuple[sx.BlockFailure, ...])
@@ -49,7 +63,7 @@ def main() -> None:
     assert_type(sx.backend_info(), sx.BackendInfo)
     assert_type(sx.backend_info().reason, str)
     try:
-        sx.seal_request(bytes(20_000), AD)
+        sx.seal_request(bytes(20_000), AD, reply_queue=QUEUE)
     except sx.PayloadTooLarge as exc:
         assert_type(exc.size, int)
         assert_type(exc.limit, int)

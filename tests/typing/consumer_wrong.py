@@ -13,7 +13,7 @@ import simplex_rpc as sx
 AD = bytes(112)
 
 sx.open_request("text", 5)  # wrong
-sx.seal_request(b"x", AD, "not a key")  # wrong
+sx.seal_request(b"x", AD, "not a key", reply_queue=None)  # wrong
 sx.pad("text")  # wrong
 sx.unpad(b"x", length="64")  # wrong
 sx.open_requests([b"x"], AD, workers="2")  # wrong

@@ -18,9 +18,6 @@ from . import (
     batch as _batch,
 )
 from . import (
-    frame as _frame,
-)
-from . import (
     json_pure as _json,
 )
 from . import (
@@ -29,11 +26,11 @@ from . import (
 from . import (
     seal as _seal,
 )
+from .agent_block import SMPQueueInfo
 from .batch import OpenRequestsFunction, SealRequestsFunction, WritableBuffer
-from .frame import Buffer, Frame, Kind
-from .keys import PublicKey, SigningKey
+from .keys import SigningKey
 from .padding import PADDED_LENGTH
-from .seal import OpenedRequest
+from .seal import Buffer, OpenedRequest
 
 # -- the signatures every backend implements ------------------------------------------
 #
@@ -80,24 +77,14 @@ class UnpadManyFunction(Protocol):
     ) -> list[memoryview]: ...
 
 
-class EncodeFrameFunction(Protocol):
-    def __call__(
-        self,
-        kind: Kind,
-        payload: Buffer,
-        *,
-        key: PublicKey | None = None,
-        signature: bytes | None = None,
-    ) -> bytes: ...
-
-
-class DecodeFrameFunction(Protocol):
-    def __call__(self, frame: Buffer) -> Frame: ...
-
-
 class SealRequestFunction(Protocol):
     def __call__(
-        self, payload: Buffer, ad: bytes, signing_key: SigningKey | None = None
+        self,
+        payload: Buffer,
+        ad: bytes,
+        signing_key: SigningKey | None = None,
+        *,
+        reply_queue: SMPQueueInfo,
     ) -> bytes: ...
 
 
@@ -106,7 +93,11 @@ class OpenRequestFunction(Protocol):
 
 
 class SealResponseFunction(Protocol):
-    def __call__(self, payload: Buffer) -> bytes: ...
+    def __call__(self, payload: Buffer, *, pq_support: bool = True) -> bytes: ...
+
+
+class SealRejectionFunction(Protocol):
+    def __call__(self, reason: Buffer, *, pq_support: bool = True) -> bytes: ...
 
 
 class OpenResponseFunction(Protocol):
@@ -123,18 +114,17 @@ class JsonCheckFunction(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Backend:
-    """One backend's implementation of the framing, padding and batch functions."""
+    """One backend's implementation of the agent block, padding and batch functions."""
 
     name: str
     pad: PadFunction
     unpad: UnpadFunction
     pad_many: PadManyFunction
     unpad_many: UnpadManyFunction
-    encode_frame: EncodeFrameFunction
-    decode_frame: DecodeFrameFunction
     seal_request: SealRequestFunction
     open_request: OpenRequestFunction
     seal_response: SealResponseFunction
+    seal_rejection: SealRejectionFunction
     open_response: OpenResponseFunction
     seal_requests: SealRequestsFunction
     open_requests: OpenRequestsFunction
@@ -147,7 +137,7 @@ class Backend:
 
 def _python() -> Backend:
     """The pure backend: ``pad``/``unpad`` from ``_padding``, the batch padding from
-    ``_batch``, the frame codec from ``_frame``, the sealers and openers from ``_seal``."""
+    ``_batch``, the sealers and openers of the agent block from ``_seal``."""
     seal_requests, open_requests = _batch.batch_functions(_seal.seal_request, _seal.open_request)
     return Backend(
         name="python",
@@ -155,11 +145,10 @@ def _python() -> Backend:
         unpad=_padding.unpad,
         pad_many=_batch.pad_many,
         unpad_many=_batch.unpad_many,
-        encode_frame=_frame.encode_frame,
-        decode_frame=_frame.decode_frame,
         seal_request=_seal.seal_request,
         open_request=_seal.open_request,
         seal_response=_seal.seal_response,
+        seal_rejection=_seal.seal_rejection,
         open_response=_seal.open_response,
         seal_requests=seal_requests,
         open_requests=open_requests,
@@ -172,18 +161,19 @@ def _c() -> Backend:
     """The C backend; raises whatever stops its extension from loading."""
     from . import cbackend as c
 
-    seal_requests, open_requests = _batch.batch_functions(c.seal_request, c.open_request)
+    seal_requests, open_requests = _batch.batch_functions(
+        c.seal_request, c.open_request, c.seal_unsigned_many
+    )
     return Backend(
         name="c",
         pad=c.pad,
         unpad=c.unpad,
         pad_many=c.pad_many,
         unpad_many=c.unpad_many,
-        encode_frame=c.encode_frame,
-        decode_frame=c.decode_frame,
         seal_request=c.seal_request,
         open_request=c.open_request,
         seal_response=c.seal_response,
+        seal_rejection=c.seal_rejection,
         open_response=c.open_response,
         seal_requests=seal_requests,
         open_requests=open_requests,

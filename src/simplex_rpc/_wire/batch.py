@@ -25,9 +25,16 @@ from typing import Any, Final, Literal, Protocol, overload
 
 from ..errors import PaddingError, PayloadTooLarge, SimplexRpcError
 from . import padding as _padding
+from .agent_block import SMPQueueInfo
 from .keys import SigningKey, session_tag
 from .padding import PADDED_LENGTH, whole_blocks_error
-from .seal import OpenedRequest, check_request_size, check_signing_key
+from .seal import (
+    OpenedRequest,
+    check_reply_queue,
+    check_request_size,
+    check_signing_key,
+    max_request_payload,
+)
 
 __all__ = [
     "MIN_BLOCKS_PER_WORKER",
@@ -52,31 +59,35 @@ MIN_BLOCKS_PER_WORKER: Final = 16
 
 _BYTES_LIKE: Final = (bytes, bytearray, memoryview)
 
+#: A backend's sealer of many unsigned requests of checked sizes, all with one queue,
+#: into a new bytes object or at the start of a writable view large enough.
+SealUnsignedMany = Callable[[list[Any], SMPQueueInfo, memoryview | None], bytes | memoryview]
+
 
 # -- helpers shared with the C backend ---------------------------------------------
 
 
-def writable_view(out: object) -> memoryview:
+def writable_view(out: object, where: str = "pad_many") -> memoryview:
     """``out`` as a writable byte memoryview; TypeError for anything else."""
     try:
         view = memoryview(out)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(
-            f"pad_many: out must be a writable buffer, got {type(out).__name__}"
+            f"{where}: out must be a writable buffer, got {type(out).__name__}"
         ) from None
     if view.readonly:
         raise TypeError(
-            f"pad_many: out must be a writable buffer, got a read-only {type(out).__name__}"
+            f"{where}: out must be a writable buffer, got a read-only {type(out).__name__}"
         )
     if not view.c_contiguous:
-        raise TypeError("pad_many: out must be a C-contiguous buffer")
+        raise TypeError(f"{where}: out must be a C-contiguous buffer")
     return view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
-def out_too_small(room: int, count: int, length: int) -> PaddingError:
-    """The error of ``pad_many(..., out=...)`` when ``out`` cannot hold the blocks."""
+def out_too_small(room: int, count: int, length: int, where: str = "pad_many") -> PaddingError:
+    """The error of ``pad_many`` or ``seal_requests`` when ``out`` cannot hold the blocks."""
     return PaddingError(
-        f"pad_many: out has {room} bytes where {count} blocks of {length} bytes"
+        f"{where}: out has {room} bytes where {count} blocks of {length} bytes"
         f" need {count * length}"
     )
 
@@ -149,8 +160,8 @@ class BlockFailure:
     """A block that ``open_requests`` could not open.
 
     ``index`` is its position in the input; ``error`` is the exception
-    ``open_request`` raises for it (a :class:`SimplexRpcError`: padding, frame,
-    signature or AD). Two failures are equal when index, error class and
+    ``open_request`` raises for it (a :class:`SimplexRpcError`: padding, agent
+    message, signature or AD). Two failures are equal when index, error class and
     message are.
     """
 
@@ -248,14 +259,28 @@ class OpenedRequests(Sequence[OpenedRequest | BlockFailure]):
 
 
 class SealRequestsFunction(Protocol):
+    @overload
     def __call__(
         self,
         payloads: Iterable[Buffer],
         ad_or_ads: Buffer | Iterable[Buffer],
         signing_key: SigningKey | None = None,
         *,
+        reply_queue: SMPQueueInfo,
         workers: int | None = None,
+        out: None = None,
     ) -> bytes: ...
+    @overload
+    def __call__(
+        self,
+        payloads: Iterable[Buffer],
+        ad_or_ads: Buffer | Iterable[Buffer],
+        signing_key: SigningKey | None = None,
+        *,
+        reply_queue: SMPQueueInfo,
+        workers: int | None = None,
+        out: WritableBuffer,
+    ) -> memoryview: ...
 
 
 class OpenRequestsFunction(Protocol):
@@ -321,17 +346,31 @@ def seal_requests_with(
     ad_or_ads: Buffer | Iterable[Buffer],
     signing_key: SigningKey | None = None,
     *,
+    reply_queue: SMPQueueInfo,
     workers: int | None = None,
-) -> bytes:
-    """``seal_requests`` of a backend whose single-block sealer is ``seal_request``."""
+    seal_unsigned_many: SealUnsignedMany | None = None,
+    out: WritableBuffer | None = None,
+) -> bytes | memoryview:
+    """``seal_requests`` of a backend whose single-block sealer is ``seal_request``.
+
+    ``seal_unsigned_many``, when the backend has one, seals all the unsigned
+    requests at once once every check has passed (the C backend: one call).
+    """
+    dst = None if out is None else writable_view(out, "seal_requests")
     check_signing_key(signing_key)
+    check_reply_queue(reply_queue)
     items = _items(payloads)
     count = len(items)
     signed = signing_key is not None
-    # Every size and AD is checked before any work is done.
-    for index, payload in enumerate(items):
+    # Every size and AD is checked before any work is done; the limit is the queue's.
+    limit = max_request_payload(reply_queue, signed)
+    # All bytes (the usual case): every size at C speed; otherwise one by one.
+    all_bytes = set(map(type, items)) <= {bytes}
+    sizes = list(map(len, items)) if all_bytes else [memoryview(p).nbytes for p in items]
+    if sizes and max(sizes) > limit:
+        index = next(i for i, size in enumerate(sizes) if size > limit)
         try:
-            check_request_size(memoryview(payload).nbytes, signed)
+            check_request_size(sizes[index], reply_queue, signed)
         except PayloadTooLarge as exc:
             raise PayloadTooLarge(
                 f"payload {index}: {exc}", size=exc.size, limit=exc.limit
@@ -345,16 +384,25 @@ def seal_requests_with(
                 session_tag(ad)
             except SimplexRpcError as exc:
                 raise SimplexRpcError(f"ad {index}: {exc}") from None
+    threads = _workers(workers, count)  # checks ``workers`` whether or not it is used
+    total = count * PADDED_LENGTH
+    if dst is not None and len(dst) < total:
+        raise out_too_small(len(dst), count, PADDED_LENGTH, "seal_requests")
+    if not signed and seal_unsigned_many is not None:
+        return seal_unsigned_many(items, reply_queue, dst)
     blocks: list[bytes] = [b""] * count
 
     def work(start: int, step: int) -> None:
         for i in range(start, count, step):
-            blocks[i] = seal_request(items[i], ads[i], signing_key)
+            blocks[i] = seal_request(items[i], ads[i], signing_key, reply_queue=reply_queue)
 
-    threads = _workers(workers, count)  # checks ``workers`` whether or not it is used
     # Only signing releases the GIL; unsigned sealing gains nothing from threads.
     _run_striped(count, threads if signed else 1, work)
-    return b"".join(blocks)
+    if dst is None:
+        return b"".join(blocks)
+    for index, block in enumerate(blocks):
+        dst[index * PADDED_LENGTH : (index + 1) * PADDED_LENGTH] = block
+    return dst[:total]
 
 
 def _split_blocks(blocks: Buffer | Iterable[Buffer]) -> list[Any]:
@@ -404,25 +452,42 @@ def open_requests_with(
 
 
 def batch_functions(
-    seal_request: Callable[..., bytes], open_request: Callable[..., OpenedRequest]
+    seal_request: Callable[..., bytes],
+    open_request: Callable[..., OpenedRequest],
+    seal_unsigned_many: SealUnsignedMany | None = None,
 ) -> tuple[SealRequestsFunction, OpenRequestsFunction]:
-    """``seal_requests`` and ``open_requests`` over one backend's single-block functions."""
+    """``seal_requests`` and ``open_requests`` over one backend's single-block functions
+    (and its bulk sealer of unsigned requests, if it has one)."""
 
     def seal_requests(
         payloads: Iterable[Buffer],
         ad_or_ads: Buffer | Iterable[Buffer],
         signing_key: SigningKey | None = None,
         *,
+        reply_queue: SMPQueueInfo,
         workers: int | None = None,
-    ) -> bytes:
-        """Seal many request payloads; return their blocks back to back.
+        out: WritableBuffer | None = None,
+    ) -> bytes | memoryview:
+        """Seal many request payloads, each with ``reply_queue``; return the blocks back to back.
+
+        With ``out`` (a writable buffer of at least 11,106 bytes per payload), the
+        blocks are written at its start and a memoryview of them is returned.
 
         ``ad_or_ads`` is one AD for every payload or a sequence of one AD per
         payload. Every payload size and AD is checked before any work is done;
         a payload too large raises :class:`PayloadTooLarge` naming its index.
         Signed requests are signed on ``workers`` threads (default: every CPU).
         """
-        return seal_requests_with(seal_request, payloads, ad_or_ads, signing_key, workers=workers)
+        return seal_requests_with(
+            seal_request,
+            payloads,
+            ad_or_ads,
+            signing_key,
+            reply_queue=reply_queue,
+            workers=workers,
+            seal_unsigned_many=seal_unsigned_many,
+            out=out,
+        )
 
     def open_requests(
         blocks: Buffer | Iterable[Buffer],
@@ -441,4 +506,4 @@ def batch_functions(
         """
         return open_requests_with(open_request, blocks, ad_or_ads, workers=workers, strict=strict)
 
-    return seal_requests, open_requests
+    return seal_requests, open_requests  # type: ignore[return-value]

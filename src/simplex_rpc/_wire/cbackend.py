@@ -1,13 +1,14 @@
 """The C backend: thin wrappers over ``csrc/`` (wire.md sections 4 to 6).
 
 Each function here has the signature, results and errors of its twin in the
-pure backend (``_padding``, ``_frame``, ``_seal``, ``_batch``). C never
-raises: it returns a length or a negative status, and :func:`_error` maps the
-status to the same exception class with the same message as the pure backend:
-every message is worded once, in the pure module that raises it, and built here
-by that module's own error builders (``_padding.fill_error``,
-``_frame.tag_error``, ...) or checks (``check_pad``, ``check_request_size``, the
-``Frame`` validation, ``PublicKey._verify_tagged``). The fast path passes
+pure backend (``_padding``, ``_seal``, ``_batch``). C never raises: it returns
+a length or a negative status, and :func:`_error` maps the status to the same
+exception class with the same message as the pure backend: every message is
+worded once, in the pure module that raises it, and built here by that
+module's own error builders (``_padding.fill_error``, ...) or checks
+(``check_pad``, ``check_request_size``, ``PublicKey._verify_tagged``). The
+agent message's fields are read and written by the one codec
+(``agent_block``); C builds and checks the padded block around them. The fast path passes
 ``err=NULL``; only a failure calls C again to fill an ``srpc_error`` with the
 details.
 
@@ -36,16 +37,25 @@ import nacl.bindings  # initialises libsodium before any of its functions is cal
 import nacl.exceptions
 
 from ..errors import BadSignature, PaddingError, SimplexRpcError
-from . import frame as _frame
 from . import json_pure as _json
 from . import padding as _padding
-from . import seal as _seal
 from ._simplex_rpc_c import ffi, lib
+from .agent_block import RESPONSE_TAG, SMPQueueInfo, parse_request_head, request_head
 from .batch import WritableBuffer, out_too_small, writable_view
-from .frame import Buffer, Frame, Kind
-from .keys import SIGNATURE_LENGTH, SPKI_PREFIX, PublicKey, SigningKey, session_tag
+from .keys import SIGNATURE_LENGTH, SigningKey, session_tag
 from .padding import PADDED_LENGTH, block_error, check_pad, message_error
-from .seal import OpenedRequest, check_request_size, check_response_size, check_signing_key
+from .seal import (
+    REQUEST_PADDED_LENGTH,
+    Buffer,
+    OpenedRequest,
+    check_reply_queue,
+    check_request_size,
+    check_response_size,
+    check_signing_key,
+    response_block_length,
+    response_length,
+    response_payload,
+)
 
 try:  # PyNaCl's own cffi module: libsodium without the copies of nacl.bindings
     from nacl._sodium import lib as _sodium
@@ -54,16 +64,16 @@ except ImportError:  # pragma: no cover - every PyNaCl release so far has it
 
 __all__ = [
     "BackendMismatch",
-    "decode_frame",
-    "encode_frame",
     "json_loads",
     "memcpy",
     "open_request",
     "open_response",
     "pad",
     "pad_many",
+    "seal_rejection",
     "seal_request",
     "seal_response",
+    "seal_unsigned_many",
     "unpad",
     "unpad_many",
 ]
@@ -73,20 +83,13 @@ SIZE_MAX: Final[int] = int(ffi.cast("size_t", -1))
 _alloc = ffi.new_allocator(should_clear_after_alloc=False)  # C writes every byte
 _CHAR: Final = ffi.typeof("char[]")  # ffi.unpack of char[] is one memcpy into bytes
 _unpack = ffi.unpack
-_KEY_RAW_AT: Final = len(SPKI_PREFIX)  # 12: the raw key inside the 44-byte DER
 _SM_HEAD: Final = SIGNATURE_LENGTH + 32  # sig || tag, before the payload
-_SM_MAX: Final = _SM_HEAD + PADDED_LENGTH
-_LEN: Final = PADDED_LENGTH
-_REQUEST: Final[int] = lib.SRPC_REQUEST
-_RESPONSE: Final[int] = lib.SRPC_RESPONSE
-_KIND_CODE: Final = {"request": _REQUEST, "response": _RESPONSE}
-_SIGN_SM_AT: Final[int] = lib.SRPC_SIGN_SM_AT
-_SIGN_M_AT: Final[int] = lib.SRPC_SIGN_M_AT
+_REQ_LEN: Final = REQUEST_PADDED_LENGTH
+_RESPONSE_TAGS: Final = (RESPONSE_TAG, b"P")  # src[2] is an int for bytes, bytes for cdata
 # Bound once: the hot paths below call these without attribute lookups.
 _srpc_pad = lib.srpc_pad
 _srpc_unpad = lib.srpc_unpad
-_srpc_open = lib.srpc_open
-_srpc_seal = lib.srpc_seal
+_srpc_seal_parts = lib.srpc_seal_parts
 
 
 class BackendMismatch(AssertionError):
@@ -176,23 +179,6 @@ _ERRORS: Final[dict[int, Callable[[Any, Any], SimplexRpcError]]] = {
     lib.SRPC_E_BATCH_SHAPE: lambda err, length: _padding.whole_blocks_error(
         "unpad_many", err.value, length
     ),
-    lib.SRPC_E_FRAME_NO_VERSION: lambda err, _: _frame.ends_in_version_error(err.value),
-    lib.SRPC_E_FRAME_VERSION: lambda err, _: _frame.version_error(err.value),
-    lib.SRPC_E_FRAME_NO_TAG: lambda err, _: _frame.ends_before_tag_error(),
-    lib.SRPC_E_FRAME_TAG: lambda err, _: _frame.tag_error(err.value),
-    lib.SRPC_E_FRAME_NO_SIGNER: lambda err, _: _frame.ends_before_signer_error(),
-    lib.SRPC_E_FRAME_SIGNER: lambda err, _: _frame.signer_error(err.value),
-    lib.SRPC_E_FRAME_NO_KEY_LENGTH: lambda err, _: _frame.ends_before_key_length_error(),
-    lib.SRPC_E_FRAME_KEY_LENGTH: lambda err, _: _frame.key_length_error(err.value, err.bound),
-    lib.SRPC_E_FRAME_KEY_PREFIX: lambda err, _: _frame.key_prefix_error(err.offset),
-    lib.SRPC_E_FRAME_IN_KEY: lambda err, _: _frame.ends_in_key_error(err.value, err.bound),
-    lib.SRPC_E_FRAME_NO_SIG_LENGTH: lambda err, _: _frame.ends_before_sig_length_error(err.offset),
-    lib.SRPC_E_FRAME_SIG_LENGTH: lambda err, _: _frame.sig_length_error(
-        err.value, err.offset, err.bound
-    ),
-    lib.SRPC_E_FRAME_IN_SIG: lambda err, _: _frame.ends_in_signature_error(err.value, err.bound),
-    lib.SRPC_E_FRAME_NOT_REQUEST: lambda err, _: _seal.wrong_kind_error("request"),
-    lib.SRPC_E_FRAME_NOT_RESPONSE: lambda err, _: _seal.wrong_kind_error("response"),
 }
 
 
@@ -443,66 +429,7 @@ def unpad_many(
     return [data[i * length + 2 : i * length + 2 + n] for i, n in enumerate(sizes)]
 
 
-# -- frames (wire.md section 4) -------------------------------------------------------
-
-
-def encode_frame(
-    kind: Kind,
-    payload: Buffer,
-    *,
-    key: PublicKey | None = None,
-    signature: bytes | None = None,
-) -> bytes:
-    """Encode a frame. A signed request takes both ``key`` and ``signature``."""
-    Frame(kind=kind, payload=b"", key=key, signature=signature)  # the pure checks
-    src = payload if type(payload) is bytes else _cbuffer(payload, True)
-    try:
-        size = len(src)
-        signed = key is not None
-        code = _KIND_CODE[kind]
-        head = lib.srpc_frame_head_length(code, signed)
-        total = head + size
-        out = _alloc(_CHAR, total)
-        if key is not None:
-            sig = bytes(signature)  # type: ignore[arg-type]
-            status = lib.srpc_frame_encode(code, 1, key.der, sig, src, size, out, total, _NULL)
-        else:
-            status = lib.srpc_frame_encode(code, 0, _NULL, _NULL, src, size, out, total, _NULL)
-        if status < 0:
-            raise BackendMismatch(f"srpc_frame_encode refused a checked frame (status {status})")
-        return _unpack(out, total)  # type: ignore[no-any-return]
-    except BaseException:
-        _release(src, payload)
-        raise
-
-
-def decode_frame(frame: Buffer) -> Frame:
-    """Decode a frame strictly; an error names the offset of the first bad byte."""
-    src = frame if type(frame) is bytes else _cbuffer(frame)
-    try:
-        size = len(src)
-        info = ffi.new("srpc_frame *")
-        if lib.srpc_frame_decode(src, size, info, _NULL) < 0:
-            raise _error(_explain(lib.srpc_frame_decode, src, size, info))
-        payload = _slice(frame, src, info.payload_offset, size)
-        if info.kind == _RESPONSE:
-            return Frame(kind="response", payload=payload)
-        if not info.is_signed:
-            return Frame(kind="request", payload=payload)
-        key_at = info.key_offset + _KEY_RAW_AT
-        sig_at = info.sig_offset
-        return Frame(
-            kind="request",
-            payload=payload,
-            key=PublicKey(_slice(frame, src, key_at, key_at + 32)),
-            signature=_slice(frame, src, sig_at, sig_at + SIGNATURE_LENGTH),
-        )
-    except BaseException:
-        _release(src, frame)
-        raise
-
-
-# -- sealing and opening ---------------------------------------------------------------
+# -- sealing and opening the agent's block (wire.md section 4) -------------------------
 
 
 @functools.lru_cache(maxsize=256)
@@ -514,26 +441,20 @@ def _cached_tag(ad: bytes) -> bytes:
     return session_tag(ad)
 
 
-@functools.lru_cache(maxsize=256)
-def _public_key(raw: bytes) -> PublicKey:
-    """The PublicKey of 32 raw bytes; a service meets the same signers again and again."""
-    return PublicKey(raw)
-
-
-def _sign(block: Any, tagged_length: int, signing_key: SigningKey) -> None:
+def _sign(block: Any, payload_at: int, tagged_length: int, signing_key: SigningKey) -> None:
     """libsodium's crypto_sign over the block laid out by srpc_seal_signed_begin."""
     sk = signing_key._sk
+    sm_at = payload_at - _SM_HEAD
+    m_at = payload_at - 32
     if _sodium is not None:
-        status = _sodium.crypto_sign(
-            block + _SIGN_SM_AT, _NULL, block + _SIGN_M_AT, tagged_length, sk
-        )
+        status = _sodium.crypto_sign(block + sm_at, _NULL, block + m_at, tagged_length, sk)
         if status != 0:
             raise SimplexRpcError("signature: libsodium could not sign the request")
         return
     signed = nacl.bindings.crypto_sign(  # pragma: no cover - PyNaCl without _sodium
-        ffi.buffer(block + _SIGN_M_AT, tagged_length)[:], sk
+        ffi.buffer(block + m_at, tagged_length)[:], sk
     )
-    ffi.memmove(block + _SIGN_SM_AT, signed, SIGNATURE_LENGTH)  # pragma: no cover
+    ffi.memmove(block + sm_at, signed, SIGNATURE_LENGTH)  # pragma: no cover
 
 
 def _verified(sm: Any, sm_length: int, raw_key: bytes) -> bool:
@@ -547,103 +468,166 @@ def _verified(sm: Any, sm_length: int, raw_key: bytes) -> bool:
     return True  # pragma: no cover
 
 
-def seal_request(payload: Buffer, ad: bytes, signing_key: SigningKey | None = None) -> bytes:
-    """Frame, optionally sign (bound to ``ad``), and pad a request payload.
+@functools.lru_cache(maxsize=64)
+def _unsigned_head(reply_queue: SMPQueueInfo) -> bytes:
+    """An unsigned request's head for ``reply_queue`` (a client seals many with one queue)."""
+    return request_head((reply_queue,), None)
 
-    A signed request is signed in place: C lays out the block with the session
-    tag right before the payload, libsodium signs that span where it lies, and
-    C moves the signature to its place; the payload is copied once.
-    """
-    check_signing_key(signing_key)
+
+@functools.lru_cache(maxsize=64)
+def _signed_prefix(reply_queue: SMPQueueInfo, key_der: bytes) -> bytes:
+    """A signed request's head up to its signature: 'A' 1 queue '1' 44 key 64."""
+    return b"A\x01" + reply_queue.encode() + b"1\x2c" + key_der + b"\x40"
+
+
+def _seal_parts(head: bytes, payload: Buffer, length: int) -> bytes:
+    """C's one-pass pad of ``head ‖ payload`` into ``length`` bytes (checked sizes only)."""
     src = payload if type(payload) is bytes else _cbuffer(payload, True)
     try:
-        size = len(src)
-        check_request_size(size, signing_key is not None)
-        tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)  # checks the AD
-        block = _alloc(_CHAR, _LEN)
-        if signing_key is None:
-            status = _srpc_seal(_REQUEST, 0, _NULL, _NULL, src, size, block, _LEN, _NULL)
-        else:
-            status = lib.srpc_seal_signed_begin(tag, src, size, block, _LEN, _NULL)
-            if status >= 0:
-                _sign(block, 32 + size, signing_key)
-                status = lib.srpc_seal_signed_end(signing_key.public_key.der, block, _LEN)
+        block = _alloc(_CHAR, length)
+        status = _srpc_seal_parts(head, len(head), src, len(src), block, length, _NULL)
         if status < 0:
-            raise BackendMismatch(f"C refused to seal a checked request (status {status})")
-        return _unpack(block, _LEN)  # type: ignore[no-any-return]
+            raise BackendMismatch(f"C refused to seal a checked message (status {status})")
+        return _unpack(block, length)  # type: ignore[no-any-return]
     except BaseException:
         _release(src, payload)
         raise
 
 
-def _bad_signature(raw_key: bytes, tag: bytes, payload: bytes, signature: bytes) -> BadSignature:
-    """The pure backend's error for a signature that does not verify."""
+def seal_request(
+    payload: Buffer,
+    ad: bytes,
+    signing_key: SigningKey | None = None,
+    *,
+    reply_queue: SMPQueueInfo,
+) -> bytes:
+    """Encode ``'A'`` with ``reply_queue``, optionally sign (bound to ``ad``), and pad to 11,106.
+
+    A signed request is signed in place: C lays out the block with the session
+    tag right before the payload, libsodium signs that span where it lies, and
+    C moves the signature to its place and writes the head; the payload is
+    copied once.
+    """
+    check_signing_key(signing_key)
+    check_reply_queue(reply_queue)
+    size = memoryview(payload).nbytes
+    check_request_size(size, reply_queue, signing_key is not None)
+    tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)  # checks the AD
+    if signing_key is None:
+        return _seal_parts(_unsigned_head(reply_queue), payload, _REQ_LEN)
+    prefix = _signed_prefix(reply_queue, signing_key.public_key.der)
+    payload_at = 2 + len(prefix) + SIGNATURE_LENGTH
+    src = payload if type(payload) is bytes else _cbuffer(payload, True)
     try:
-        PublicKey(raw_key)._verify_tagged(tag, payload, signature)
-    except BadSignature as exc:
-        return exc
-    raise BackendMismatch("libsodium refused a signature that PyNaCl accepts")
+        block = _alloc(_CHAR, _REQ_LEN)
+        status = lib.srpc_seal_signed_begin(tag, src, size, payload_at, block, _REQ_LEN, _NULL)
+        if status >= 0:
+            _sign(block, payload_at, 32 + size, signing_key)
+            status = lib.srpc_seal_signed_end(prefix, len(prefix), block, _REQ_LEN, payload_at)
+        if status < 0:
+            raise BackendMismatch(f"C refused to seal a checked request (status {status})")
+        return _unpack(block, _REQ_LEN)  # type: ignore[no-any-return]
+    except BaseException:
+        _release(src, payload)
+        raise
+
+
+def seal_unsigned_many(
+    payloads: list[Any], reply_queue: SMPQueueInfo, dst: memoryview | None = None
+) -> bytes | memoryview:
+    """The blocks of unsigned requests of checked sizes, in one C call (``seal_requests``):
+    into ``dst`` when given (large enough), else into a new bytes object."""
+    head = _unsigned_head(reply_queue)
+    joined, lens = _gather(payloads, _REQ_LEN)
+    count = len(lens)
+    total = count * _REQ_LEN
+    c_out = _take_scratch(total) if dst is None else ffi.from_buffer(dst)
+    try:
+        args = (head, len(head), joined, len(joined), ffi.new("size_t[]", lens), count,
+                _REQ_LEN, c_out, total)
+        status = lib.srpc_seal_parts_many(*args, _NULL)
+        if status < 0:
+            raise BackendMismatch(f"C refused to seal checked requests (status {status})")
+        if dst is None:
+            return _unpack(c_out, total)  # type: ignore[no-any-return]
+        return dst[:total]
+    finally:
+        if dst is None:
+            _give_scratch(c_out)
+        else:
+            ffi.release(c_out)
+
+
+def _message_length(src: Any, length: int, strict: bool) -> int:
+    """C's unpad of a block of exactly ``length`` bytes: the message length."""
+    n: int = _srpc_unpad(src, len(src), 1, length, strict, _NULL)
+    if n < 0:
+        args = (src, len(src), 1, length, strict)
+        raise _error(_explain(lib.srpc_unpad, *args), length=length)
+    return n
 
 
 def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedRequest:
     """Unpad and decode a request block; verify its signature if it is signed.
 
-    Raises :class:`BadSignature` for a signed block that does not verify under
-    ``ad``; ``strict`` requires every fill byte to be ``#``. C lays out
-    sig || tag || payload for libsodium while it decodes, in one pass.
+    C checks the padding; the head (reply queues, signature) is read by the one
+    codec (``agent_block``); C lays out sig || tag || payload for libsodium.
     """
     tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)
     src = block if type(block) is bytes else _cbuffer(block)
     try:
-        size = len(src)
-        info = ffi.new("srpc_frame *")
-        sm = _alloc(_CHAR, _SM_MAX)
-        if _srpc_open(src, size, _LEN, strict, _REQUEST, tag, sm, _SM_MAX, info, _NULL) < 0:
-            args = (src, size, _LEN, strict, _REQUEST, tag, sm, _SM_MAX, info)
-            raise _error(_explain(lib.srpc_open, *args), length=PADDED_LENGTH)
-        at = info.payload_offset
-        n = info.payload_length
-        if not info.is_signed:
-            return OpenedRequest(payload=_slice(block, src, at, at + n), signer=None)
-        key_at = info.key_offset + _KEY_RAW_AT
-        raw = _slice(block, src, key_at, key_at + 32)
+        n = _message_length(src, _REQ_LEN, strict)
+        data = block if type(block) is bytes else bytes(ffi.buffer(src))
+        queues, signature, at = parse_request_head(data, 2, 2 + n)
+        end = 2 + n
+        if signature is None:
+            return OpenedRequest(payload=data[at:end], signer=None, reply_queues=queues)
+        size = end - at
+        sm_len = _SM_HEAD + size
+        sm = _alloc(_CHAR, sm_len)
+        source = ffi.from_buffer(data) + at
+        if lib.srpc_signed_message(signature.signature, tag, source, size, sm, sm_len) < 0:
+            raise BackendMismatch("srpc_signed_message refused a checked layout")
     except BaseException:
         _release(src, block)
         raise
-    payload: bytes = ffi.buffer(sm)[_SM_HEAD : _SM_HEAD + n]
-    if not _verified(sm, _SM_HEAD + n, raw):
+    payload: bytes = ffi.buffer(sm)[_SM_HEAD:sm_len]
+    if not _verified(sm, sm_len, signature.key.raw):
         _release(src, block)
-        raise _bad_signature(raw, tag, payload, ffi.buffer(sm)[:SIGNATURE_LENGTH])
-    return OpenedRequest(payload=payload, signer=_public_key(raw))
+        try:
+            signature.key._verify_tagged(tag, payload, signature.signature)
+        except BadSignature as exc:
+            raise exc from None
+        raise BackendMismatch("libsodium refused a signature that PyNaCl accepts")
+    return OpenedRequest(payload=payload, signer=signature.key, reply_queues=queues)
 
 
-def seal_response(payload: Buffer) -> bytes:
-    """Frame and pad a response payload."""
-    src = payload if type(payload) is bytes else _cbuffer(payload, True)
-    try:
-        size = len(src)
-        check_response_size(size)
-        block = _alloc(_CHAR, _LEN)
-        status = _srpc_seal(_RESPONSE, 0, _NULL, _NULL, src, size, block, _LEN, _NULL)
-        if status < 0:
-            raise BackendMismatch(f"C refused to seal a checked response (status {status})")
-        return _unpack(block, _LEN)  # type: ignore[no-any-return]
-    except BaseException:
-        _release(src, payload)
-        raise
+def seal_response(payload: Buffer, *, pq_support: bool = True) -> bytes:
+    """Encode ``'P' ‖ payload`` and pad it to 11,106 (or 14,832 with ``pq_support=False``)."""
+    length = response_length(pq_support)
+    check_response_size(memoryview(payload).nbytes, pq_support)
+    return _seal_parts(b"P", payload, length)
+
+
+def seal_rejection(reason: Buffer, *, pq_support: bool = True) -> bytes:
+    """Encode ``'J' ‖ reason`` (V8 ``AgentRejection``) and pad it as a response."""
+    length = response_length(pq_support)
+    check_response_size(memoryview(reason).nbytes, pq_support, "a rejection")
+    return _seal_parts(b"J", reason, length)
 
 
 def open_response(block: Buffer, *, strict: bool = False) -> bytes:
-    """Unpad and decode a response block; return its payload."""
+    """Unpad and decode a response block (11,106 or 14,832 bytes); return its payload.
+
+    A rejection (``'J'``) raises :class:`ServiceRejected` carrying its reason.
+    """
     src = block if type(block) is bytes else _cbuffer(block)
     try:
         size = len(src)
-        info = ffi.new("srpc_frame *")
-        args = (src, size, PADDED_LENGTH, strict, _RESPONSE, _NULL, _NULL, 0, info)
-        if lib.srpc_open(*args, _NULL) < 0:
-            raise _error(_explain(lib.srpc_open, *args), length=PADDED_LENGTH)
-        at = info.payload_offset
-        return _slice(block, src, at, at + info.payload_length)
+        n = _message_length(src, response_block_length(size), strict)
+        if n and src[2] in _RESPONSE_TAGS:
+            return _slice(block, src, 3, 2 + n)
+        return response_payload(_slice(block, src, 2, 2 + n))
     except BaseException:
         _release(src, block)
         raise

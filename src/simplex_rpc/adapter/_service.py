@@ -33,7 +33,7 @@ from .._wire.envelope import (
 )
 from .._wire.keys import PublicKey, SigningKey
 from .._wire.redact import show
-from .._wire.seal import MAX_RESPONSE
+from .._wire.seal import MAX_RESPONSE, max_response_payload
 from ..errors import ChatCoreError, EnvelopeError, KeyFormatError, SimplexRpcError
 from ._budget import RateLimit, _Limiter
 from ._core import (
@@ -195,27 +195,34 @@ def _envelope_json(data: object, kind: str, member: str) -> str | bytes:
 
 
 class _ResponseTooLong(EnvelopeError):
-    """A ``responseData`` longer than ``MAX_RESPONSE``: refused before it is parsed."""
+    """A ``responseData`` longer than any agent response: refused before it is parsed."""
+
+
+#: The longest response any agent sends: 14,829 bytes, from an address with PQ support
+#: off (wire.md section 5); MAX_RESPONSE (11,103) is the limit with it on.
+_LONGEST_RESPONSE: Final = max_response_payload(pq_support=False)
 
 
 def _response_too_long(text: str | bytes) -> str | None:
     """Why a response's JSON is longer than a response can be, or None."""
     # surrogatepass: a lone surrogate is counted here and refused by the strict parse.
     size = len(text.encode("utf-8", "surrogatepass")) if isinstance(text, str) else len(text)
-    if size <= MAX_RESPONSE:
+    if size <= _LONGEST_RESPONSE:
         return None
     return (
         f"the chat core reported a response of {size} bytes, more than a response can"
-        f" carry (MAX_RESPONSE, {MAX_RESPONSE} bytes): not passed on"
+        f" carry ({_LONGEST_RESPONSE} bytes with PQ support off, MAX_RESPONSE {MAX_RESPONSE}"
+        " with it on): not passed on"
     )
 
 
 def _parse_response_data(data: object) -> Response:
     """The response envelope from a ``serviceResponse``'s ``responseData``; else EnvelopeError.
 
-    A real core carries at most ``MAX_RESPONSE`` bytes of response JSON (the
-    padded block, wire.md section 4): a longer one is refused, naming its size
-    and the limit (``service_request`` raises it as :class:`ChatCoreError`).
+    A real core carries at most 14,829 bytes of response JSON (the padded block
+    of an address with PQ support off, wire.md section 5): a longer one is
+    refused, naming its size and the limit (``service_request`` raises it as
+    :class:`ChatCoreError`).
     """
     text = _envelope_json(data, "response", "responseData")
     too_long = _response_too_long(text)

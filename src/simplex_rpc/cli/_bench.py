@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
 from .._wire import backend as _backend
+from .._wire.agent_block import SMPQueueInfo, SMPServer
 from .._wire.envelope import Request
 from .._wire.keys import SigningKey, session_tag
 from .._wire.padding import PADDED_LENGTH
+from . import _bench_agent
 from ._common import (
     EXIT_OK,
     add_json_option,
@@ -63,6 +65,14 @@ BATCH: Final = 1000
 PAYLOAD_SIZE: Final = 1000
 AD: Final = bytes(range(56)) + bytes(range(100, 156))
 SEED: Final = bytes(range(32))
+#: The reply queue of every sealed request: one host, client version 4 (as the agent's).
+QUEUE: Final = SMPQueueInfo(
+    4,
+    SMPServer(("smp.example.com",), "", bytes(range(32))),
+    bytes(range(24)),
+    bytes.fromhex("302a300506032b656e032100") + bytes(range(64, 96)),
+    "M",
+)
 
 #: The "pure" baseline of a C contender "c NAME" is its twin, "python NAME".
 TWIN: Final = "<twin>"
@@ -77,11 +87,14 @@ MEASURES: Final = (
     "open_unsigned",
     "seal_signed",
     "open_signed",
+    "seal_response",
+    "seal_requests",
     "parse_structured",
     "parse_schemas",
     "parse_text",
     "open_parse",
     "open_requests",
+    *_bench_agent.KEYS,
 )
 
 #: (rounds, seconds per timed sample) of a full and of a quick run.
@@ -242,12 +255,12 @@ def build_measures(backends: dict[str, _backend.Backend]) -> list[Measure]:
     block = pure.pad(payload)
     batch = pure.pad_many(messages)
     out = bytearray(len(batch))
-    unsigned = pure.seal_request(payload, AD)
-    signed = pure.seal_request(payload, AD, key)
+    unsigned = pure.seal_request(payload, AD, reply_queue=QUEUE)
+    signed = pure.seal_request(payload, AD, key, reply_queue=QUEUE)
     tagged = session_tag(AD) + payload
     signed_message = crypto_sign(tagged, key._sk)
     raw_pk = key.public_key.raw
-    sealed = pure.seal_requests(messages, AD, key)
+    sealed = pure.seal_requests(messages, AD, key, reply_queue=QUEUE)
     payload_bytes = sum(len(m) for m in messages)
 
     floor = _memcpy_floor()
@@ -321,7 +334,7 @@ def build_measures(backends: dict[str, _backend.Backend]) -> list[Measure]:
             "seal_unsigned",
             "seal_request, unsigned",
             PADDED_LENGTH,
-            both("seal_request", lambda b: lambda: b.seal_request(payload, AD)),
+            both("seal_request", lambda b: lambda: b.seal_request(payload, AD, reply_queue=QUEUE)),
         ),
         with_baselines(
             "open_unsigned",
@@ -335,7 +348,10 @@ def build_measures(backends: dict[str, _backend.Backend]) -> list[Measure]:
             PADDED_LENGTH,
             [
                 Contender("libsodium crypto_sign", lambda: crypto_sign(tagged, key._sk)),
-                *both("seal_request", lambda b: lambda: b.seal_request(payload, AD, key)),
+                *both(
+                    "seal_request",
+                    lambda b: lambda: b.seal_request(payload, AD, key, reply_queue=QUEUE),
+                ),
             ],
             {"libsodium": "libsodium crypto_sign"},
         ),
@@ -351,6 +367,37 @@ def build_measures(backends: dict[str, _backend.Backend]) -> list[Measure]:
                 *both("open_request", lambda b: lambda: b.open_request(signed, AD)),
             ],
             {"libsodium": "libsodium crypto_sign_open"},
+        ),
+        with_baselines(
+            "seal_response",
+            f"seal_response, PQ off ({PAYLOAD_SIZE}-byte payload, 14,832-byte block)",
+            14832,
+            [
+                *_floor(floor, 14832),
+                *both(
+                    "seal_response", lambda b: lambda: b.seal_response(payload, pq_support=False)
+                ),
+            ],
+            {"memcpy": "memcpy"} if floor else None,
+        ),
+        with_baselines(
+            "seal_requests",
+            f"seal_requests, {BATCH} unsigned agent blocks (payloads of 200 to 4000 bytes)",
+            PADDED_LENGTH,
+            [
+                *_floor(floor, len(batch), BATCH),
+                *both(
+                    "seal_requests(out=)",
+                    lambda b: lambda: b.seal_requests(messages, AD, reply_queue=QUEUE, out=out),
+                    BATCH,
+                ),
+                *both(
+                    "seal_requests",
+                    lambda b: lambda: b.seal_requests(messages, AD, reply_queue=QUEUE),
+                    BATCH,
+                ),
+            ],
+            {"memcpy": "memcpy"} if floor else None,
         ),
     ]
     # Strict parsing against the standard library on the same bytes: Request.parse runs
@@ -374,7 +421,7 @@ def build_measures(backends: dict[str, _backend.Backend]) -> list[Measure]:
             )
         )
     structured = structured_request()
-    sealed_structured = pure.seal_request(structured, AD, key)
+    sealed_structured = pure.seal_request(structured, AD, key, reply_queue=QUEUE)
     structured_message = crypto_sign(session_tag(AD) + structured, key._sk)
     active_ = c if c is not None else pure
 
@@ -411,6 +458,8 @@ def build_measures(backends: dict[str, _backend.Backend]) -> list[Measure]:
             {"1 worker": "1 worker"},
         )
     )
+    if _bench_agent.available():  # the agent's cryptography: its own module and extras
+        measures.extend(_bench_agent.measures(Contender, Measure))
     return measures
 
 
@@ -555,6 +604,16 @@ def evaluate_targets(results: Sequence[Result], cpus: int) -> list[Target]:
         lambda v: v <= 2,
         "gathering 1,000 Python objects (join, lengths) costs more than the C loop itself",
     )
+    floor = _ratio(results, "seal_requests", "c seal_requests(out=)", "memcpy")
+    add(
+        "batch seal of the agent block (out=), against the memcpy floor",
+        "within 1.5x",
+        floor,
+        lambda v: f"{v:.2f}x the floor",
+        lambda v: v <= 1.5,
+        "the checks of every payload and the gathering of 1,000 Python objects (join,"
+        " lengths) cost more than the C loop itself",
+    )
     for name, why in (
         (
             "pad",
@@ -628,6 +687,7 @@ def evaluate_targets(results: Sequence[Result], cpus: int) -> list[Target]:
         lambda v: v >= 1.7,
         f"{cpus} CPU(s) available to this process; other load on the machine takes the second core",
     )
+    _bench_agent.targets(results, add, _ratio)
     return out
 
 
@@ -881,7 +941,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "bench",
         help="time the C backend against the pure one, libsodium and memcpy",
-        description="Time padding, framing, sealing and opening on every backend, in one"
+        description="Time padding, the agent's block, sealing and opening on every backend, in one"
         " process on the same bytes, against the pure backend, raw libsodium and a memcpy"
         " floor; print a table (or JSON) and the targets of the C backend. A full run takes"
         " under a minute; --quick a few seconds. 'bench adapter' runs the Service RPC"

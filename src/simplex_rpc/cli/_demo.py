@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
 from .._wire import backend as _backend
+from .._wire.agent_block import SMPQueueInfo, SMPServer
 from .._wire.envelope import Request, Response, check_request_key
-from .._wire.frame import SIGNED_REQUEST_OVERHEAD
 from .._wire.keys import PublicKey, SigningKey, session_tag
 from .._wire.padding import PADDED_LENGTH
 from ..errors import BadSignature, SimplexRpcError
@@ -132,8 +132,17 @@ def _x448_public(label: bytes) -> bytes:
     return known if known is not None else _x448_from_label(label)
 
 
+def demo_reply_queue() -> SMPQueueInfo:
+    """The demo requester's reply queue: a fixed SMP queue (client version 4, messaging)
+    on an example server, its ids and key derived from fixed labels."""
+    dh = bytes.fromhex("302a300506032b656e032100") + hashlib.sha256(b"demo reply dh").digest()
+    server = SMPServer(("smp.example.com",), "", hashlib.sha256(b"demo server").digest())
+    return SMPQueueInfo(4, server, hashlib.sha256(b"demo sender id").digest()[:24], dh, "M")
+
+
 def demo_ad(labels: tuple[bytes, bytes] = DEMO_AD_LABELS) -> bytes:
-    """A 112-byte AD shaped as the agent's: two raw X448 keys, the sender's first."""
+    """A 112-byte AD shaped as the agent's rcAD: two raw X448 keys, the requester's first
+    (new for each request) and the address's (rotated with its ratchet keys)."""
     return _x448_public(labels[0]) + _x448_public(labels[1])
 
 
@@ -182,6 +191,12 @@ class DemoResult:
         )
 
 
+def _payload_at(block: bytes) -> int:
+    """Where a signed request's payload starts in its block: after 'A', the queues, the
+    signature (``AgentServiceRequest``)."""
+    return 2 + 1 + 1 + len(demo_reply_queue().encode()) + 111
+
+
 def _try_open(what: str, block: bytes, ad: bytes, **detail: Any) -> Refusal:
     try:
         _backend.active.open_request(block, ad)
@@ -201,7 +216,8 @@ def round_trip() -> DemoResult:
     request_json = request.to_json()
     tag = session_tag(ad)
     signature = key.sign_request(ad, request_json)
-    block: bytes = impl.seal_request(request_json, ad, key)
+    queue = demo_reply_queue()
+    block: bytes = impl.seal_request(request_json, ad, key, reply_queue=queue)
 
     # Responder: open (which verifies), parse the verified bytes, check requestKey.
     opened = impl.open_request(block, ad)
@@ -216,14 +232,14 @@ def round_trip() -> DemoResult:
     response = Response.parse(response_payload)
 
     # The same request unsigned: requestKey without a signature is bad_request.
-    unsigned = impl.open_request(impl.seal_request(request_json, ad), ad)
+    unsigned = impl.open_request(impl.seal_request(request_json, ad, reply_queue=queue), ad)
     unsigned_problem = check_request_key(Request.parse(unsigned.payload), unsigned.signer)
     unsigned_text = (
         None if unsigned_problem is None else f"{unsigned_problem.code}: {unsigned_problem.message}"
     )
 
     # One byte flipped inside the payload: the 'a' of "anvil" becomes 'A'.
-    at = 2 + SIGNED_REQUEST_OVERHEAD + request_json.index(b'"anvil"') + 1
+    at = _payload_at(block) + request_json.index(b'"anvil"') + 1
     tampered = bytearray(block)
     tampered[at] ^= 0x20
     refusals = [
@@ -292,7 +308,8 @@ def summary(result: DemoResult) -> dict[str, Any]:
         },
         "block": {
             "length": len(block),
-            "frame_length": int.from_bytes(block[:2], "big"),
+            "message_length": int.from_bytes(block[:2], "big"),
+            "reply_queue": demo_reply_queue().uri(),
             "fill_length": _fill(block),
             "head": block[:64].hex(),
             "sha256": hashlib.sha256(block).hexdigest(),
@@ -323,7 +340,10 @@ def summary(result: DemoResult) -> dict[str, Any]:
 def render_text(result: DemoResult) -> str:
     """The human-readable account of the round trip."""
     block = result.block
-    frame_length = int.from_bytes(block[:2], "big")
+    message_length = int.from_bytes(block[:2], "big")
+    queue = demo_reply_queue()
+    q_end = 4 + len(queue.encode())
+    at = _payload_at(block)
     pretty_request = json.dumps(json.loads(result.request_json), indent=2, ensure_ascii=False)
     lines = [
         f"simplex-rpc demo: one Service RPC round trip (backend: {result.backend})",
@@ -333,7 +353,8 @@ def render_text(result: DemoResult) -> str:
         "                 base64url of the 44-byte X.509 SPKI DER, as the core's signerKey",
         f"   raw           {result.public_key.raw.hex()}",
         "",
-        "2. Session AD (the ratchet's associated data: two X448 identity keys, sender's first)",
+        "2. Session AD (the ratchet's rcAD: two X448 keys, the requester's first; the",
+        "   requester's is new for each request, the address's rotates with its ratchet keys)",
         f"   requester     {result.ad[:56].hex()}",
         f"   responder     {result.ad[56:].hex()}",
         f"   length        {len(result.ad)} bytes",
@@ -346,12 +367,17 @@ def render_text(result: DemoResult) -> str:
         f"   signature     {result.signature.hex()}",
         "                 Ed25519 over session tag || payload",
         "",
-        f"4. Sealed, padded block: {len(block)} bytes (every block is {PADDED_LENGTH})",
-        f"   length field  {block[:2].hex()}  = {frame_length}-byte frame",
-        f"   frame head    {block[2:6].hex()}  version 1, 'R' request, '1' signed",
-        f"   key           {block[6:7].hex()} + {_hex(block[7:51], 16)}  (44-byte SPKI DER)",
-        f"   signature     {block[51:52].hex()} + {_hex(block[52:116], 16)}  (64 bytes)",
-        f"   payload       {_hex(block[116 : 2 + frame_length], 24)}",
+        f"4. The agent's request, padded: {len(block)} bytes (every request is {PADDED_LENGTH})",
+        f"   length field  {block[:2].hex()}  = {message_length}-byte message",
+        f"   tag, count    {block[2:4].hex()}  'A' (AgentServiceRequest), 1 reply queue",
+        f"   reply queue   {_hex(block[4:q_end], 16)}  ({q_end - 4} bytes)",
+        f"                 {queue.uri()}",
+        f"   signed        {block[q_end:q_end + 1].hex()}  '1' (Just RequestSignature)",
+        f"   key           {block[q_end + 1 : q_end + 2].hex()} +"
+        f" {_hex(block[q_end + 2 : q_end + 46], 16)}  (44-byte SPKI DER)",
+        f"   signature     {block[at - 65 : at - 64].hex()} + {_hex(block[at - 64 : at], 16)}"
+        "  (64 bytes)",
+        f"   payload       {_hex(block[at : 2 + message_length], 24)}",
         f"   fill          {_fill(block)} bytes of '#'",
         f"   head (hex)    {_hex(block, _HEAD_BYTES)}",
         f"   sha256        {hashlib.sha256(block).hexdigest()}",
@@ -370,7 +396,7 @@ def render_text(result: DemoResult) -> str:
         "6. Response (the protocol text's example)",
         f"   json          {result.response_json.decode('utf-8')}",
         f"   block         {len(result.response_block)} bytes, head"
-        f" {_hex(result.response_block, 8)}  (length, version 1, 'S')",
+        f" {_hex(result.response_block, 8)}  (length, 'P' AgentServiceResponse)",
         f"   opened        {len(result.response_payload)} bytes, equal to what was sealed:"
         f" {'yes' if result.response_payload == result.response_json else 'NO'}",
         f"   result text   {result.response_value['result']['content'][0]['text']}",

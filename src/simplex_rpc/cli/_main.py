@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from ..errors import SimplexRpcError
-from . import _a2a_proxy, _adapter, _bench, _calls, _chat, _core, _discover, _proxy
+from . import _a2a_proxy, _adapter, _agent, _bench, _calls, _chat, _core, _discover, _proxy
 from ._common import (
     CORE_ENV,
     EXIT_OK,
@@ -30,6 +30,7 @@ from ._common import (
 #: Modules that add subcommands, in the order of ``--help``.
 COMMAND_MODULES: tuple[ModuleType, ...] = (
     _core,
+    _agent,
     _adapter,
     _calls,
     _chat,

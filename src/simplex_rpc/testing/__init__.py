@@ -56,6 +56,7 @@ from typing import Any, Final
 
 from .._wire import backend as _backend
 from .._wire import strict_json as _json
+from .._wire.agent_block import SMPQueueInfo, SMPServer
 from .._wire.keys import SigningKey
 from .._wire.redact import RedactingLogger, show
 from ..errors import KeyFormatError, PaddingError
@@ -79,6 +80,16 @@ PartyRef = str | tuple[str, int]
 
 __all__ = ["CoreSimulator", "SimulatorStats", "World", "WorldError", "read_world"]
 
+
+#: The reply queue the simulated agent puts in every request: one host, client
+#: version 4, as the agent creates it (V8 Agent.hs joinConnSrv': SMPQueueInfo rqV).
+_REPLY_QUEUE: Final = SMPQueueInfo(
+    4,
+    SMPServer(("smp.simulator.invalid",), "", bytes(32)),
+    bytes(24),
+    bytes.fromhex("302a300506032b656e032100") + bytes(32),
+    "M",
+)
 log = RedactingLogger(logging.getLogger("simplex_rpc.testing"))
 _ws_log = RedactingLogger(logging.getLogger("websockets.server"))
 
@@ -1101,7 +1112,7 @@ class CoreSimulator:
         payload = _json.dumps(request)
         ad = os.urandom(AD_LENGTH)
         try:
-            block = _backend.active.seal_request(payload, ad, key)
+            block = _backend.active.seal_request(payload, ad, key, reply_queue=_REPLY_QUEUE)
         except PaddingError:
             return _too_large("service request")
         self.stats.requests += 1

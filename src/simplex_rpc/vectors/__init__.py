@@ -1,10 +1,12 @@
 """Test vectors for independent implementations (wire.md section 7).
 
-:func:`build_documents` builds five documents deterministically: ``keys``,
-``signatures``, ``padding``, ``frames`` and ``envelopes``, each
+:func:`build_documents` builds six documents deterministically: ``keys``,
+``signatures``, ``padding``, ``agent_messages``, ``envelopes`` and ``agent_crypto``
+(which needs the ``sntrup761`` extra), each
 ``{"format": "simplex-rpc-vectors", "version": 1, "kind": ..., "cases": [...]}``.
-Every key comes from a fixed seed and Ed25519 signing is deterministic, so a
-second run gives byte-identical files. :func:`render_files` turns them into
+Every key comes from a fixed seed and Ed25519 signing is deterministic (the
+sntrup761 material of ``agent_crypto`` is fixed data), so a second run gives
+byte-identical files. :func:`render_files` turns them into
 ``<kind>.json`` (bytes as lowercase hex), ``<kind>.cbor`` (canonical CBOR, the
 same cases with every hex field as a byte string) and a ``README.md``.
 

@@ -10,6 +10,7 @@ from typing import Any, Final
 from .._wire import b64 as _b64
 from .._wire.backend import Backend
 from ..errors import (
+    AgentCryptoError,
     BadSignature,
     EnvelopeError,
     FrameError,
@@ -25,26 +26,50 @@ FORMAT: Final = "simplex-rpc-vectors"
 VERSION: Final = 1
 
 
-KINDS: Final = ("keys", "signatures", "padding", "frames", "envelopes")
+KINDS: Final = ("keys", "signatures", "padding", "agent_messages", "envelopes", "agent_crypto")
 
 
 #: Fields that hold bytes: lowercase hex in JSON, byte strings in CBOR.
 HEX_FIELDS: Final = frozenset(
     {
         "ad",
+        "auth_seed",
         "block",
+        "box_key",
         "der",
-        "frame",
+        "dh_public_key",
+        "e2e_k1",
+        "e2e_k2",
+        "e2e_key",
+        "encoded",
+        "inner_padded_sha256",
         "json_hex",
+        "k1",
+        "k2",
+        "kem_ciphertext",
+        "kem_public",
+        "kem_secret",
+        "kem_shared",
+        "key_hash",
+        "key_id",
         "message",
+        "nonce",
         "padded_head",
         "padded_sha256",
         "payload",
         "private_key_der",
         "public_key_der",
         "public_key_raw",
+        "queue_dh",
+        "ratchet_key",
+        "rc_ad",
+        "reason",
+        "reply_dh",
         "request_key_raw",
+        "response_message",
+        "response_payload",
         "seed",
+        "sender_id",
         "session_tag",
         "signature",
     }
@@ -62,6 +87,7 @@ ERROR_CLASSES: Final[dict[str, type[SimplexRpcError]]] = {
         PayloadTooLarge,
         FrameError,
         EnvelopeError,
+        AgentCryptoError,
     )
 }
 
@@ -141,8 +167,12 @@ _DESCRIPTIONS: Final = {
     "keys": "Ed25519 keys in the SimpleX core's encodings (wire.md section 1).",
     "signatures": "Session-bound request signatures (wire.md section 2).",
     "padding": "SimpleX padding to a fixed block (wire.md section 5).",
-    "frames": "simplex-rpc's request and response frame (wire.md section 4).",
+    "agent_messages": "The SimpleX agent's Service RPC messages (agent v8) and reply queues,"
+    " padded as the agent pads them (wire.md section 4).",
     "envelopes": "Service RPC request and response envelopes, strict JSON (wire.md section 3).",
+    "agent_crypto": "Service RPC messages as they cross an SMP server (agent v8): X3DH,"
+    " the double ratchet's first message, the crypto_box envelopes, both ways (wire.md,"
+    " the agent's cryptography).",
 }
 
 
