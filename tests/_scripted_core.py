@@ -127,8 +127,11 @@ async def scripted_serving(
     The task is cancelled when the block ends (if it is still running).
     """
     async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-        task = asyncio.create_task(core.serve(1, handler, protocols=protocols, **serve_options))
-        await asyncio.sleep(0)  # the responder subscribes to events
+        ready = asyncio.Event()
+        task = asyncio.create_task(
+            core.serve(1, handler, protocols=protocols, ready=ready, **serve_options)
+        )
+        await ready.wait()  # the responder takes requests
         try:
             yield fake, core, task
         finally:

@@ -65,11 +65,13 @@ async def scene() -> AsyncIterator[Scene]:
             rpc_methods.append(request.request.request["method"])
             return await bridge.rpc_handler(request)
 
+        ready = [asyncio.Event(), asyncio.Event()]
         tasks = [
-            asyncio.create_task(bot.serve_calls(1, {"a2a": bridge})),
-            asyncio.create_task(bot.serve(1, rpc, protocols=["a2a"])),
+            asyncio.create_task(bot.serve_calls(1, {"a2a": bridge}, ready=ready[0])),
+            asyncio.create_task(bot.serve(1, rpc, protocols=["a2a"], ready=ready[1])),
         ]
-        await asyncio.sleep(0)
+        for event in ready:
+            await event.wait()
         try:
             yield Scene(sim, alice, link, f"@{at_alice}", f"#{ids[('alice', 1)]}", rpc_methods)
         finally:
@@ -264,8 +266,9 @@ def test_a_hostile_member_of_the_group_is_not_called_and_its_answer_is_not_taken
         async with scene() as s, ChatCore.connect(s.sim.url_for("mallory")) as mallory:
             await mallory.start(service_requests=False)
             ids = s.sim.create_group("market", "alice", ["bot", "mallory"])
-            serving = asyncio.create_task(mallory.serve_calls(1, {"a2a": forge}))
-            await asyncio.sleep(0)
+            ready = asyncio.Event()
+            serving = asyncio.create_task(mallory.serve_calls(1, {"a2a": forge}, ready=ready))
+            await ready.wait()
             try:
                 factory = register_client(
                     ClientConfig(streaming=True),

@@ -9,8 +9,10 @@ is behind the URL.
 Processes, as a user runs them: the chat cores (the simulator, in a thread of
 the test, which makes alice and the bot contacts), the bot
 (``simplex-rpc serve --a2a-module tests/_a2a_upstream.py:build_handler --chat``)
-and the proxies (``simplex-rpc a2a-proxy``), one over Service RPC and one in
-the conversation.
+and the proxies (``simplex-rpc a2a-proxy``), one over Service RPC (core carol) and
+one in the conversation (core alice). Each program has a core of its own: the core
+gives each event to one of its connections (apps/simplex-chat/Server.hs), so a second
+program on alice's core could take the conversation's messages.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def network() -> Iterator[Network]:
             )
             processes.append(bot)
             link = read_line(bot.stdout, r"^address: (\S+)", "the bot")
-            rpc_proxy, rpc_url = start_proxy("--core", f"{world.url}/alice", link)
+            rpc_proxy, rpc_url = start_proxy("--core", f"{world.url}/carol", link)
             processes.append(rpc_proxy)
             chat_proxy, chat_url = start_proxy(
                 "--core", f"{world.url}/alice", "--via", "chat", world.facts["contact"]
@@ -215,7 +217,7 @@ def proxy_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_listen_takes_host_and_port(network: Network) -> None:
     """--listen HOST:PORT; anything else is a one-line error, exit 2."""
-    result = proxy_cli("--core", f"{network.url}/alice", "--listen", "nowhere", network.link)
+    result = proxy_cli("--core", f"{network.url}/carol", "--listen", "nowhere", network.link)
     assert result.returncode == 2
     assert "--listen" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -223,7 +225,7 @@ def test_listen_takes_host_and_port(network: Network) -> None:
 
 def test_chat_needs_a_chat_ref(network: Network) -> None:
     """--via chat takes the ChatRef of the conversation: a link is refused, exit 2."""
-    result = proxy_cli("--core", f"{network.url}/alice", "--via", "chat", network.link)
+    result = proxy_cli("--core", f"{network.url}/dave", "--via", "chat", network.link)
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1
 
@@ -231,7 +233,7 @@ def test_chat_needs_a_chat_ref(network: Network) -> None:
 def test_auto_needs_a_declaration_of_a2a_over_rpc(network: Network) -> None:
     """--via auto reads the address's declarations: this bot declares nothing, so the
     proxy says what to do instead, in one line, exit 2."""
-    result = proxy_cli("--core", f"{network.url}/alice", "--via", "auto", network.link)
+    result = proxy_cli("--core", f"{network.url}/carol", "--via", "auto", network.link)
     assert result.returncode == 2
     assert "does not declare a2a" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -244,7 +246,7 @@ def test_the_sign_key_reaches_no_output(network: Network, tmp_path: Any) -> None
     key_file.write_text(key.encode())
     process = subprocess.Popen(
         [
-            *(PY, "-m", "simplex_rpc", "a2a-proxy", "--core", f"{network.url}/alice"),
+            *(PY, "-m", "simplex_rpc", "a2a-proxy", "--core", f"{network.url}/carol"),
             *("--sign-key", f"@{key_file}", "--listen", "127.0.0.1:0", network.link),
         ],
         stdout=subprocess.PIPE,

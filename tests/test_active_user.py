@@ -113,8 +113,9 @@ def test_a_call_as_the_active_user_named_explicitly_is_answered() -> None:
     async def main() -> None:
         async with two_users() as (sim, alice, bot):
             direct, _ = sim.connect("alice", "bot")
-            task = asyncio.create_task(bot.serve_calls(1, {"mcp": _answer}))
-            await asyncio.sleep(0)
+            ready = asyncio.Event()
+            task = asyncio.create_task(bot.serve_calls(1, {"mcp": _answer}, ready=ready))
+            await ready.wait()
             try:
                 replies = await alice.call(f"@{direct}", "mcp", PING, wait=30, user_id=1)
             finally:

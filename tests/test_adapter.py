@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import socket
 from typing import Any
 
 import pytest
 
 import simplex_rpc as sx
+from _scripted_core import ScriptedCore
 from simplex_rpc import ErrorCode, Request, Response
 from simplex_rpc.adapter import (
     ChatCore,
@@ -181,10 +181,17 @@ def test_core_errors_carry_the_core_error_object() -> None:
             }
             assert err.type_path == "errorAgent/AGENT/A_SERVICE/ASENotDRAddress"
             assert "ASENotDRAddress" in str(err) and "/_service_request" in str(err)
-            # service_address adds the keys to the existing address.
+            # service_address adds the keys to the existing address: an upgrade in place
+            # puts them on its short link only (issue 28, item 4), which is what it returns;
+            # the full link still fails ASENotDRAddress.
             address = await bob.service_address(1)
-            assert address.short_link == link
-            assert "&rk=" in address.full_link
+            assert address.short_link == link and address.link == link
+            assert "&rk=" not in address.full_link
+            with pytest.raises(ChatCoreError) as info:
+                await alice.service_request(
+                    1, address.full_link, Request(protocol="mcp", request=1), timeout=3600
+                )
+            assert info.value.type_path.endswith("ASENotDRAddress")
 
     run(main)
 
@@ -329,7 +336,8 @@ def test_the_connection_dropped_mid_request_fails_every_pending_command() -> Non
             ]
             events = p.alice.events()
             await asyncio.sleep(0.2)
-            assert await p.sim.drop_connections("alice") == 1
+            # The pool: the first connection, and one per service request in flight.
+            assert await p.sim.drop_connections("alice") == 6
             results = await asyncio.gather(*calls, return_exceptions=True)
             assert all(isinstance(r, ChatCoreClosed) for r in results)
             assert "closed" in str(results[0])
@@ -408,13 +416,46 @@ def test_connecting_to_nothing_fails_clearly() -> None:
     run(main)
 
 
-def test_start_reports_a_running_chat(caplog: pytest.LogCaptureFixture) -> None:
+def test_start_with_service_requests_on_a_running_chat_names_both_ways_out() -> None:
+    """Issue 28, item 3: a running chat answers /_start with chatRunning and keeps its
+    settings (StartChat, Commands.hs), so service_requests=on would silently not apply:
+    start() raises a ChatCoreError naming `-m` and restart=True instead."""
+
     async def main() -> None:
         async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
             assert await core.start(service_requests=True) is True
-            with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
-                assert await core.start(service_requests=True) is False
-            assert "already running" in caplog.text
+            with pytest.raises(ChatCoreError) as caught:
+                await core.start(service_requests=True)
+            text = str(caught.value)
+            assert "already running" in text
+            assert "simplex-chat -p PORT -m" in text and "restart=True" in text
+            # Without service requests a running chat is what was wanted: False.
+            assert await core.start(service_requests=False) is False
+
+    run(main)
+
+
+def test_start_with_restart_stops_and_starts_the_chat_with_service_requests_on() -> None:
+    """restart=True: /_stop (chatStopped), then /_start main=on service_requests=on, which
+    must answer chatStarted."""
+
+    async def main() -> None:
+        async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
+            assert await core.start(service_requests=False) is True
+            sent: list[str] = []
+            command = core.command
+
+            async def recording(cmd: str, **options: Any) -> dict[str, Any]:
+                sent.append(cmd)
+                return await command(cmd, **options)
+
+            core.command = recording  # type: ignore[method-assign]
+            assert await core.start(service_requests=True, restart=True) is True
+            assert sent == [
+                "/_start main=on service_requests=on",
+                "/_stop",
+                "/_start main=on service_requests=on",
+            ]
 
     run(main)
 
@@ -459,5 +500,47 @@ def test_service_address_creates_then_reuses() -> None:
         with pytest.raises(ChatCoreError):
             ServiceAddress.from_created_link({"connShortLink": "x"})
         assert ServiceAddress.from_created_link({"connFullLink": "f"}).link == "f"
+
+    run(main)
+
+
+def test_service_address_adds_a_short_link_to_an_address_without_one() -> None:
+    """Issue 28, item 4: only the short link carries the ratchet keys after an upgrade, so
+    service_address always returns one: an address made before short links (a full link
+    alone, even after /_address_settings) gets one with
+    `/_short_link_address <userId> pq_ratchet=on` (APIAddMyAddressShortLink)."""
+    full = "simplex:/contact#/?v=2-7&smp=smp%3A%2F%2Fhost%2Ftoken"
+    short = "simplex:/a#token?h=host"
+
+    def answer(resp: dict[str, Any]) -> Any:
+        return lambda corr_id, cmd: json.dumps({"corrId": corr_id, "resp": resp})
+
+    def contact_link(links: dict[str, str]) -> dict[str, Any]:
+        return {"contactLink": {"connLinkContact": links, "addressSettings": {}}}
+
+    async def main() -> None:
+        async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+            fake.raw["/_show_address"] = answer(
+                {"type": "userContactLink", **contact_link({"connFullLink": full})}
+            )
+            fake.raw["/_address_settings"] = answer(
+                {"type": "userContactLinkUpdated", **contact_link({"connFullLink": full})}
+            )
+            fake.raw["/_short_link_address"] = answer(
+                {
+                    "type": "userContactLink",
+                    **contact_link({"connFullLink": full, "connShortLink": short}),
+                }
+            )
+            address = await core.service_address(1)
+            assert address.link == short and address.full_link == full
+            sent = [fake.commands.get_nowait() for _ in range(fake.commands.qsize())]
+            assert sent[-1] == "/_short_link_address 1 pq_ratchet=on"
+            # A core that makes no short link: a clear error, not a link without keys.
+            fake.raw["/_short_link_address"] = answer(
+                {"type": "userContactLink", **contact_link({"connFullLink": full})}
+            )
+            with pytest.raises(ChatCoreError, match="no short link"):
+                await core.service_address(1)
 
     run(main)

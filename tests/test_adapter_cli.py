@@ -134,10 +134,15 @@ def test_call_reports_refusals_in_one_line(
 ) -> None:
     with serving("--echo") as bg:
         capsys.readouterr()  # the responder's ready lines (stdout)
-        assert main(["call", "--core", bg.url, "--timeout", "2", "nowhere", "echo", "{}"]) == 2
+        target = "simplex:/nowhere"
+        assert main(["call", "--core", bg.url, "--timeout", "2", target, "echo", "{}"]) == 2
         err = capsys.readouterr().err.splitlines()[-1]  # the responder printed its address before
         assert err.startswith("simplex-rpc call: chat core refused /_service_request")
         assert "invalidConnReq" in err and "Traceback" not in err
+        # A bare name fails in the core too (the plan's target resolution): refused here.
+        assert main(["call", "--core", bg.url, "--timeout", "2", "nowhere", "echo", "{}"]) == 2
+        err = capsys.readouterr().err.splitlines()[-1]
+        assert "@name.simplex" in err and "Traceback" not in err
         assert main(call(bg, "echo", "{not json")) == 2
         assert "JSON" in capsys.readouterr().err
         bad_key = tmp_path / "bad"
@@ -223,7 +228,10 @@ def test_serve_arguments() -> None:
         ["serve", "--core", "ws://x", "--echo", "--rate-limit", "5/10", "--deadline", "3"]
     )
     assert args.rate_limit.requests == 5 and args.rate_limit.per == 10.0
-    assert args.deadline == 3.0 and args.start is True
+    assert args.deadline == 3.0 and args.start == "on"
+    assert parser.parse_args(["serve", "--core", "ws://x", "--echo", "--no-start"]).start == "off"
+    restart = parser.parse_args(["serve", "--core", "ws://x", "--echo", "--start", "restart"])
+    assert restart.start == "restart"
     with pytest.raises(SystemExit):
         parser.parse_args(["call", "--core", "ws://x", "t", "p", "1", "--timeout", "0"])
     with pytest.raises(SystemExit):
@@ -266,20 +274,74 @@ def test_connecting_to_a_closed_port_is_one_line(capsys: pytest.CaptureFixture[s
     assert "cannot connect" in capsys.readouterr().err
 
 
-def test_simulator_subcommand_serves_until_cancelled(capsys: pytest.CaptureFixture[str]) -> None:
-    """simplex-rpc simulator: a CoreSimulator users can test their bots against."""
+def test_simulator_flags_set_the_core_model() -> None:
+    """``-m`` (as simplex-chat -m), ``--ack`` and ``--command-delay`` reach the simulator;
+    without ``-m`` each core's chat runs from the start and ``/_start`` answers chatRunning
+    (src/Simplex/Chat/Core.hs: runSimplexChat starts the chat unless in maintenance)."""
     from simplex_rpc.adapter import ChatCore
+    from simplex_rpc.testing import CoreSimulator
 
-    async def scenario() -> None:
-        args = build_parser().parse_args(["simulator", "--port", "0", "--response-window", "5"])
+    made: list[CoreSimulator] = []
+
+    async def scenario(argv: list[str], expected_start: str) -> None:
+        args = build_parser().parse_args(["simulator", "--port", "0", *argv])
         ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(_cli_adapter.run_simulator(args, on_ready=ready.set_result))
+        real = _cli_adapter.run_simulator
+        task = asyncio.create_task(real(args, on_ready=ready.set_result))
         url = await ready
         async with ChatCore.connect(url + "/x") as core:
-            assert await core.start()
+            assert (await core.command("/_start main=on"))["type"] == expected_start
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+    original = CoreSimulator.__init__
+
+    def recording(self: CoreSimulator, **kwargs: Any) -> None:
+        original(self, **kwargs)
+        made.append(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(CoreSimulator, "__init__", recording)
+        asyncio.run(scenario([], "chatRunning"))
+        asyncio.run(
+            scenario(
+                ["-m", "--ack", "cmdOk", "--command-delay", "0", "--command-delay", "/_send=0.25"],
+                "chatStarted",
+            )
+        )
+    assert not made[0].maintenance and made[0].ack == "serviceReplyAccepted"
+    assert made[1].maintenance and made[1].ack == "cmdOk"
+    delays = made[1]._model  # the model behind the simulator holds the delays
+    assert delays.command_delay == 0 and delays.command_delays == {"/_send": 0.25}
+
+
+def test_simulator_subcommand_serves_until_cancelled(capsys: pytest.CaptureFixture[str]) -> None:
+    """simplex-rpc simulator -m: a CoreSimulator users can test their bots against, its
+    chats not started until /_start (as simplex-chat -m); without -m the chat runs from
+    the start, and start(service_requests=True) names the two ways out, restart=True
+    taking one."""
+    from simplex_rpc.adapter import ChatCore, ChatCoreError
+
+    async def scenario() -> None:
+        for maintenance in (True, False):
+            argv = ["simulator", *(["-m"] if maintenance else []), "--port", "0"]
+            args = build_parser().parse_args([*argv, "--response-window", "5"])
+            ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            task = asyncio.create_task(
+                _cli_adapter.run_simulator(args, on_ready=ready.set_result)
+            )
+            url = await ready
+            async with ChatCore.connect(url + "/x") as core:
+                if maintenance:
+                    assert await core.start()
+                else:
+                    with pytest.raises(ChatCoreError, match="-m"):
+                        await core.start()
+                    assert await core.start(restart=True)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     asyncio.run(scenario())
     # The ready line is for programs (stdout); the note for people goes to stderr.

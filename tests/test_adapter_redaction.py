@@ -55,7 +55,7 @@ def test_a_full_run_logs_no_key_material(caplog: pytest.LogCaptureFixture) -> No
             request = Request(protocol="mcp", request={"q": 1}, request_key=key.public_key)
             assert (await p.alice.service_request(1, p.link, request, sign_key=key)).ok
             # A short target puts the key near the start of the frame the library logs.
-            for target in ("x", "y" * 40, p.link + "-gone"):
+            for target in ("s:x", "s:" + "y" * 40, p.link + "-gone"):
                 with pytest.raises(ChatCoreError) as info:
                     await p.alice.service_request(1, target, request, sign_key=key, timeout=2)
                 errors.extend([str(info.value), repr(info.value), str(info.value.chat_error)])

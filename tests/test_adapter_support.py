@@ -49,8 +49,9 @@ async def background_serve(
     core: ChatCore, handler: Handler, **serve_options: Any
 ) -> AsyncIterator[asyncio.Task[Any]]:
     """``core`` serving ``handler`` as user 1 in a task, subscribed to events; cancelled after."""
-    task = asyncio.create_task(core.serve(1, handler, **serve_options))
-    await asyncio.sleep(0)  # the responder subscribes to events
+    ready = asyncio.Event()
+    task = asyncio.create_task(core.serve(1, handler, ready=ready, **serve_options))
+    await ready.wait()  # the responder takes requests
     try:
         yield task
     finally:

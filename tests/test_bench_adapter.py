@@ -67,6 +67,25 @@ def test_a_dropped_connection_ends_serve(report: dict[str, object]) -> None:
     assert o.ok + o.lost + sum(o.errors.values()) == N
 
 
+def test_the_calls_rows_answer_every_request_and_report_the_ratio_and_its_target(
+    report: dict[str, object],
+) -> None:
+    """Issue 28: a bot's answer rate while 32 of its own service_requests are in flight,
+    against the same bot with no calls. Whatever the numbers (no timed assertion), every
+    request of both rows is answered once and correctly, and the ratio is reported with
+    its target of at least 0.8."""
+    quiet, busy = outcome(report, "quiet"), outcome(report, "calls")
+    rounds = _bench_adapter.CALLS_ROUNDS
+    for o in (quiet, busy):
+        assert (o.lost, o.duplicated, o.wrong) == (0, 0, 0), o.to_json()
+        assert o.ok == rounds * N and not o.errors, o.to_json()
+    assert busy.calls_ratio is not None and busy.calls_ratio > 0
+    data = busy.to_json()
+    assert data["calls_target"] == 0.8 and data["calls_ratio"] == round(busy.calls_ratio, 3)
+    assert "calls ratio" in busy.note and "target of at least 0.8" in busy.note
+    assert "not all 32 were in flight" not in busy.note
+
+
 def test_the_report_is_one_table_with_every_scenario(report: dict[str, object]) -> None:
     text = _bench_adapter.report_text(report)
     assert "| scenario" in text and "req/s" in text and "p99" in text and "shed" in text

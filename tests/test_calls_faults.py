@@ -56,8 +56,11 @@ def test_serve_calls_ends_at_once_when_the_connection_is_lost() -> None:
             return ""
 
         async with world() as w:
-            task = asyncio.create_task(w.bot.serve_calls(1, {"mcp": handler}, concurrency=1))
-            await asyncio.sleep(0)
+            ready = asyncio.Event()
+            task = asyncio.create_task(
+                w.bot.serve_calls(1, {"mcp": handler}, concurrency=1, ready=ready)
+            )
+            await ready.wait()
             callers = [
                 asyncio.create_task(w.alice.call(f"@{w.direct}", "mcp", PING, wait=30))
                 for _ in range(3)
@@ -93,8 +96,9 @@ def test_serve_calls_ends_after_a_lost_connection_even_if_a_handler_ignores_canc
     async def main() -> None:
         with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
             async with world() as w:
-                task = asyncio.create_task(w.bot.serve_calls(1, {"mcp": handler}))
-                await asyncio.sleep(0)
+                ready = asyncio.Event()
+                task = asyncio.create_task(w.bot.serve_calls(1, {"mcp": handler}, ready=ready))
+                await ready.wait()
                 caller = asyncio.create_task(w.alice.call(f"@{w.direct}", "mcp", PING, wait=30))
                 try:
                     await asyncio.sleep(0.5)  # the command reaches the bot's handler

@@ -70,8 +70,9 @@ async def world() -> AsyncIterator[World]:
 
 @contextlib.asynccontextmanager
 async def serving(core: ChatCore, handlers: dict[str, Any], **options: Any) -> AsyncIterator[None]:
-    task = asyncio.create_task(core.serve_calls(1, handlers, **options))
-    await asyncio.sleep(0)  # subscribed to events
+    ready = asyncio.Event()
+    task = asyncio.create_task(core.serve_calls(1, handlers, ready=ready, **options))
+    await ready.wait()  # the bot serves
     try:
         yield
     finally:

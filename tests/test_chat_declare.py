@@ -424,7 +424,8 @@ def test_serve_declaring_answers_a_request_that_arrives_while_it_declares() -> N
         async with two_cores() as (sim, bot, alice):
             link = (await bot.service_address(1)).link
             asked: list[asyncio.Task[Any]] = []
-            declared = bot.declared
+            # The declarations part reads the profile before writing it: slowed down here.
+            declared = bot._declarations.declared
 
             async def slow_declared(user_id: int) -> Any:
                 # The request is sent, delivered and read before the profile is read.
@@ -441,7 +442,7 @@ def test_serve_declaring_answers_a_request_that_arrives_while_it_declares() -> N
                 await asyncio.sleep(0.2)
                 return await declared(user_id)
 
-            bot.declared = slow_declared  # type: ignore[method-assign]
+            bot._declarations.declared = slow_declared  # type: ignore[method-assign]
             serving = asyncio.create_task(
                 bot.serve(
                     1,

@@ -41,11 +41,15 @@ async def team() -> AsyncIterator[tuple[CoreSimulator, dict[str, ChatCore], int]
             await core.start(service_requests=False)
         ids = sim.create_group("team", "alice", ["mcpbot", "a2abot"])
         async with McpBridge(two_tools.build_server()) as bridge:
+            ready = [asyncio.Event(), asyncio.Event()]
             tasks = [
-                asyncio.create_task(mcpbot.serve_calls(1, {"mcp": bridge})),
-                asyncio.create_task(a2abot.serve_calls(1, {"a2a": make_bot().bridge})),
+                asyncio.create_task(mcpbot.serve_calls(1, {"mcp": bridge}, ready=ready[0])),
+                asyncio.create_task(
+                    a2abot.serve_calls(1, {"a2a": make_bot().bridge}, ready=ready[1])
+                ),
             ]
-            await asyncio.sleep(0)
+            for event in ready:
+                await event.wait()
             try:
                 yield sim, cores, ids[("alice", 1)]
             finally:

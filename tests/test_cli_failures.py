@@ -259,6 +259,11 @@ TABLE: list[Row] = [
         needle="192.0.2.1"),
     row("simulator-host-label-too-long", "simulator", "--host", "a" * 64 + ".invalid",
         "--port", "0", needle="63 characters"),
+    row("simulator-command-delay-negative", "simulator", "--command-delay", "-1",
+        needle="--command-delay"),
+    row("simulator-command-delay-bad-command", "simulator", "--command-delay", "send=1",
+        needle="--command-delay"),
+    row("simulator-ack-unknown", "simulator", "--ack", "ok", needle="--ack"),
     # -- llms-txt and call-text
     row("llms-txt-missing", "llms-txt", "{tmp}/nope", needle="cannot read"),
     row("llms-txt-not-utf8", "llms-txt", "{tmp}/latin1.txt", needle="UTF-8"),

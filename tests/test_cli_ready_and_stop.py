@@ -151,3 +151,48 @@ def test_a_signal_runs_the_graceful_stop_and_exits_0_with_one_summary_line(how: 
     summary = [line for line in err.splitlines() if "answered" in line]
     assert len(summary) == 1, err
     assert re.search(r"\b1 answered, 0 shed, 0 refused, 0 unanswered\b", summary[0]), summary
+
+
+def _start_chat_without_requests(url: str) -> None:
+    """What `simplex-chat -p PORT` does at start (runSimplexChat starts the chat itself):
+    the chat runs, with service requests off."""
+    import asyncio
+
+    from simplex_rpc.adapter import ChatCore
+
+    async def main() -> None:
+        async with ChatCore.connect(url) as core:
+            assert await core.start(service_requests=False)
+
+    asyncio.run(main())
+
+
+def test_serve_on_a_running_chat_fails_naming_both_ways_out() -> None:
+    """Issue 28, item 3: `/_start … service_requests=on` on a running chat answers
+    chatRunning and changes nothing; serve says so, exit 2, and names `-m` and
+    `--start restart`, instead of serving requests that never come."""
+    with SimulatorThread() as sim:
+        _start_chat_without_requests(sim.url + "/bob")
+        done = subprocess.run(
+            [*CLI, "serve", "--core", sim.url + "/bob", "--echo"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "-m" in done.stderr and "restart" in done.stderr, done.stderr
+
+
+def test_serve_start_restart_restarts_a_running_chat_with_service_requests_on() -> None:
+    with SimulatorThread() as sim:
+        _start_chat_without_requests(sim.url + "/bob")
+        with running(
+            "serve", "--core", sim.url + "/bob", "--echo", "--address", "--start", "restart"
+        ) as serve:  # fmt: skip
+            link = serve.line().removeprefix("address: ")
+            assert serve.line() == "serving: echo"
+            _call(sim.url + "/alice", link)
+            status, _, err = serve.stop(signal.SIGTERM)
+    assert status == 0, err
+    assert re.search(r"\b1 answered\b", err), err

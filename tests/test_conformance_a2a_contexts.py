@@ -247,8 +247,9 @@ async def group_of_three() -> AsyncIterator[tuple[ChatCore, ChatCore, str, str]]
             await core.start(service_requests=False)
         ids = sim.create_group("team", "alice", ["bob", "bot"])
         bridge, _ = make_bridge()
-        serving = asyncio.create_task(bot.serve_calls(1, {"a2a": bridge}))
-        await asyncio.sleep(0)
+        ready = asyncio.Event()
+        serving = asyncio.create_task(bot.serve_calls(1, {"a2a": bridge}, ready=ready))
+        await ready.wait()
         try:
             yield alice, bob, f"#{ids[('alice', 1)]}", f"#{ids[('bob', 1)]}"
         finally:

@@ -47,11 +47,15 @@ async def shop() -> AsyncIterator[tuple[ChatCore, str]]:
         for core in (alice, bot, carol):
             await core.start(service_requests=False)
         ids = sim.create_group("shop", "bot", ["alice", "carol"], preferences=DECLARED)
+        ready = [asyncio.Event(), asyncio.Event()]
         tasks = [
-            asyncio.create_task(bot.serve_calls(1, {"mcp": answering("bot")})),
-            asyncio.create_task(carol.serve_calls(1, {"mcp": answering("carol", 0.3)})),
+            asyncio.create_task(bot.serve_calls(1, {"mcp": answering("bot")}, ready=ready[0])),
+            asyncio.create_task(
+                carol.serve_calls(1, {"mcp": answering("carol", 0.3)}, ready=ready[1])
+            ),
         ]
-        await asyncio.sleep(0)
+        for event in ready:
+            await event.wait()
         try:
             yield alice, f"#{ids[('alice', 1)]}"
         finally:

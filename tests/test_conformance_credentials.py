@@ -76,8 +76,9 @@ async def group() -> AsyncIterator[tuple[CoreSimulator, ChatCore, str, str]]:
             await core.start(service_requests=True)
         link = (await bot.service_address(1)).link
         ids = sim.create_group("team", "alice", ["bot"])
-        serving = asyncio.create_task(bot.serve_calls(1, {"a2a": answer}))
-        await asyncio.sleep(0)
+        ready = asyncio.Event()
+        serving = asyncio.create_task(bot.serve_calls(1, {"a2a": answer}, ready=ready))
+        await ready.wait()
         try:
             yield sim, alice, f"#{ids[('alice', 1)]}", link
         finally:

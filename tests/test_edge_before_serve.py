@@ -126,19 +126,30 @@ def test_a_request_nobody_serves_is_answered_and_logged_past_the_bound(
     assert any("orphan-7" in line for line in warnings), warnings
 
 
-def test_a_connection_that_never_started_service_requests_holds_none() -> None:
-    """Another connection of the core (a requester, a monitor) that never started service
-    requests nor served does not hold them, so it never answers one in the responder's
-    place: the request stays the serving connection's."""
+def test_a_request_given_to_a_chat_core_that_serves_none_is_answered_not_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 28, item 2: the core gives each event to one client (Server.hs: every
+    client's ``output`` thread reads the core's one ``outputQ``). A ChatCore that never
+    started service requests nor serves (a requester, a monitor on the bot's core) and
+    is given a serviceRequest is the only client that will ever see it: it answers it
+    rate_limited at once (the requester may retry) and logs a WARNING naming the
+    one-client-per-core rule; it does not hold it, nor drop it silently."""
 
     async def main() -> None:
         async with ScriptedCore() as fake, ChatCore.connect(fake.url, event_hold=0.2) as core:
-            await fake.event(request_event("not-mine"))
-            await asyncio.sleep(0.8)  # well past the bound
-            await core.command("/ping")  # the frame above has been read
-            assert fake.answers == {}
+            with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
+                await fake.event(request_event("not-mine"))
+                (answer,) = [await fake.wait_answers(1)]
+            assert answer == ["not-mine"]
+            envelope = fake.answers["not-mine"][0]
+            assert envelope["error"]["code"] == "rate_limited"
+            assert envelope["error"]["retryAfter"] >= 1
+            await core.command("/ping")
 
     run(main)
+    (line,) = [r.getMessage() for r in caplog.records if "not-mine" in r.getMessage()]
+    assert "serves no requests" in line and "one client per core" in line, line
 
 
 def test_a_call_before_serve_calls_is_answered_by_serve_calls() -> None:

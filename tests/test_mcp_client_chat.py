@@ -70,11 +70,13 @@ async def scene(*, declare: ProtocolDeclaration | None = None) -> AsyncIterator[
             rpc_requests.append(request.request.request["method"])
             return await bridge.rpc_handler(request)
 
+        ready = [asyncio.Event(), asyncio.Event()]
         tasks = [
-            asyncio.create_task(bot.serve_calls(1, {"mcp": bridge})),
-            asyncio.create_task(bot.serve(1, rpc, protocols=["mcp"])),
+            asyncio.create_task(bot.serve_calls(1, {"mcp": bridge}, ready=ready[0])),
+            asyncio.create_task(bot.serve(1, rpc, protocols=["mcp"], ready=ready[1])),
         ]
-        await asyncio.sleep(0)  # both loops subscribe to events
+        for event in ready:
+            await event.wait()  # both loops take their events
         try:
             yield Scene(
                 sim=sim,

@@ -74,7 +74,8 @@ def _read_until(stream: Any, pattern: str, what: str) -> str:
 def network() -> Iterator[Network]:
     """The simulator and the bot, each its own process, for the whole module."""
     sim = subprocess.Popen(
-        [PY, "-m", "simplex_rpc", "simulator", "--port", "0"],
+        # -m: the cores' chats wait for /_start, as a bot's simplex-chat -m core does.
+        [PY, "-m", "simplex_rpc", "simulator", "-m", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

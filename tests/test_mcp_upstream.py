@@ -104,15 +104,23 @@ async def scene(upstream: Upstream, *, call_timeout: float = 60.0) -> AsyncItera
         await alice.start(service_requests=False)
         link = (await bot.service_address(1)).link
         at_alice, _ = sim.connect("alice", "bot")
+        ready = [asyncio.Event(), asyncio.Event()]
         tasks = [
             asyncio.create_task(
-                bot.serve_calls(1, {"mcp": upstream}, handler_timeout=call_timeout)
+                bot.serve_calls(1, {"mcp": upstream}, handler_timeout=call_timeout, ready=ready[0])
             ),
             asyncio.create_task(
-                bot.serve(1, upstream.rpc_handler, protocols=["mcp"], handler_timeout=call_timeout)
+                bot.serve(
+                    1,
+                    upstream.rpc_handler,
+                    protocols=["mcp"],
+                    handler_timeout=call_timeout,
+                    ready=ready[1],
+                )
             ),
         ]
-        await asyncio.sleep(0)
+        for event in ready:
+            await event.wait()
         try:
             yield Scene(sim=sim, alice=alice, contact=f"@{at_alice}", link=link)
         finally:

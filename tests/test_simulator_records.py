@@ -12,9 +12,11 @@ What the package does not know is named here, each with its source:
 
 * Service RPC (the protocol text, "Service RPC transport"; COMMANDS.md of the
   core after 7.0.2, "Service commands"): the events and responses
-  ``serviceRequest``, ``serviceResponse``, ``serviceReplyAccepted`` and the
-  agent error ``A_SERVICE`` with ``AgentServiceError`` (simplexmq:
-  ``ASERejected | ASETimeout | ASENoPendingRequest | ASENotDRAddress``);
+  ``serviceRequest``, ``serviceResponse``, ``serviceReplyAccepted``,
+  ``serviceReplySent`` (the badge plan) and the agent error ``A_SERVICE`` with
+  ``AgentServiceError`` (simplexmq: ``ASERejected | ASETimeout |
+  ASENoPendingRequest | ASENotDRAddress``, and ``ASEBadSignature`` of the signed
+  requests' amendment to the Service RPC plan);
 * profile declarations (the protocol text, "Profile declarations"): the key
   ``protocols`` of ``Preferences`` and ``GroupPreferences``, and ``serves`` of
   a contact address's link data (``ContactShortLinkData``).
@@ -63,6 +65,16 @@ class ServiceReplyAccepted(TypedDict):
     connectionId: str
 
 
+class ServiceReplySentEvent(TypedDict):
+    # CEvtServiceReplySent {connectionId} (plans/2026-07-20-supporter-badges-v2-implementation.md)
+    type: Literal["serviceReplySent"]
+    connectionId: str
+
+
+class AgentServiceError_ASEBadSignature(TypedDict):
+    type: Literal["ASEBadSignature"]
+
+
 class AgentServiceError_ASERejected(TypedDict):
     type: Literal["ASERejected"]
     rejectReason: str
@@ -85,6 +97,7 @@ AgentServiceError = (
     | AgentServiceError_ASETimeout
     | AgentServiceError_ASENoPendingRequest
     | AgentServiceError_ASENotDRAddress
+    | AgentServiceError_ASEBadSignature
 )
 
 
@@ -100,7 +113,7 @@ EXTRA_KEYS = {
 }
 
 RESPONSES = CR.ChatResponse | ServiceResponse | ServiceReplyAccepted
-EVENTS = CEvt.ChatEvent | ServiceRequestEvent
+EVENTS = CEvt.ChatEvent | ServiceRequestEvent | ServiceReplySentEvent
 
 
 def checker() -> Checker:
@@ -356,7 +369,20 @@ async def scenario(sim: CoreSimulator, frames: list[tuple[str, Any]]) -> set[str
         key = sx.SigningKey.generate().encode()
         await go(bob, f"/_service_request 1 {link} sign_key={key} {envelope(1)}", "serviceResponse")
         await answering
+        await alice.event("serviceReplySent")
         await go(alice, '/_service_response 1 nosuch {"ok":1}', "chatCmdError")  # A_SERVICE
+        # A bad signature: the responder's core reports ERR (A_SERVICE ASEBadSignature).
+        sim.bad_signatures = True
+        await go(
+            bob,
+            f"/_service_request 1 {link} timeout=1 sign_key={key} {envelope(1)}",
+            "chatCmdError",
+        )
+        await alice.event("chatError")
+        sim.bad_signatures = False
+        # Address upgrades in place.
+        await go(alice, "/_short_link_address 1 pq_ratchet=on", "userContactLink")
+        await go(alice, "/_rotate_address_keys 1", "userContactLink")
 
         # Errors: unknown commands, missing chats, and a frame that is not a request.
         await go(alice, "/_nonsense", "chatCmdError")

@@ -204,8 +204,10 @@ def test_the_ready_line_names_each_users_url_and_ids(tmp_path: Path) -> None:
                 raw_core(users["bob"]["url"], "bob") as bob,
                 raw_core(users["alice"]["url"], "alice") as alice,
             ):
-                await bob.ok("/_start", "chatStarted")
-                await alice.ok("/_start", "chatStarted")
+                # Without -m the simulator's chats run from the start, as the chat core's
+                # CLI started the usual way (src/Simplex/Chat/Core.hs, runSimplexChat).
+                await bob.ok("/_start", "chatRunning")
+                await alice.ok("/_start", "chatRunning")
                 me = await bob.ok("/user", "activeUser")
                 assert me["user"]["profile"]["displayName"] == "Bob"
                 await bob.ok(f"/_send @{users['bob']['contacts']['alice']} text hi", "newChatItems")
@@ -274,6 +276,12 @@ def test_the_in_process_api_takes_the_same_world() -> None:
             "role",
         ),
         ('[[users]]\ncore = "a"\nsurprise = 1\n', "surprise"),
+        ('[[users]]\ncore = "a"\naddress = { name = "Bob" }\n', "SimpleX name"),
+        (
+            '[[users]]\ncore = "a"\naddress = { name = "x.simplex" }\n'
+            '[[users]]\ncore = "b"\naddress = { name = "x.simplex" }\n',
+            "already",
+        ),
         ("this is = = not toml", "TOML"),
     ],
 )

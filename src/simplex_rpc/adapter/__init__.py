@@ -14,7 +14,12 @@ the only part of the library that does I/O. Its parts:
   rules (the envelope a frame carries cut out and read on its own).
 * :mod:`._errors`: the adapter's errors (:class:`ChatCoreClosed`,
   :class:`ChatCoreTimeout`) and the strict JSON reading of a core message.
-* :mod:`._core`: ``ChatCore``'s commands and events.
+* :mod:`._core`: ``ChatCore``'s commands and events, over a small pool of
+  connections to one core (the core runs one command at a time per connection
+  and gives each event to one connection: ``apps/simplex-chat/Server.hs``).
+* :mod:`._pool`: the connections a blocking ``/_service_request`` runs on.
+* :mod:`._admission`: request admission without I/O (slots, backlog, deadlines
+  from arrival, repeats, shedding, the stop), the policy of both servers.
 * :mod:`._service`: Service RPC, the requester and the responder.
 * :mod:`._budget`: the responder's rate limits (token buckets), without I/O.
 * :mod:`._answers`: idempotent answers: stores kept by (signer, request digest).
@@ -30,6 +35,10 @@ strictly, never interpreted, and logged escaped and truncated.
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ..errors import ChatCoreError
 from ._answers import (
@@ -52,13 +61,14 @@ from ._chat import (
 )
 from ._chat import CallHandler as CallHandler
 from ._core import DEFAULT_COMMAND_TIMEOUT as DEFAULT_COMMAND_TIMEOUT
-from ._core import EventStream
-from ._declare import LinkDeclarations
+from ._core import DEFAULT_EVENT_HOLD, EventStream, _CoreBase
+from ._declare import LinkDeclarations, _Declarations
 from ._errors import ChatCoreClosed, ChatCoreTimeout
 from ._errors import _loads_core as _loads_core
 from ._service import (
     DEFAULT_HANDLER_TIMEOUT,
     RESPONSE_WINDOW,
+    ServeOutcome,
     ServiceAddress,
     ServiceRequest,
     _ServiceRpc,
@@ -68,7 +78,10 @@ from ._service import DEFAULT_REQUEST_TIMEOUT as DEFAULT_REQUEST_TIMEOUT
 from ._service import Handler as Handler
 from ._service import _parse_request_data as _parse_request_data
 from ._service import _parse_response_data as _parse_response_data
-from ._transports import LibsimplexHandle, NativeHandle
+from ._transports import LibsimplexHandle, NativeHandle, _Transport
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 __all__ = [
     "DEFAULT_ANSWER_WINDOW",
@@ -93,17 +106,71 @@ __all__ = [
     "RateLimit",
     "ReplySink",
     "SQLiteAnswerStore",
+    "ServeOutcome",
     "ServiceAddress",
     "ServiceRequest",
     "service_request_command",
 ]
 
 
-class ChatCore(_ServiceRpc, _ChatCalls):
+def _part_method(
+    part: str, method: Callable[Concatenate[Any, _P], _R]
+) -> Callable[Concatenate[ChatCore, _P], _R]:
+    """``ChatCore.<name>``: the method of its part ``part``, with its signature and text."""
+    name = method.__name__
+
+    def delegated(self: ChatCore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        bound: Callable[_P, _R] = getattr(getattr(self, part), name)
+        return bound(*args, **kwargs)
+
+    functools.update_wrapper(delegated, method)
+    return delegated
+
+
+class ChatCore(_CoreBase):
     """A connection to a SimpleX chat core: Service RPC and the chat transport.
 
     Use :meth:`connect` (WebSocket) or :meth:`native` as an async context
     manager. Commands may run concurrently; answers are matched by
-    ``corrId``. When the connection drops, every pending command fails with
-    :class:`ChatCoreClosed`.
+    ``corrId``. Over WebSocket a ``ChatCore`` is a small pool of connections to
+    one core (:meth:`connect`: commands and answers on one, each blocking
+    ``/_service_request`` on one of its own), whose events are read as one
+    stream. One client per core: another program connected to the same core
+    takes events too, and the library cannot see that. When a connection
+    drops, every pending command fails with :class:`ChatCoreClosed`.
+
+    It is composed of its parts, each using the core's commands, events and
+    request sinks (:class:`._core._CoreBase`) and nothing of the others but
+    what it is given: the declarations (:mod:`._declare`), Service RPC
+    (:mod:`._service`: the requester and ``serve``) and the chat transport
+    (:mod:`._chat`: ``serve_calls`` and ``call``).
     """
+
+    def __init__(
+        self,
+        transport: _Transport,
+        *,
+        event_buffer: int = 10_000,
+        event_hold: float = DEFAULT_EVENT_HOLD,
+    ) -> None:
+        """Wrap a transport; use :meth:`connect` or :meth:`native` instead of calling this."""
+        super().__init__(transport, event_buffer=event_buffer, event_hold=event_hold)
+        self._declarations = _Declarations(self)
+        self._rpc = _ServiceRpc(self, self._declarations)
+        self._calls = _ChatCalls(self, self._declarations)
+        # A request no serve takes in time is answered by Service RPC's part.
+        self._on_unserved = self._rpc._unserved_request
+
+    # Service RPC (._service)
+    service_address = _part_method("_rpc", _ServiceRpc.service_address)
+    service_request = _part_method("_rpc", _ServiceRpc.service_request)
+    serve = _part_method("_rpc", _ServiceRpc.serve)
+    # The chat transport (._chat)
+    serve_calls = _part_method("_calls", _ChatCalls.serve_calls)
+    call = _part_method("_calls", _ChatCalls.call)
+    call_stream = _part_method("_calls", _ChatCalls.call_stream)
+    # Declarations (._declare)
+    declare = _part_method("_declarations", _Declarations.declare)
+    declared = _part_method("_declarations", _Declarations.declared)
+    link_declarations = _part_method("_declarations", _Declarations.link_declarations)
+    _declare_transport = _part_method("_declarations", _Declarations._declare_transport)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import re
-from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NoReturn, Protocol, TypeAlias
@@ -51,7 +51,8 @@ from ..chat import (
 )
 from ..declarations import _check_declared_versions
 from ..errors import CallSyntaxError, ChatCoreError, SimplexRpcError
-from ._core import _check_user_id, _dump_command_json, check_seconds, log
+from ._admission import Admission, Decision, Ticket, Verdict, WindowSeen
+from ._core import _check_user_id, _CoreBase, _dump_command_json, check_seconds, log
 from ._declare import _Declarations
 from ._errors import ChatCoreClosed
 
@@ -474,7 +475,7 @@ class _CallServer:
 
     def __init__(
         self,
-        core: _ChatCalls,
+        core: _CoreBase,
         user_id: int,
         handlers: CallHandlers,
         *,
@@ -497,17 +498,27 @@ class _CallServer:
         self.user_id = user_id
         self.handler_timeout = check_seconds(handler_timeout, "handler_timeout")
         self.concurrency = concurrency
-        self.running = 0
-        self.backlog: deque[_Received] = deque()
         self.backlog_limit = backlog
+        # Which command runs, waits or is left: the policy, without I/O (._admission),
+        # shared with serve's responder. A conversation has no response window: no
+        # deadline from arrival (each handler has handler_timeout from its start), and
+        # the item ids are remembered by count only.
+        self.admission: Admission[_Received] = Admission(
+            slots=concurrency,
+            backlog=backlog,
+            deadline=None,
+            clock=asyncio.get_running_loop().time,
+            seen=WindowSeen(math.inf, _SEEN_LIMIT),
+        )
         self.unanswered = 0  # commands left unanswered since the last report
         self.report: asyncio.TimerHandle | None = None
         self.closing = False
-        self.seen: OrderedDict[tuple[str, int], None] = OrderedDict()
         self.tasks: set[asyncio.Task[None]] = set()
 
-    async def run(self, stream: Any) -> NoReturn:
+    async def run(self, stream: Any, ready: asyncio.Event | None = None) -> NoReturn:
         log.info("answering /_call for %s, user %d", ", ".join(sorted(self.handlers)), self.user_id)
+        if ready is not None:
+            ready.set()
         try:
             async for event in stream:
                 if event.get("type") != "newChatItems":
@@ -527,7 +538,7 @@ class _CallServer:
         finally:
             stream.close()
             self.closing = True
-            self.backlog.clear()
+            self.admission.stop()
             if self.report is not None:
                 self.report.cancel()
                 self._report()
@@ -566,28 +577,37 @@ class _CallServer:
         if not received.text.startswith(COMMAND + " "):
             return
         key = (received.chat, received.item_id)
-        if key in self.seen:
-            log.warning("chat item %s/%d seen again: not answered twice", *key)
-            return
-        self.seen[key] = None
-        while len(self.seen) > _SEEN_LIMIT:
-            self.seen.popitem(last=False)
         if len(received.text) > _MAX_TEXT:
+            if self.admission.seen is not None and self.admission.seen.seen(
+                key, self.admission.clock()
+            ):
+                log.warning("chat item %s/%d seen again: not answered twice", *key)
+                return
             log.warning(
                 "/_call of %d characters in %s is longer than any message: ignored",
                 len(received.text),
                 received.chat,
             )
             return
-        if self.running < self.concurrency:
-            self._start(received)
-        elif len(self.backlog) < self.backlog_limit:
-            self.backlog.append(received)
-        else:
-            self.unanswered += 1
-            if self.report is None:
-                loop = asyncio.get_running_loop()
-                self.report = loop.call_later(_REPORT_INTERVAL, self._report)
+        self._apply([self.admission.arrive(key, received)])
+
+    def _apply(self, decisions: list[Decision[_Received]]) -> None:
+        for decision in decisions:
+            verdict = decision.verdict
+            if verdict is Verdict.START:
+                self._start(decision.ticket)
+            elif verdict is Verdict.REPEAT:
+                log.warning(
+                    "chat item %s/%d seen again: not answered twice",
+                    decision.ticket.payload.chat,
+                    decision.ticket.payload.item_id,
+                )
+            elif verdict.shed:
+                # A /_call has no shed answer a binding defines: left unanswered, counted.
+                self.unanswered += 1
+                if self.report is None:
+                    loop = asyncio.get_running_loop()
+                    self.report = loop.call_later(_REPORT_INTERVAL, self._report)
 
     def _report(self) -> None:
         self.report = None
@@ -601,16 +621,14 @@ class _CallServer:
             )
             self.unanswered = 0
 
-    def _start(self, received: _Received) -> None:
-        self.running += 1
-        task = asyncio.create_task(self._answer(received))
+    def _start(self, ticket: Ticket[_Received]) -> None:
+        task = asyncio.create_task(self._answer(ticket.payload))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        task.add_done_callback(lambda _: self._finished(ticket))
 
-    def _finished(self) -> None:
-        self.running -= 1
-        if self.backlog and not self.closing:
-            self._start(self.backlog.popleft())
+    def _finished(self, ticket: Ticket[_Received]) -> None:
+        self._apply(self.admission.finish(ticket))
 
     async def _answer(self, received: _Received) -> None:
         where = f"{received.chat}/{received.item_id}"
@@ -623,8 +641,6 @@ class _CallServer:
         except Exception as exc:  # pragma: no cover - defensive: one command never stops the loop
             log.error("answering /_call %s failed: %s", where, type(exc).__name__)
             log.debug("answering /_call %s: the traceback", where, exc_info=True)
-        finally:
-            self._finished()
 
     async def _dispatch(self, received: _Received, where: str) -> None:
         try:
@@ -757,8 +773,13 @@ class _CallServer:
             )
 
 
-class _ChatCalls(_Declarations):
-    """``ChatCore``'s chat transport methods (see :class:`simplex_rpc.adapter.ChatCore`)."""
+class _ChatCalls:
+    """``ChatCore``'s chat transport part (see :class:`simplex_rpc.adapter.ChatCore`): it
+    uses the core's commands and events, and ``declarations`` for ``declare=True``."""
+
+    def __init__(self, core: _CoreBase, declarations: _Declarations) -> None:
+        self._core = core
+        self._declarations = declarations
 
     async def serve_calls(
         self,
@@ -769,8 +790,14 @@ class _ChatCalls(_Declarations):
         handler_timeout: float = DEFAULT_CALL_TIMEOUT,
         declare: bool = False,
         versions: Mapping[str, Sequence[str]] | None = None,
+        ready: asyncio.Event | None = None,
     ) -> NoReturn:
         """Answer each ``/_call`` of ``handlers``' protocols sent to ``user_id``, until cancelled.
+
+        ``ready`` (an :class:`asyncio.Event`), when given, is set once the bot
+        serves: the active user checked, the profile declared (with ``declare``);
+        a ``/_call`` sent after that is answered (one that came before is too,
+        when held: ``event_hold``).
 
         ``handlers`` maps a protocol name to an async ``handler(call, send) ->
         str`` (``call`` an :class:`IncomingCall`, ``send(text)`` sends an
@@ -810,7 +837,7 @@ class _ChatCalls(_Declarations):
         :class:`~simplex_rpc.errors.SimplexRpcError` before anything runs.
         """
         server = _CallServer(
-            self,
+            self._core,
             _check_user_id(user_id),
             handlers,
             concurrency=concurrency,
@@ -822,16 +849,18 @@ class _ChatCalls(_Declarations):
         # coroutine has started is seen, however long declaring takes; and the
         # commands that came before it (held by the core for event_hold seconds)
         # come first.
-        stream = self.events()
-        self._take_held_calls(stream, user_id)
+        stream = self._core.events()
+        self._core._take_held_calls(stream, user_id)
         try:
             await self._active_user(user_id, SimplexRpcError)
             if declared is not None:
-                await self._declare_transport(user_id, sorted(declared), "chat", declared)
+                await self._declarations._declare_transport(
+                    user_id, sorted(declared), "chat", declared
+                )
         except BaseException:
             stream.close()
             raise
-        await server.run(stream)
+        await server.run(stream, ready)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _active_user(
@@ -845,7 +874,7 @@ class _ChatCalls(_Declarations):
         sends as that user. A ``wanted`` user that is not the active one
         raises ``refused``, before anything is sent.
         """
-        resp = await self.command("/user")
+        resp = await self._core.command("/user")
         user_id = _id(_path(resp, "user", "userId"))
         if resp.get("type") != "activeUser" or user_id is None:
             raise SimplexRpcError("the chat core did not name its active user (/user)")
@@ -859,7 +888,7 @@ class _ChatCalls(_Declarations):
 
     async def _group_members(self, group_id: int) -> tuple[dict[str, Any], list[Any]]:
         # APIListMembers: groupMembers with group: Group {groupInfo, members} (COMMANDS.md).
-        resp = await self.command(f"/_members #{group_id}")
+        resp = await self._core.command(f"/_members #{group_id}")
         group = _path(resp, "group")
         info = _path(group, "groupInfo")
         members = _path(group, "members")
@@ -957,10 +986,10 @@ class _ChatCalls(_Declarations):
         if mentions:
             composed["mentions"] = mentions
         collector = ReplyCollector()
-        stream = self.events()
+        stream = self._core.events()
         try:
             cmd = f"/_send {chat} json {_dump_command_json([composed], 'the /_call')}"
-            resp = await self.command(cmd)
+            resp = await self._core.command(cmd)
             item_id = _id(_path(_first(resp.get("chatItems")), "chatItem", "meta", "itemId"))
             if resp.get("type") != "newChatItems" or item_id is None:
                 raise SimplexRpcError(

@@ -1,9 +1,12 @@
 """``ChatCore``'s commands and events: the plumbing under every part of the adapter.
 
-One connection to the chat core (over a transport of :mod:`._transports`),
-commands matched to answers by ``corrId``, events fanned out to every
-:class:`EventStream`. Service RPC (:mod:`._service`), the chat transport
-(:mod:`._chat`) and the declarations (:mod:`._declare`) are built on it.
+The connections to one chat core (over the transports of :mod:`._transports`: the
+first for commands and answers, the lanes of :mod:`._pool` for blocking
+``/_service_request`` commands), commands matched to answers by ``corrId``, the
+events of every connection read as one stream and fanned out to every
+:class:`EventStream` and request sink. Service RPC (:mod:`._service`), the chat
+transport (:mod:`._chat`) and the declarations (:mod:`._declare`) are parts built on
+it, composed by ``ChatCore``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ..errors import ChatCoreError, SimplexRpcError
 from ._errors import ChatCoreClosed, ChatCoreTimeout, _AnswerLost
 from ._explain import explain_core_error
 from ._frames import Frame, read_frame
+from ._pool import BLOCKING_COMMANDS, _Lanes
 from ._transports import (
     LibsimplexHandle,
     NativeHandle,
@@ -36,6 +40,9 @@ log = RedactingLogger(logging.getLogger("simplex_rpc.adapter"))
 
 #: How long a plain command may take before the adapter gives up on it.
 DEFAULT_COMMAND_TIMEOUT: Final = 60.0
+#: The connections of a ``ChatCore`` over WebSocket, at most: one for commands and
+#: answers, the others for blocking ``/_service_request`` commands, one each.
+DEFAULT_CONNECTIONS: Final = 8
 #: How long an event that a later ``serve`` or ``serve_calls`` would take waits for it
 #: (a ``serviceRequest`` no responder took, a ``newChatItems`` with a ``/_call`` no
 #: ``serve_calls`` took), in seconds.
@@ -179,6 +186,19 @@ class EventStream:
         self.close()
 
 
+def _is_bad_signature(event: dict[str, Any]) -> bool:
+    """A ``chatError`` event carrying the agent's ``A_SERVICE ASEBadSignature``."""
+    node: object = event.get("chatError")
+    for _ in range(8):
+        if not isinstance(node, dict):
+            return False
+        service = node.get("serviceError")
+        if isinstance(service, dict) and service.get("type") == "ASEBadSignature":
+            return True
+        node = next((v for k, v in node.items() if k != "type" and isinstance(v, dict)), None)
+    return False
+
+
 def _power_of_ten(n: int) -> bool:
     while n >= 10 and n % 10 == 0:
         n //= 10
@@ -230,16 +250,25 @@ class _CoreBase:
         ):
             raise SimplexRpcError("event_hold: expected a non-negative number of seconds")
         self._transport = transport
+        # The connections blocking commands run on (WebSocket only: the native library
+        # runs commands on worker threads of its own), set by _opened.
+        self._lanes: _Lanes | None = None
+        # Each command sent and not answered yet, by corrId: the connection it went on.
+        # Kept past a timeout, until the core's late answer: the core still works on it,
+        # and the connection runs nothing else meanwhile (Server.hs).
+        self._route: dict[str, _Transport] = {}
         self._event_buffer = event_buffer
         self._event_hold = float(event_hold)
         # Events a later serve / serve_calls would take, in arrival order (see _hold).
         self._held_requests: deque[_Held] = deque()
         self._held_calls: deque[_Held] = deque()
         self._hold_timer: asyncio.TimerHandle | None = None
-        self._own_answers: set[asyncio.Task[None]] = set()
         # Who asked the transport to stop reading (the responders at their outbox bound).
         self._pausers: set[object] = set()
         self._stray_answers = 0
+        self._stray_requests = 0  # serviceRequests given to this ChatCore, which serves none
+        # What answers a request no serve takes (set by ChatCore: its Service RPC part).
+        self._on_unserved: Callable[[_Held, float, bool], None] | None = None
         # Whether serviceRequests are this connection's to answer: it started them
         # (start(service_requests=True)) or has served; only then are they held.
         self._expects_requests = False
@@ -269,22 +298,58 @@ class _CoreBase:
         proxy: str | None = None,
         event_buffer: int = 10_000,
         event_hold: float = DEFAULT_EVENT_HOLD,
+        connections: int = DEFAULT_CONNECTIONS,
     ) -> AsyncIterator[Self]:
-        """Connect to the CLI's WebSocket API (``simplex-chat -p PORT``): ``async with``.
+        """Connect to the CLI's WebSocket API (``simplex-chat -p PORT -m``): ``async with``.
+
+        The core runs one command at a time per connection, and gives each event
+        to one connection (``apps/simplex-chat/Server.hs``). So a ``ChatCore`` is
+        a small pool of at most ``connections`` connections to one core, whose
+        events are read as one stream (each reaches its consumer whichever
+        connection carried it): the first carries the commands and ``serve``'s
+        answers; each blocking ``/_service_request`` runs on another, opened when
+        first needed, one request at a time. So at most ``connections - 1``
+        service requests are in flight at once (more wait, in order, for a free
+        connection), and a bot that calls and serves keeps answering while its
+        calls wait. With ``connections=1`` every command shares one connection
+        (a request then waits behind the others, as in the core).
+
+        One client per core: another program connected to the same core (a
+        second ``ChatCore``, ``simplex-rpc call`` against the bot's own core, a
+        monitoring tool) takes events too, and the library cannot see that: a
+        ``serviceRequest`` it takes is not this ``ChatCore``'s to answer.
+
+        ``ping_interval`` is the keepalive: an idle connection is pinged, and
+        closed when the ping is not answered in as long; a connection whose
+        command runs is never pinged (the core reads no frame meanwhile).
 
         ``proxy`` is None by default: the CLI listens on the local host.
         ``event_hold`` is how long a ``serviceRequest`` (or a ``/_call``) that
         no ``serve`` (``serve_calls``) takes yet waits for one; past it, it is
         logged at WARNING by its id, and a request is answered ``rate_limited``.
         """
-        transport = _WebSocketTransport(
-            url,
-            open_timeout=open_timeout,
-            max_size=max_size,
-            ping_interval=ping_interval,
-            proxy=proxy,
-        )
+        if isinstance(connections, bool) or not isinstance(connections, int) or connections < 1:
+            raise SimplexRpcError("connections: expected a positive integer")
+        options: dict[str, Any] = {
+            "open_timeout": open_timeout,
+            "max_size": max_size,
+            "proxy": proxy,
+        }
+        transport = _WebSocketTransport(url, ping_interval=ping_interval, **options)
         async with cls._opened(transport, event_buffer, event_hold) as core:
+            if connections > 1:
+
+                async def open_lane() -> _Transport:
+                    # No keepalive on a lane: its connection is busy whenever it is used.
+                    lane = _WebSocketTransport(url, ping_interval=None, **options)
+                    await lane.open(core)
+                    if core._failure is not None:  # pragma: no cover - lost meanwhile
+                        await lane.close()
+                        raise ChatCoreClosed(str(core._failure))
+                    log.debug("opened a connection for service requests to %s", lane.description)
+                    return lane
+
+                core._lanes = _Lanes(open_lane, connections - 1)
             log.info("connected to the chat core at %s", transport.description)
             yield core
 
@@ -343,11 +408,17 @@ class _CoreBase:
         return self._failure is not None
 
     async def close(self) -> None:
-        """Close the connection; pending commands fail with :class:`ChatCoreClosed`."""
+        """Close the connections; pending commands fail with :class:`ChatCoreClosed`."""
         if self._failure is None:
             self._closing = True
             self._lost("closed by this side")
-        await self._transport.close()
+        for transport in self._transports():
+            await transport.close()
+
+    def _transports(self) -> list[_Transport]:
+        """Every connection of this core: the first, then the lanes."""
+        lanes = self._lanes.lanes if self._lanes is not None else []
+        return [self._transport, *lanes]
 
     # -- input from transports -------------------------------------------------
 
@@ -429,8 +500,29 @@ class _CoreBase:
             return
         log.warning("native library sent an invalid event: %s", show(text))
 
+    def _answered(self, corr_id: str) -> bool:
+        """The core answered ``corr_id`` (in time or not): its connection runs the next.
+        False for a ``corr_id`` this core did not send (or had its answer already)."""
+        transport = self._route.pop(corr_id, None)
+        if transport is None:
+            return False
+        transport.in_flight -= 1
+        if self._lanes is not None and transport is not self._transport and not transport.in_flight:
+            self._lanes.give_back(transport)
+        return True
+
     def _deliver(self, corr_id: str, resp: dict[str, Any]) -> None:
+        sent = self._answered(corr_id)
         future = self._pending.get(corr_id)
+        if sent and future is None:
+            # The answer to a command whose wait ended (its caller got ChatCoreTimeout):
+            # expected, since the core went on with it; its connection is free again.
+            log.info(
+                "chat core answered command %s (%s) after its wait ended: ignored",
+                show(corr_id, 40),
+                show(resp.get("type"), 60),
+            )
+            return
         if future is None or future.done():
             # A core answering a command twice, or too late, or one never sent: worth a
             # line each (the first ten, then every power of ten), not a silent drop.
@@ -447,6 +539,7 @@ class _CoreBase:
         future.set_result(resp)
 
     def _fail_command(self, corr_id: str, reason: str) -> None:
+        self._answered(corr_id)
         future = self._pending.get(corr_id)
         if future is not None and not future.done():
             future.set_exception(ChatCoreError(f"the chat core command failed: {reason}"))
@@ -474,14 +567,31 @@ class _CoreBase:
                 # Not lost: held for a later serve (the README's order: start, address,
                 # serve), for event_hold seconds.
                 self._hold(self._held_requests, _Held(event, envelope, error, arrival))
-            elif not taken:
-                # This connection never asked for service requests (another connection
-                # of the core may serve them): not held, so never answered from here.
+            elif not taken and self._subscribers:
+                # No serve, but a program reads this ChatCore's events: it may answer the
+                # request itself (/_service_response through command()): left to it.
                 log.info(
-                    "serviceRequest %s: no serve() on this connection, which did not start"
-                    " service requests: left to the core's other connections",
+                    "serviceRequest %s: no serve() on this ChatCore: passed to its event"
+                    " streams alone",
                     show(event.get("requestId"), 80),
                 )
+            elif not taken:
+                # This ChatCore never asked for service requests and nothing reads its
+                # events, yet the core gave it one: the core gives each event to one
+                # client (Server.hs), so no other client gets it. Answered rate_limited at
+                # once (the requester may retry and reach the client that serves), never
+                # dropped silently.
+                self._stray_requests += 1
+                self._unserved_request(_Held(event, envelope, error, arrival), arrival, stray=True)
+        elif kind == "chatError" and _is_bad_signature(event):
+            # The responder's agent refused a signed request whose signature does not
+            # verify: the core delivers nothing, and the requester only times out
+            # (A_SERVICE ASEBadSignature, plans/2026-07-22-service-rpc-chat.md). Said here,
+            # since no serviceRequest ever shows it.
+            log.warning(
+                "the chat core refused a signed service request whose signature does not"
+                " verify (ASEBadSignature): it is not delivered, its requester will time out"
+            )
         if error is not None:
             return  # a lenient reading is for the responder's bad_request only
         if frame is not None:
@@ -532,6 +642,22 @@ class _CoreBase:
                 give_up(held.popleft(), now)
         self._schedule_hold()
 
+    def _attach_requests(self, sink: _RequestSink) -> None:
+        r"""``sink`` (a responder starting) takes this core's ``serviceRequest``\ s from now
+        on, the held ones first, oldest first; from now on they are this core's to answer
+        (held for a later ``serve`` when no sink takes them). Raises
+        :class:`ChatCoreClosed` once the connection is lost."""
+        if self._failure is not None:
+            raise ChatCoreClosed(str(self._failure))
+        self._expects_requests = True
+        if sink not in self._request_sinks:
+            self._request_sinks.add(sink)
+            self._take_held_requests(sink)
+
+    def _detach_requests(self, sink: _RequestSink) -> None:
+        """``sink`` takes no more requests."""
+        self._request_sinks.discard(sink)
+
     def _take_held_requests(self, sink: _RequestSink) -> None:
         """Offer ``sink`` (a responder starting) the held requests, oldest first; those it
         takes are no longer held."""
@@ -554,8 +680,13 @@ class _CoreBase:
                 kept.append(item)
         self._held_calls = kept
 
-    def _unserved_request(self, item: _Held, now: float) -> None:
-        """A held request no responder took in time (answered by :mod:`._service`)."""
+    def _unserved_request(self, item: _Held, now: float, *, stray: bool = False) -> None:
+        """A held request no responder took in time, or (``stray``) a request given to this
+        ChatCore, which serves none: handed to ``_on_unserved`` (Service RPC's part, which
+        answers it), else logged."""
+        if self._on_unserved is not None:
+            self._on_unserved(item, now, stray)
+            return
         log.warning(
             "serviceRequest %s waited %.1f s and no serve() took it: not answered",
             show(item.event.get("requestId"), 80),
@@ -604,14 +735,16 @@ class _CoreBase:
         """Stop reading the core's frames until every ``who`` resumes (the socket and
         the core then carry the back-pressure)."""
         if not self._pausers and self._failure is None:
-            self._transport.pause_reading()
+            for transport in self._transports():
+                transport.pause_reading()
         self._pausers.add(who)
 
     def _resume_reading(self, who: object) -> None:
         if who in self._pausers:
             self._pausers.discard(who)
             if not self._pausers:
-                self._transport.resume_reading()
+                for transport in self._transports():
+                    transport.resume_reading()
 
     def _lost(self, reason: str) -> None:
         if self._failure is not None:
@@ -637,9 +770,13 @@ class _CoreBase:
         for reply, reply_error in replies:
             reply.set_exception(reply_error)
         self._drop_held()
+        if self._lanes is not None:
+            self._lanes.lost(self._failure)
+        self._route.clear()
         if self._pausers:
             self._pausers.clear()
-            self._transport.resume_reading()  # so that the reader sees the end
+            for transport in self._transports():
+                transport.resume_reading()  # so that the readers see the end
 
     # -- commands -------------------------------------------------------------
 
@@ -660,7 +797,16 @@ class _CoreBase:
         if timeout is not None:
             timeout = check_seconds(timeout, "timeout")
         name = _command_name(cmd)
-        future = await self._post_command(cmd, timeout)
+        lane: _Transport | None = None
+        if name in BLOCKING_COMMANDS and self._lanes is not None:
+            # A connection of its own: the core runs nothing else on it until the answer.
+            lane = await self._lanes.take()
+        try:
+            future = await self._post_command(cmd, timeout, transport=lane)
+        except BaseException:
+            if lane is not None:
+                self._lanes.give_back(lane)  # type: ignore[union-attr]  # never sent
+            raise
         assert isinstance(future, asyncio.Future)  # no on_answer: a future
         try:
             resp = await future
@@ -681,6 +827,8 @@ class _CoreBase:
         cmd: str,
         timeout: float | None,
         on_answer: Callable[[Pending], None] | None = None,
+        *,
+        transport: _Transport | None = None,
     ) -> Pending:
         """Send one command (checked by the caller) and return the future of its ``resp``,
         without waiting for it: answers can be pipelined, their acknowledgements tracked.
@@ -692,7 +840,8 @@ class _CoreBase:
         ``chatCmdError`` is a result, for the caller to raise. ``on_answer`` is
         called with the future once it is done; with ``on_answer`` and no
         ``timeout``, the "future" is a :class:`_Reply`, and ``on_answer`` is called
-        in the very step the answer is read (or the connection lost).
+        in the very step the answer is read (or the connection lost). ``transport`` is
+        the connection to send on (by default the first).
         """
         if self._failure is not None:
             raise ChatCoreClosed(str(self._failure))
@@ -705,13 +854,17 @@ class _CoreBase:
         debug = log.isEnabledFor(logging.DEBUG)
         if debug:
             log.debug("command %s: %s", corr_id, show(cmd, 300))
+        connection = transport if transport is not None else self._transport
         try:
-            await self._transport.send(self, corr_id, cmd)
+            await connection.send(self, corr_id, cmd)
         except BaseException:
             self._pending.pop(corr_id, None)
             future.cancel()
             raise
         self._sent.add(corr_id)
+        if not future.done():
+            connection.in_flight += 1
+            self._route[corr_id] = connection
         timer = (
             loop.call_later(timeout, self._time_out, future)
             if timeout is not None and not future.done()
@@ -749,6 +902,8 @@ class _CoreBase:
             raise
         if not reply.done():
             self._sent.add(corr_id)
+            self._transport.in_flight += 1
+            self._route[corr_id] = self._transport
         return reply
 
     @staticmethod
@@ -770,6 +925,7 @@ class _CoreBase:
         service_requests: bool = True,
         *,
         main: bool = True,
+        restart: bool = False,
         timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
     ) -> bool:
         """Start the chat, with service requests enabled or not; True if it was started now.
@@ -777,24 +933,56 @@ class _CoreBase:
         Sends ``/_start main=on service_requests=on``: the syntax of simplex-chat
         ``bots/api/COMMANDS.md`` (StartChat, ``/_start main=on|off[ snd_files=off]
         [ service_requests=on]``), where the bare ``/_start`` takes no options.
-        A chat already running answers ``chatRunning`` and keeps its settings:
-        then False is returned and a warning logged. ``timeout`` bounds the wait
-        for the answer, as for :meth:`command`.
+        ``timeout`` bounds the wait for each answer, as for :meth:`command`.
+
+        A chat already running answers ``chatRunning`` and keeps its settings
+        (StartChat in the core's ``Commands.hs``). A CLI started the usual way
+        (``simplex-chat -p PORT``) runs its chat from the start, with service
+        requests off (``runSimplexChat`` calls ``startChatController``). So:
+
+        * without ``service_requests``, ``chatRunning`` is fine: False is returned;
+        * with ``service_requests`` and a running chat, :class:`ChatCoreError` is
+          raised naming the two ways out: run the CLI in maintenance mode
+          (``simplex-chat -p PORT -m``: it does not start the chat, and this
+          ``/_start`` does, with requests on), or pass ``restart=True``;
+        * with ``restart=True``, a running chat is stopped (``/_stop``, answered
+          ``chatStopped``) and started again with the same ``/_start``, which must
+          answer ``chatStarted``; True is returned. Everything in flight on the
+          core is interrupted by the stop: do it before serving.
         """
         cmd = "/_start main=" + ("on" if main else "off")
         if service_requests:
             cmd += " service_requests=on"
+            # Requests that come before serve are held for it from now on.
             self._expects_requests = True
         resp = await self.command(cmd, timeout=timeout)
         kind = resp.get("type")
+        if kind == "chatRunning" and service_requests and restart:
+            stopped = await self.command("/_stop", timeout=timeout)
+            if stopped.get("type") != "chatStopped":
+                raise ChatCoreError(
+                    f"unexpected answer {show(stopped.get('type'), 60)} to /_stop"
+                    " (restarting the chat with service requests on)"
+                )
+            resp = await self.command(cmd, timeout=timeout)
+            kind = resp.get("type")
+            if kind != "chatStarted":
+                raise ChatCoreError(
+                    f"the chat did not start again after /_stop: {cmd} answered"
+                    f" {show(kind, 60)}, not chatStarted"
+                )
+            log.info("chat restarted with service requests on")
         if kind == "chatStarted":
             log.info("chat started (service requests %s)", "on" if service_requests else "off")
             return True
         if kind == "chatRunning":
             if service_requests:
-                log.warning(
-                    "chat was already running: service_requests=on may not be in effect;"
-                    " start the core with service requests enabled"
+                raise ChatCoreError(
+                    "the chat core's chat is already running, so service_requests=on was"
+                    " not applied (a running chat answers chatRunning and keeps its settings)."
+                    " Either run the CLI in maintenance mode, `simplex-chat -p PORT -m`, so"
+                    " that start() starts the chat with service requests on, or pass"
+                    " restart=True (serve --start restart) to stop and start it again"
                 )
             return False
         raise ChatCoreError(f"unexpected answer {show(kind, 60)} to /_start")

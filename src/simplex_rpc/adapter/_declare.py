@@ -100,13 +100,16 @@ def _declarations(
     return out
 
 
-class _Declarations(_CoreBase):
-    """``ChatCore``'s declaration methods (see :class:`simplex_rpc.adapter.ChatCore`)."""
+class _Declarations:
+    """``ChatCore``'s declarations part (see :class:`simplex_rpc.adapter.ChatCore`): it
+    reads and writes profiles through the core's commands alone."""
 
-    # Serializes every read-modify-write of a profile on this core: /_profile
-    # replaces the whole profile, so two writers (serve and serve_calls
-    # declaring together) would otherwise each drop what the other added.
-    _declaring: asyncio.Lock | None = None
+    def __init__(self, core: _CoreBase) -> None:
+        self._core = core
+        # Serializes every read-modify-write of a profile on this core: /_profile
+        # replaces the whole profile, so two writers (serve and serve_calls
+        # declaring together) would otherwise each drop what the other added.
+        self._declaring: asyncio.Lock | None = None
 
     def _declaration_lock(self) -> asyncio.Lock:
         lock = self._declaring
@@ -116,7 +119,7 @@ class _Declarations(_CoreBase):
 
     async def _profile(self, user_id: int) -> dict[str, Any]:
         """The user's current ``Profile``: its ``LocalProfile`` without local fields."""
-        resp = await self.command("/users")
+        resp = await self._core.command("/users")
         users = resp.get("users")
         if resp.get("type") != "usersList" or not isinstance(users, list):
             raise ChatCoreError(f"unexpected answer {show(resp.get('type'), 60)} to /users")
@@ -130,7 +133,7 @@ class _Declarations(_CoreBase):
         raise ChatCoreError(f"the chat core has no user {user_id} with a profile")
 
     async def _groups(self, user_id: int) -> list[dict[str, Any]]:
-        resp = await self.command(f"/_groups {user_id}")
+        resp = await self._core.command(f"/_groups {user_id}")
         groups = resp.get("groups")
         if resp.get("type") != "groupsList" or not isinstance(groups, list):
             raise ChatCoreError(f"unexpected answer {show(resp.get('type'), 60)} to /_groups")
@@ -201,7 +204,7 @@ class _Declarations(_CoreBase):
         preferences["protocols"] = build_protocols(declarations)
         profile["preferences"] = preferences
         profile_json = _dump_command_json(profile, "profile")
-        resp = await self.command(f"/_profile {user_id} {profile_json}")
+        resp = await self._core.command(f"/_profile {user_id} {profile_json}")
         if resp.get("type") not in ("userProfileUpdated", "userProfileNoChange"):
             raise ChatCoreError(f"unexpected answer {show(resp.get('type'), 60)} to /_profile")
         log.info("user %d declares %s", user_id, ", ".join(sorted(declarations)) or "nothing")
@@ -242,7 +245,7 @@ class _Declarations(_CoreBase):
         preferences["protocols"] = build_protocols(declarations, group=True)
         profile["groupPreferences"] = preferences
         profile_json = _dump_command_json(profile, "group profile")
-        resp = await self.command(f"/_group_profile #{group_id} {profile_json}")
+        resp = await self._core.command(f"/_group_profile #{group_id} {profile_json}")
         if resp.get("type") != "groupUpdated":
             raise ChatCoreError(
                 f"unexpected answer {show(resp.get('type'), 60)} to /_group_profile"
@@ -305,7 +308,7 @@ class _Declarations(_CoreBase):
         _check_user_id(user_id)
         if not isinstance(link, str) or not link or any(c.isspace() for c in link):
             raise SimplexRpcError("link: expected a SimpleX link without white space")
-        resp = await self.command(f"/_connect plan {user_id} {link}")
+        resp = await self._core.command(f"/_connect plan {user_id} {link}")
         plan = resp.get("connectionPlan")
         if resp.get("type") != "connectionPlan" or not isinstance(plan, dict):
             raise ChatCoreError(f"unexpected answer {show(resp.get('type'), 60)} to /_connect plan")

@@ -15,10 +15,10 @@ import json
 import logging
 import math
 import re
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 from .._bindings import RPC_JSON_LIMIT
 from .._wire import strict_json as _json
@@ -35,6 +35,7 @@ from .._wire.keys import PublicKey, SigningKey
 from .._wire.redact import show
 from .._wire.seal import MAX_RESPONSE, max_response_payload
 from ..errors import ChatCoreError, EnvelopeError, KeyFormatError, SimplexRpcError
+from ._admission import Admission, Decision, Ticket, Verdict, WindowSeen
 from ._budget import RateLimit, _Limiter
 from ._core import (
     DEFAULT_COMMAND_TIMEOUT,
@@ -44,6 +45,7 @@ from ._core import (
     _CoreBase,
     _dump_command_json,
     _Held,
+    _power_of_ten,
     check_seconds,
     log,
 )
@@ -131,6 +133,23 @@ def _check_target(target: object) -> str:
     if target.startswith(_OPTION_NAMES):
         raise SimplexRpcError("target: must not begin with an option name (timeout=, sign_key=)")
     return target
+
+
+def _check_service_target(target: str) -> None:
+    """Target resolution (plans/2026-07-22-service-rpc-chat.md; the core's code does not
+    have it yet): a link, or a contact name written ``@name.simplex``. A channel name
+    (``#…``) and a bare name fail in the core: refused before sending, with the form
+    that works."""
+    if target.startswith("#"):
+        raise SimplexRpcError(
+            "target: a channel name (#…) is not a service target; a SimpleX name is"
+            " written @name.simplex"
+        )
+    if not target.startswith("@") and ":" not in target:
+        raise SimplexRpcError(
+            f"target: {show(target, 60)} is neither a link nor a name: a SimpleX name is"
+            " written @name.simplex"
+        )
 
 
 def service_request_command(
@@ -236,11 +255,20 @@ def _parse_request_data(data: object) -> Request:
     return Request.parse(_envelope_json(data, "request", "requestData"))
 
 
-class _ServiceRpc(_Declarations):
-    """``ChatCore``'s Service RPC methods (see :class:`simplex_rpc.adapter.ChatCore`)."""
+class _ServiceRpc:
+    """``ChatCore``'s Service RPC part (see :class:`simplex_rpc.adapter.ChatCore`): the
+    requester and ``serve``, through the core's commands and its request sinks, and
+    ``declarations`` for ``declare=True``."""
+
+    def __init__(self, core: _CoreBase, declarations: _Declarations) -> None:
+        self._core = core
+        self._declarations = declarations
+        # The responder's own answers to requests no serve took (_unserved_request).
+        self._own_answers: set[asyncio.Task[None]] = set()
 
     async def service_address(self, user_id: int, pq_ratchet: bool = True) -> ServiceAddress:
-        """Make sure ``user_id``'s contact address exists and has ratchet keys; return it.
+        """Make sure ``user_id``'s contact address exists and has ratchet keys; return it,
+        with a short link that carries them (:attr:`ServiceAddress.link`).
 
         Creates it with ``/_address <userId> pq_ratchet=on|off``, or updates the
         existing one with ``/_address_settings <userId> pq_ratchet=on|off
@@ -248,30 +276,57 @@ class _ServiceRpc(_Declarations):
         APICreateMyAddress and APISetAddressSettings; the protocol text: the
         core adds ratchet keys to an address created or updated with either
         option).
+
+        An address upgraded in place keeps its full link, and only its short link
+        carries the keys: a request to the full link still fails ``ASENotDRAddress``
+        (issue 28, item 4: ``setMyAddressData`` on the existing connection, Commands.hs,
+        as the chat's plans read it). So the short link is what is returned; an
+        address without one (made before short links) gets one with
+        ``/_short_link_address <userId> pq_ratchet=on`` (APIAddMyAddressShortLink).
+        An address that still has no short link raises :class:`ChatCoreError`.
         """
         _check_user_id(user_id)
         option = f"pq_ratchet={'on' if pq_ratchet else 'off'}"
         try:
-            shown = await self.command(f"/_show_address {user_id}")
+            shown = await self._core.command(f"/_show_address {user_id}")
         except ChatCoreError as exc:
             if "userContactLinkNotFound" not in exc.type_path:
                 raise
-            created = await self.command(f"/_address {user_id} {option}")
+            created = await self._core.command(f"/_address {user_id} {option}")
             address = ServiceAddress.from_created_link(created.get("connLinkContact"))
             log.info("created a contact address with ratchet keys for user %d", user_id)
-            return address
+            return await self._with_short_link(user_id, address)
         contact_link = shown.get("contactLink")
         settings = contact_link.get("addressSettings") if isinstance(contact_link, dict) else None
         if not isinstance(settings, dict):
             settings = {"businessAddress": False}
         settings_json = _dump_command_json(settings, "address settings")
-        updated = await self.command(f"/_address_settings {user_id} {option} {settings_json}")
+        updated = await self._core.command(f"/_address_settings {user_id} {option} {settings_json}")
         link = updated.get("contactLink")
         address = ServiceAddress.from_created_link(
             link.get("connLinkContact") if isinstance(link, dict) else None
         )
         log.info("updated the contact address of user %d with ratchet keys", user_id)
-        return address
+        return await self._with_short_link(user_id, address)
+
+    async def _with_short_link(self, user_id: int, address: ServiceAddress) -> ServiceAddress:
+        """``address`` with a short link: its own, or one made now with
+        ``/_short_link_address <userId> pq_ratchet=on`` (the keys go on it)."""
+        if address.short_link is not None:
+            return address
+        resp = await self._core.command(f"/_short_link_address {user_id} pq_ratchet=on")
+        link = resp.get("contactLink")
+        upgraded = ServiceAddress.from_created_link(
+            link.get("connLinkContact") if isinstance(link, dict) else None
+        )
+        if upgraded.short_link is None:
+            raise ChatCoreError(
+                f"the chat core made no short link for the address of user {user_id}"
+                f" (/_short_link_address answered {show(resp.get('type'), 60)}): the address's"
+                " ratchet keys are on its short link only"
+            )
+        log.info("added a short link with ratchet keys to the address of user %d", user_id)
+        return upgraded
 
     async def service_request(
         self,
@@ -299,12 +354,13 @@ class _ServiceRpc(_Declarations):
         if max_retry_after is not None:
             max_retry_after = check_seconds(max_retry_after, "max_retry_after")
         cmd = service_request_command(user_id, target, request, timeout=timeout, sign_key=sign_key)
+        _check_service_target(target)
         wait_for = (
             float(timeout if timeout is not None else DEFAULT_REQUEST_TIMEOUT) + _REQUEST_GRACE
         )
         attempt = 0
         while True:
-            resp = await self.command(cmd, timeout=wait_for)
+            resp = await self._core.command(cmd, timeout=wait_for)
             if resp.get("type") != "serviceResponse":
                 raise ChatCoreError(
                     f"unexpected answer {show(resp.get('type'), 60)} to /_service_request"
@@ -329,9 +385,12 @@ class _ServiceRpc(_Declarations):
             )
             await asyncio.sleep(error.retry_after)
 
-    def _unserved_request(self, item: _Held, now: float) -> None:
-        """A request held for a ``serve()`` that did not come within ``event_hold``: logged
-        at WARNING by its id and answered ``rate_limited`` (the requester may repeat it)."""
+    def _unserved_request(self, item: _Held, now: float, stray: bool = False) -> None:
+        """A request held for a ``serve()`` that did not come within ``event_hold``, or
+        (``stray``) one the core gave to this ChatCore, which serves no requests (the core
+        gives each event to one client: another client of the core serves, and will never
+        see it). Logged at WARNING by its id and answered ``rate_limited`` (the requester
+        may repeat it)."""
         event = item.event
         request_id = event.get("requestId")
         user = event.get("user")
@@ -341,21 +400,42 @@ class _ServiceRpc(_Declarations):
             and _REQUEST_ID.fullmatch(request_id) is not None
             and type(user_id) is int
             and user_id > 0
-            and self._failure is None
+            and self._core._failure is None
         )
-        log.warning(
-            "serviceRequest %s for user %s waited %.1f s and no serve() took it: %s",
-            show(request_id, 80),
-            show(user_id, 20),
-            now - item.arrival,
+        outcome = (
             f"answering rate_limited (retryAfter {_UNSERVED_RETRY_AFTER})"
             if answerable
-            else "it cannot be answered",
+            else "it cannot be answered"
         )
+        if stray:
+            count = self._core._stray_requests
+            if count <= 10 or _power_of_ten(count):
+                log.warning(
+                    "serviceRequest %s for user %s came to this ChatCore, which serves no"
+                    " requests (%d so far): the core gives each event to one of its clients,"
+                    " so another program connected to the same core cannot serve it (one"
+                    " client per core); %s",
+                    show(request_id, 80),
+                    show(user_id, 20),
+                    count,
+                    outcome,
+                )
+        else:
+            log.warning(
+                "serviceRequest %s for user %s waited %.1f s and no serve() took it: %s",
+                show(request_id, 80),
+                show(user_id, 20),
+                now - item.arrival,
+                outcome,
+            )
         if not answerable:
             return
         response = Response.failure(
-            ErrorCode.RATE_LIMITED, "no responder is serving yet", retry_after=_UNSERVED_RETRY_AFTER
+            ErrorCode.RATE_LIMITED,
+            "the request reached a client of the core that does not serve"
+            if stray
+            else "no responder is serving yet",
+            retry_after=_UNSERVED_RETRY_AFTER,
         )
         cmd = f"/_service_response {user_id} {request_id} {response.to_json().decode()}"
         task = asyncio.create_task(self._answer_unserved(cmd, str(request_id)))
@@ -364,13 +444,13 @@ class _ServiceRpc(_Declarations):
 
     async def _answer_unserved(self, cmd: str, request_id: str) -> None:
         try:
-            resp = await self.command(cmd)
+            resp = await self._core.command(cmd)
         except ChatCoreError as exc:
             log.warning(
                 "serviceRequest %s: the rate_limited answer failed: %s", show(request_id, 80), exc
             )
             return
-        if resp.get("type") != "serviceReplyAccepted":
+        if resp.get("type") not in _ACCEPTED:
             log.warning(
                 "serviceRequest %s: the core answered %s to the rate_limited answer",
                 show(request_id, 80),
@@ -391,8 +471,17 @@ class _ServiceRpc(_Declarations):
         max_queue: int = DEFAULT_MAX_QUEUE,
         grace: float = DEFAULT_GRACE,
         declare: bool = False,
-    ) -> NoReturn:
-        """Answer every ``serviceRequest`` event for ``user_id``; run until cancelled.
+        ready: asyncio.Event | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> ServeOutcome:
+        """Answer every ``serviceRequest`` event for ``user_id``, until stopped.
+
+        ``ready`` (an :class:`asyncio.Event`), when given, is set once requests are
+        taken: a request sent after that is answered (one that came before is too,
+        when held: ``event_hold``). ``stop``, when given, is the graceful stop: once
+        it is set, ``serve`` stops as described below and returns its
+        :class:`ServeOutcome` (the counts of its summary line). Cancelling
+        ``serve`` stops it the same way, then raises ``CancelledError``.
 
         For each request: a ``signerKey`` that is not an Ed25519 key is
         answered ``bad_request``; the optional ``rate_limit`` (one
@@ -433,7 +522,7 @@ class _ServiceRpc(_Declarations):
         180-second window) is not handled again; repeats are logged like overload,
         one line per 10 seconds with their count, naming the first.
 
-        Stopping: cancelling ``serve`` is a graceful stop. It takes no new
+        Stopping: setting ``stop`` or cancelling ``serve`` is a graceful stop. It takes no new
         requests, answers every queued one ``rate_limited`` with a short
         ``retryAfter`` (so that requesters retry), gives the handlers in flight
         up to ``grace`` seconds, then cancels them (answered ``internal``), and
@@ -449,7 +538,7 @@ class _ServiceRpc(_Declarations):
         not be sent).
         """
         responder = _Responder(
-            self,
+            self._core,
             _check_user_id(user_id),
             handler,
             protocols=protocols,
@@ -462,24 +551,26 @@ class _ServiceRpc(_Declarations):
             grace=grace,
         )
         if not declare:
-            await responder.run()
+            return await responder.run(ready, stop)
         # The responder takes requests before the profile is written, so that one
         # arriving during the declaration's round trips is queued with its arrival
         # time, not lost; if declaring fails, stopping the responder answers it.
-        self._request_sinks.add(responder)
-        self._take_held_requests(responder)
-        runner = asyncio.create_task(responder.run())
+        self._core._attach_requests(responder)
+        runner = asyncio.create_task(responder.run(None, stop))
         try:
-            await self._declare_transport(user_id, sorted(responder.protocols), "rpc", versions)
-            await runner
+            await self._declarations._declare_transport(
+                user_id, sorted(responder.protocols), "rpc", versions
+            )
+            if ready is not None:
+                ready.set()  # requests were taken all along; now the profile says so too
+            return await runner
         finally:
             if not runner.done():
                 runner.cancel()
                 await asyncio.gather(runner, return_exceptions=True)
             # A runner cancelled before its first step never ran its own cleanup (a
             # declaration refused at once): it must not stay a responder.
-            self._request_sinks.discard(responder)
-        raise AssertionError("unreachable")  # pragma: no cover
+            self._core._detach_requests(responder)
 
 
 # ---------------------------------------------------------------------------
@@ -503,12 +594,33 @@ class _Incoming:
     envelope: str | None  # requestData's text as the frame carried it
     frame_error: str | None  # why the frame is not strict JSON
     received: float  # the event loop's time when the frame was read
-    deadline: float  # received + handler_timeout
+    started: float = 0.0  # the event loop's time when its handler started
     answering: bool = False  # its handler is done and its answer on the way
     protocol: str | None = None  # once its envelope is read
     timed_out: bool = False  # answered at its deadline: a later result is dropped
     budgeted: bool = False  # admitted by the rate limits: its answer settles them
     signer: PublicKey | None = None  # the verified signer, once admitted
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeOutcome:
+    """What one ``serve`` did, returned when it stops (its summary line, as data).
+
+    ``answered``: requests handled whose answer the core took (or whose
+    acknowledgement was lost); ``shed``: answered ``rate_limited`` by the responder
+    itself, never handled; ``cancelled``: handlers still running past the stop's
+    grace, cancelled and answered ``internal``; ``failed``: answers the core refused
+    or never got; ``repeats``: requests repeating a ``requestId``, not handled
+    again; ``unanswered``: answers of the responder's own still waiting for the core
+    when the stop ended.
+    """
+
+    answered: int = 0
+    shed: int = 0
+    cancelled: int = 0
+    failed: int = 0
+    repeats: int = 0
+    unanswered: int = 0
 
 
 class _Outcome:
@@ -525,6 +637,16 @@ class _Outcome:
         # Answers of the responder's own never sent: past the outbox's bound, or still
         # waiting for the core when the stop ended (each counted in a logged line).
         self.unanswered = 0
+
+    def frozen(self) -> ServeOutcome:
+        return ServeOutcome(
+            answered=self.answered,
+            shed=self.shed,
+            cancelled=self.cancelled,
+            failed=self.failed,
+            repeats=self.repeats,
+            unanswered=self.unanswered,
+        )
 
 
 class _IntervalLog:
@@ -566,6 +688,11 @@ class _IntervalLog:
 #: reading the core's frames (back-pressure: the socket and the core hold the rest of a
 #: burst); reading goes on once half of them are written. Nothing is dropped.
 _MAX_OUTBOX: Final = 10_000
+#: How the core accepts a ``/_service_response``: ``serviceReplyAccepted {user,
+#: connectionId}`` (current cores), ``cmdOk`` (the first ones). Delivery is reported
+#: later, by the event ``serviceReplySent {connectionId}`` (the chat's plans:
+#: plans/2026-07-22-service-rpc-chat.md; not in the core's published code yet).
+_ACCEPTED: Final = frozenset({"serviceReplyAccepted", "cmdOk"})
 #: The retryAfter of a request held for a serve() that did not come in time.
 _UNSERVED_RETRY_AFTER: Final = 5
 #: The retryAfter of the requests answered while serve stops: short, so that they retry.
@@ -577,6 +704,12 @@ _MAX_REMEMBERED: Final = 500_000
 _CANCEL_WAIT: Final = 0.5
 #: One overload line, and one line of repeats, per this many seconds at most.
 _INTERVAL: Final = 10.0
+#: The overload line's words for each way the policy sheds (a stop's shedding is in the
+#: summary, not an overload).
+_SHED_REASONS: Final = {
+    Verdict.SHED_FULL: "answered rate_limited (queue full)",
+    Verdict.SHED_LATE: "answered rate_limited (no slot in time)",
+}
 
 
 class _Responder:
@@ -588,7 +721,9 @@ class _Responder:
     requests wait for a slot. A request past that, or still waiting at its
     deadline, is answered ``rate_limited`` with a ``retryAfter`` computed from
     the queue. A ``requestId`` seen in the last ``RESPONSE_WINDOW`` seconds is
-    not handled again.
+    not handled again. Those decisions are the admission policy's
+    (:class:`._admission.Admission`, no I/O); this class does what they say: it
+    starts handler tasks, answers, sets the one deadline timer, and stops.
     """
 
     def __init__(
@@ -659,12 +794,21 @@ class _Responder:
         self.grace = float(grace)
         # Checks each limit: "rate_limit: expected a RateLimit or a sequence of them".
         self.limiter = _Limiter(rate_limit) if rate_limit is not None else None
-        self.queue: deque[_Incoming] = deque()
-        self.running: dict[asyncio.Task[None], _Incoming] = {}
         # Every requestId taken in the last window, with when it came: a repeat is not
         # handled again. Bounded by time (the core's window) and by count.
-        self.seen: OrderedDict[str, float] = OrderedDict()
         self.memory = max(RESPONSE_WINDOW, self.handler_timeout) + 10.0
+        self.seen = WindowSeen(self.memory, _MAX_REMEMBERED)
+        # Which request runs, waits or is shed: the policy, without I/O (._admission).
+        # Its clock is the event loop's, the clock of the arrivals.
+        self.admission: Admission[_Incoming] = Admission(
+            slots=concurrency,
+            backlog=self.max_queue,
+            deadline=self.handler_timeout,
+            clock=asyncio.get_running_loop().time,
+            seen=self.seen,
+            stop_retry_after=_STOP_RETRY_AFTER,
+        )
+        self.running: dict[asyncio.Task[None], Ticket[_Incoming]] = {}
         # Every answer goes through the outbox to one writer, which sends it without
         # waiting for the core's acknowledgement (pipelined); the acknowledgements are
         # tracked as they come (``unacked``).
@@ -678,13 +822,12 @@ class _Responder:
         # The answers' acknowledgement futures by due time, in the order sent.
         self.awaiting: dict[Pending, float] = {}
         self.ack_timer: asyncio.TimerHandle | None = None
-        # Due at the earliest deadline of the handlers running (see _start).
+        # Due at the policy's next deadline (Admission.next_due), if any.
         self.deadline_timer: asyncio.TimerHandle | None = None
         self.wakeup = asyncio.Event()
         self.failure: ChatCoreClosed | None = None
         self.stopping = False
         self.stopped = False  # the graceful stop ran to its end (and logged its summary)
-        self.service_time = 1.0  # a running mean of the handlers' time, for retryAfter
         self.outcome = _Outcome()
         self.overload = _IntervalLog(f"serving user {user_id} over capacity", _INTERVAL)
         self.repeated = _IntervalLog(f"serving user {user_id}", _INTERVAL)
@@ -705,15 +848,6 @@ class _Responder:
                 "serviceRequest with an unusable requestId %s: ignored", show(request_id, 80)
             )
             return True
-        self._forget(arrival)
-        if request_id in self.seen:
-            self.outcome.repeats += 1
-            self.repeated.note(
-                "repeated serviceRequests not handled again",
-                f"the first in this interval: requestId {show(request_id, 80)}",
-            )
-            return True
-        self.seen[request_id] = arrival
         incoming = _Incoming(
             request_id=request_id,
             signer_key=event.get("signerKey"),
@@ -721,40 +855,51 @@ class _Responder:
             envelope=envelope,
             frame_error=error,
             received=arrival,
-            deadline=arrival + self.handler_timeout,
         )
-        if self.stopping:
-            self._shed(incoming, _STOP_RETRY_AFTER, None)
-        elif incoming.deadline <= asyncio.get_running_loop().time():
-            # Held for this serve past its deadline: answered while the window is open.
-            self._shed(incoming, self._retry_after(), "answered rate_limited (no slot in time)")
-        elif len(self.running) < self.concurrency and not self.queue:
-            self._start(incoming)
-        elif len(self.queue) >= self.max_queue:
-            self._shed(incoming, self._retry_after(), "answered rate_limited (queue full)")
-        else:
-            self.queue.append(incoming)
-            self.wakeup.set()
+        self._apply([self.admission.arrive(request_id, incoming, arrival)])
         return True
 
     def lost(self, failure: ChatCoreClosed) -> None:
         self.failure = failure
         self.wakeup.set()
 
-    def _forget(self, now: float) -> None:
-        """Forget requestIds older than the window (and the oldest past the count bound)."""
-        seen = self.seen
-        while seen:
-            if now - next(iter(seen.values())) < self.memory and len(seen) < _MAX_REMEMBERED:
-                break
-            seen.popitem(last=False)
+    def _apply(self, decisions: list[Decision[_Incoming]]) -> None:
+        """Do what the policy decided, then set the timer for its next deadline."""
+        for decision in decisions:
+            verdict = decision.verdict
+            incoming = decision.ticket.payload
+            if verdict is Verdict.START:
+                self._start(decision.ticket)
+            elif verdict is Verdict.QUEUED:
+                pass
+            elif verdict is Verdict.REPEAT:
+                self.outcome.repeats += 1
+                self.repeated.note(
+                    "repeated serviceRequests not handled again",
+                    f"the first in this interval: requestId {show(incoming.request_id, 80)}",
+                )
+            elif verdict is Verdict.TIMED_OUT:
+                self._deadline(decision.ticket)
+            else:
+                assert decision.retry_after is not None
+                why = _SHED_REASONS.get(verdict)
+                self._shed(incoming, decision.retry_after, why)
+        self._schedule()
 
-    def _retry_after(self) -> int:
-        """Seconds until a slot is likely free for a new request: the queue ahead of it,
-        at the handlers' mean time, over the slots."""
-        waiting = len(self.queue) + len(self.running) + 1
-        estimate = self.service_time * waiting / self.concurrency
-        return int(min(RESPONSE_WINDOW, max(1, math.ceil(estimate))))
+    def _schedule(self) -> None:
+        """One timer, due at the policy's next deadline: not a timer per request."""
+        due = self.admission.next_due() if self.failure is None else None
+        timer = self.deadline_timer
+        if timer is not None and (due is None or timer.when() != due):
+            timer.cancel()
+            self.deadline_timer = timer = None
+        if due is not None and timer is None:
+            self.deadline_timer = asyncio.get_running_loop().call_at(due, self._expire)
+
+    def _expire(self) -> None:
+        self.deadline_timer = None
+        if self.failure is None:
+            self._apply(self.admission.expire())
 
     def _shed(self, incoming: _Incoming, retry_after: int, why: str | None) -> None:
         response = Response.failure(
@@ -767,24 +912,29 @@ class _Responder:
 
     # -- running ------------------------------------------------------------------
 
-    async def run(self) -> NoReturn:
-        """Serve until cancelled (a graceful stop) or until the connection is lost."""
-        if self.core._failure is not None:
-            raise ChatCoreClosed(str(self.core._failure))
-        self.core._request_sinks.add(self)
-        self.core._expects_requests = True
-        log.info("serving %s for user %d", ", ".join(sorted(self.protocols)), self.user_id)
+    async def run(
+        self, ready: asyncio.Event | None = None, stop: asyncio.Event | None = None
+    ) -> ServeOutcome:
+        """Serve until ``stop`` is set or the task is cancelled (a graceful stop; the
+        outcome returned, or CancelledError raised), or until the connection is lost
+        (:class:`ChatCoreClosed`). ``ready`` is set once requests are taken."""
         # The requests that came before serve (held by the core): taken now, oldest first,
         # their deadlines counting from their arrival.
-        self.core._take_held_requests(self)
+        self.core._attach_requests(self)
+        log.info("serving %s for user %d", ", ".join(sorted(self.protocols)), self.user_id)
+        if ready is not None:
+            ready.set()
         try:
-            await self._dispatch()
-        except asyncio.CancelledError:
-            if self.failure is None:
-                await self._stop()
-            raise
+            try:
+                await self._dispatch(stop)
+            except asyncio.CancelledError:
+                if self.failure is None:
+                    await self._stop()  # a second cancellation here stops at once
+                raise
+            await self._stop()
+            return self.outcome.frozen()
         finally:
-            self.core._request_sinks.discard(self)
+            self.core._detach_requests(self)
             self._resume()
             if self.ack_timer is not None:
                 self.ack_timer.cancel()
@@ -805,29 +955,26 @@ class _Responder:
                 _, stubborn = await asyncio.wait(tasks, timeout=_CANCEL_WAIT)
                 self._left_running(stubborn)
 
-    async def _dispatch(self) -> NoReturn:
-        loop = asyncio.get_running_loop()
-        while True:
-            if self.failure is not None:
-                self._report_lost()
-                raise ChatCoreClosed(str(self.failure))
-            now = loop.time()
-            while self.queue and self.queue[0].deadline <= now:
-                # Still waiting at its deadline: answered while the window is open.
-                self._shed(
-                    self.queue.popleft(),
-                    self._retry_after(),
-                    "answered rate_limited (no slot in time)",
-                )
-            while self.queue and len(self.running) < self.concurrency:
-                self._start(self.queue.popleft())
-            self.wakeup.clear()
-            timeout = self.queue[0].deadline - now if self.queue else None
-            try:
-                async with asyncio.timeout(timeout):
-                    await self.wakeup.wait()
-            except TimeoutError:
-                pass
+    async def _dispatch(self, stop: asyncio.Event | None) -> None:
+        """Wait until ``stop`` is set (return) or the connection is lost (raise): everything
+        else happens as events come (:meth:`offer`), handlers end (:meth:`_finished`) and
+        deadlines pass (:meth:`_expire`)."""
+        stopper: asyncio.Future[Any] | None = None
+        if stop is not None:
+            stopper = asyncio.ensure_future(stop.wait())
+            stopper.add_done_callback(lambda _: self.wakeup.set())
+        try:
+            while True:
+                if self.failure is not None:
+                    self._report_lost()
+                    raise ChatCoreClosed(str(self.failure))
+                if stop is not None and stop.is_set():
+                    return
+                self.wakeup.clear()
+                await self.wakeup.wait()
+        finally:
+            if stopper is not None:
+                stopper.cancel()
 
     def _report_abrupt(self) -> None:
         """serve stopped at once (a second cancellation during the graceful stop): what is
@@ -835,24 +982,24 @@ class _Responder:
         unsent = len(self.outbox) + self.unacked
         in_flight = sum(
             1
-            for incoming in self.running.values()
-            if not (incoming.answering or incoming.timed_out)
+            for ticket in self.running.values()
+            if not (ticket.payload.answering or ticket.payload.timed_out)
         )
-        if unsent or in_flight or self.queue:
+        waiting = len(self.admission.clear())
+        if unsent or in_flight or waiting:
             log.warning(
                 "serving user %d stopped at once: %d requests in flight, %d waiting and %d"
                 " answers of the responder's own not sent are left unanswered",
                 self.user_id,
                 in_flight,
-                len(self.queue),
+                waiting,
                 unsent,
             )
-        self.outcome.unanswered += unsent + in_flight + len(self.queue)
-        self.queue.clear()
+        self.outcome.unanswered += unsent + in_flight + waiting
         self.outbox.clear()
 
     def _report_lost(self) -> None:
-        waiting = len(self.queue) + len(self.outbox)
+        waiting = len(self.admission.clear()) + len(self.outbox)
         if self.running or waiting:
             log.warning(
                 "serving user %d: %s; %d requests in flight and %d waiting cannot be answered",
@@ -861,15 +1008,13 @@ class _Responder:
                 len(self.running),
                 waiting,
             )
-        self.queue.clear()
         self.outbox.clear()
 
     async def _stop(self) -> None:
         """The graceful stop: take no more requests, answer every queued one rate_limited,
         give the handlers in flight ``grace`` seconds, then cancel them (answered internal)."""
         self.stopping = True
-        while self.queue:
-            self._shed(self.queue.popleft(), _STOP_RETRY_AFTER, None)
+        self._apply(self.admission.stop())
         await self._wait_unless_lost(list(self.running), self.grace)
         cancelled = list(self.running.items())
         for task, _ in cancelled:
@@ -877,7 +1022,8 @@ class _Responder:
         if cancelled:
             _, stubborn = await asyncio.wait([task for task, _ in cancelled], timeout=_CANCEL_WAIT)
             self._left_running(stubborn)
-        for task, incoming in cancelled:
+        for task, ticket in cancelled:
+            incoming = ticket.payload
             if not task.done() or not task.cancelled():
                 continue  # finished after all, or still running (named above)
             self.outcome.cancelled += 1
@@ -933,8 +1079,6 @@ class _Responder:
             o.repeats,
             o.failed,
             o.unanswered,
-            # The counts as data too, for a program that reports them (the CLI's stop line).
-            extra={"outcome": {name: getattr(o, name) for name in o.__slots__}},
         )
         self.stopped = True
 
@@ -960,7 +1104,7 @@ class _Responder:
 
     def _left_running(self, tasks: Collection[asyncio.Task[None]]) -> None:
         """Name the handlers that did not end when cancelled (one line), and let them be."""
-        handlers = [self.running.pop(task) for task in tasks if task in self.running]
+        handlers = [self.running.pop(task).payload for task in tasks if task in self.running]
         if handlers:
             log.warning(
                 "serving user %d: %d handlers ignored their cancellation and are left running"
@@ -970,49 +1114,27 @@ class _Responder:
                 show(handlers[0].request_id, 80),
             )
 
-    def _start(self, incoming: _Incoming) -> None:
-        task = asyncio.create_task(self._answer(incoming))
-        self.running[task] = incoming
+    def _start(self, ticket: Ticket[_Incoming]) -> None:
+        # The deadline is the policy's (a timer of the loop, _schedule), not a scope inside
+        # the handler: a handler that swallows its cancellation is still answered at its
+        # deadline.
+        task = asyncio.create_task(self._answer(ticket))
+        self.running[task] = ticket
         task.add_done_callback(self._finished)
-        # The deadline is a timer of the loop, not a scope inside the handler: a handler
-        # that swallows its cancellation is still answered at its deadline. One timer for
-        # all the handlers running, due at the earliest of their deadlines (requests
-        # start in the order they came, so that is nearly always an older one's): not a
-        # timer made and cancelled per request.
-        timer = self.deadline_timer
-        if timer is None or timer.when() > incoming.deadline:
-            if timer is not None:
-                timer.cancel()
-            self.deadline_timer = asyncio.get_running_loop().call_at(
-                incoming.deadline, self._deadlines
-            )
 
     def _finished(self, task: asyncio.Task[None]) -> None:
-        self.running.pop(task, None)
-        if self.queue:
-            self.wakeup.set()  # a slot is free for the next one
+        ticket = self.running.pop(task, None)
+        if ticket is None or self.failure is not None:
+            return
+        seconds = asyncio.get_running_loop().time() - ticket.payload.started
+        self._apply(self.admission.finish(ticket, seconds))  # a slot for the next one
 
-    def _deadlines(self) -> None:
-        """The deadline timer: every handler still running at its request's deadline is
-        answered now (:meth:`_deadline`); the timer is set again for the next deadline."""
-        self.deadline_timer = None
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        due: float | None = None
-        for task, incoming in list(self.running.items()):
-            if incoming.timed_out or incoming.answering or task.done():
-                continue  # answered already, or on its way
-            if incoming.deadline <= now:
-                self._deadline(incoming, task)
-            elif due is None or incoming.deadline < due:
-                due = incoming.deadline
-        if due is not None:
-            self.deadline_timer = loop.call_at(due, self._deadlines)
-
-    def _deadline(self, incoming: _Incoming, task: asyncio.Task[None]) -> None:
+    def _deadline(self, ticket: Ticket[_Incoming]) -> None:
         """The handler still runs at the request's deadline: answer now, cancel it, and
         drop whatever it returns later."""
-        if task.done() or incoming.answering or incoming.timed_out or self.failure is not None:
+        incoming = ticket.payload
+        task = next((t for t, k in self.running.items() if k is ticket), None)
+        if task is None or task.done() or self.failure is not None:
             return
         incoming.timed_out = True
         protocol = incoming.protocol
@@ -1078,9 +1200,9 @@ class _Responder:
         if not self.outbox and self.writer is None and self.unacked == 0:
             self.drained.set()
 
-    async def _answer(self, incoming: _Incoming) -> None:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
+    async def _answer(self, ticket: Ticket[_Incoming]) -> None:
+        incoming = ticket.payload
+        incoming.started = asyncio.get_running_loop().time()
         try:
             # Cancelled when serve stops (or loses the connection): _stop answers and
             # counts it; or at the deadline: _deadline has answered it.
@@ -1092,12 +1214,11 @@ class _Responder:
         except Exception:  # pragma: no cover - defensive: one request never stops the loop
             log.error("request %s: answering failed", show(incoming.request_id, 80), exc_info=True)
             response, protocol = _failure(ErrorCode.INTERNAL, "the responder failed"), None
-        finally:
-            # A running mean of the handlers' time (for retryAfter), slow to move.
-            self.service_time += (loop.time() - started - self.service_time) / 16
-        if incoming.budgeted and self.limiter is not None and not incoming.timed_out:
+        answering = self.admission.answering(ticket)
+        if answering and incoming.budgeted and self.limiter is not None:
+            # Settled once the answer is known: a failures_only limit counts errors alone.
             self.limiter.settle(incoming.signer, failed=response.error is not None)
-        if incoming.timed_out:
+        if not answering:
             log.info(
                 "request %s: the handler returned after its deadline: its result is dropped",
                 show(incoming.request_id, 80),
@@ -1308,12 +1429,12 @@ class _Responder:
             resp = future.result()
             if resp.get("type") == "chatCmdError":
                 exc = _core_refusal(resp.get("chatError"))
-            elif resp.get("type") != "serviceReplyAccepted":
+            elif resp.get("type") not in _ACCEPTED:
                 # Neither a refusal nor an acceptance: sending again could answer twice.
                 self.outcome.failed += 1
                 log.warning(
-                    "request %s: answer sent, not acknowledged (the core answered %s, not"
-                    " serviceReplyAccepted): the core may have delivered it",
+                    "request %s: answer sent, not acknowledged (the core answered %s,"
+                    " neither serviceReplyAccepted nor cmdOk): the core may have delivered it",
                     rid,
                     show(resp.get("type"), 60),
                 )

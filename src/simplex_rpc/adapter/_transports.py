@@ -50,6 +50,9 @@ class CoreSink(Protocol):
 
 class _Transport(Protocol):
     description: str
+    #: Commands sent on this connection and not answered yet (kept by the core): the
+    #: keepalive never closes a connection while one runs.
+    in_flight: int
 
     async def open(self, core: CoreSink) -> None: ...
 
@@ -77,14 +80,21 @@ class _WebSocketTransport:
     ) -> None:
         self.url = url
         self.description = redact(url)
+        # websockets' own keepalive is off: it would close a connection whose command runs
+        # long. The core reads no frame while a command runs (Server.hs: ``receive`` waits
+        # while ``rcvQ``, of size 1, is full), so a ping is not answered then; the
+        # keepalive here pings only an idle connection (see _keepalive).
         self._options: dict[str, Any] = {
             "open_timeout": open_timeout,
             "max_size": max_size,
-            "ping_interval": ping_interval,
+            "ping_interval": None,
             "proxy": proxy,
         }
+        self.ping_interval = ping_interval
+        self.in_flight = 0
         self._ws: Any = None
         self._reader: asyncio.Task[None] | None = None
+        self._keeper: asyncio.Task[None] | None = None
         # Set while frames are read; cleared for back-pressure: the reader stops taking
         # messages, websockets' queue fills and stops reading the socket, the core's
         # writes wait.
@@ -108,6 +118,38 @@ class _WebSocketTransport:
                 redact(connection_failure(self.url, self.description, exc))
             ) from None
         self._reader = asyncio.create_task(self._read(core), name="simplex-rpc-core-reader")
+        if self.ping_interval is not None:
+            self._keeper = asyncio.create_task(
+                self._keepalive(self.ping_interval), name="simplex-rpc-core-keepalive"
+            )
+
+    async def _keepalive(self, interval: float) -> None:
+        """Ping every ``interval`` seconds while no command of this connection runs; close
+        the connection when a ping is not answered within ``interval`` and still no
+        command runs (a command that runs has its own timeout; the core answers no ping
+        meanwhile)."""
+        from websockets.exceptions import ConnectionClosed
+
+        ws = self._ws
+        with contextlib.suppress(ConnectionClosed, asyncio.CancelledError):
+            while True:
+                await asyncio.sleep(interval)
+                if self.in_flight:
+                    continue
+                pong = await ws.ping()
+                try:
+                    async with asyncio.timeout(interval):
+                        await pong
+                except TimeoutError:
+                    if self.in_flight:
+                        continue  # a command started meanwhile: the core is busy, not gone
+                    _ws_log.warning(
+                        "the chat core at %s did not answer a ping within %g s: closing",
+                        self.description,
+                        interval,
+                    )
+                    await ws.close(1011, "keepalive ping timeout")
+                    return
 
     async def _read(self, core: CoreSink) -> None:
         from websockets.exceptions import ConnectionClosed
@@ -148,6 +190,8 @@ class _WebSocketTransport:
             ) from None
 
     async def close(self) -> None:
+        if self._keeper is not None:
+            self._keeper.cancel()
         if self._ws is not None:
             await self._ws.close()
         if self._reader is not None:
@@ -174,6 +218,7 @@ class NativeHandle(Protocol):
 class _NativeTransport:
     def __init__(self, handle: NativeHandle, *, workers: int, poll_us: int) -> None:
         self.description = f"native library ({type(handle).__name__})"
+        self.in_flight = 0
         self._handle = handle
         self._workers = workers
         self._poll_us = poll_us

@@ -19,6 +19,7 @@ import importlib.util
 import inspect
 import json
 import logging
+import re
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -29,7 +30,15 @@ from typing import Any
 
 from .._wire.envelope import UNSET, Request, check_protocol_name
 from .._wire.keys import SigningKey
-from ..adapter import ChatCore, IncomingCall, RateLimit, ReplySink, ServiceRequest
+from ..adapter import (
+    ChatCore,
+    ChatCoreClosed,
+    IncomingCall,
+    RateLimit,
+    ReplySink,
+    ServeOutcome,
+    ServiceRequest,
+)
 from ..adapter._chat import check_chat_ref
 from ..errors import EnvelopeError
 from ._common import (
@@ -258,7 +267,11 @@ async def _serving(
     protocols: list[str],
     options: dict[str, Any],
     ready: Callable[[], None],
+    outcome: list[ServeOutcome],
 ) -> None:
+    """Run serve (and serve_calls with ``--chat``) until cancelled; ``ready`` is called
+    once both take their events; on a graceful stop, serve's outcome is put in
+    ``outcome`` before the cancellation goes on."""
     if args.declare:
         # Declared once, both transports, before either loop runs: the two
         # loops never write the profile (/_profile replaces it whole).
@@ -271,25 +284,60 @@ async def _serving(
             ("rpc", "chat") if args.chat else "rpc",
             dict.fromkeys(protocols, versions),
         )
-    serve = core.serve(args.user, rpc_handler, protocols=protocols, **options)
-    try:
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(serve)
-            if args.chat:
-                tasks.create_task(
-                    core.serve_calls(
-                        args.user,
-                        dict.fromkeys(protocols, chat_handler),
-                        concurrency=args.concurrency,
-                    )
+    served = asyncio.Event()
+    stop = asyncio.Event()
+    serving = asyncio.create_task(
+        core.serve(args.user, rpc_handler, protocols=protocols, ready=served, stop=stop, **options)
+    )
+    loops: list[asyncio.Task[Any]] = [serving]
+    readiness = [served]
+    if args.chat:
+        calls_ready = asyncio.Event()
+        loops.append(
+            asyncio.create_task(
+                core.serve_calls(
+                    args.user,
+                    dict.fromkeys(protocols, chat_handler),
+                    concurrency=args.concurrency,
+                    ready=calls_ready,
                 )
-            # Ready once both loops listen: each takes its events in its first step,
-            # so a request or a /_call sent after this is not missed.
-            await asyncio.sleep(0)
+            )
+        )
+        readiness.append(calls_ready)
+    try:
+        # Ready once both loops take their events (each says so): a request or a
+        # /_call sent after the ready line is not missed.
+        all_ready = asyncio.gather(*(event.wait() for event in readiness))
+        try:
+            await asyncio.wait([*loops, all_ready], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            all_ready.cancel()
+        if all(event.is_set() for event in readiness) and not any(t.done() for t in loops):
             ready()
-    except ExceptionGroup as group:
         # Both end together when the connection ends: report the first reason once.
-        raise group.exceptions[0] from None
+        done, _ = await asyncio.wait(loops, return_when=asyncio.FIRST_COMPLETED)
+        for task in loops:
+            task.cancel()
+        await asyncio.gather(*loops, return_exceptions=True)
+        first = done.pop()
+        error = None if first.cancelled() else first.exception()
+        raise error if error is not None else ChatCoreClosed("serving ended")
+    except asyncio.CancelledError:
+        # The graceful stop (SIGTERM, SIGINT): serve stops and returns its outcome; a
+        # second cancellation meanwhile stops it at once.
+        stop.set()
+        for task in loops[1:]:
+            task.cancel()
+        try:
+            result = await asyncio.shield(serving)
+        except asyncio.CancelledError:
+            serving.cancel()
+            await asyncio.gather(*loops, return_exceptions=True)
+            raise
+        finally:
+            await asyncio.gather(*loops[1:], return_exceptions=True)
+        outcome.append(result)
+        raise
 
 
 @dataclass
@@ -378,34 +426,14 @@ def prepare_serve(args: argparse.Namespace) -> _Service:
     return _Service(protocols, entered)
 
 
-class _StopSummary(logging.Filter):
-    """Takes the adapter's summary record of a graceful stop, for the command's own line.
-
-    The command prints one summary line in the terms of issue 22: answered, shed,
-    refused (in flight past the grace: cancelled and answered internal) and unanswered
-    (no answer reached the core). A record it does not recognise passes unchanged.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.counts: dict[str, int] | None = None
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        # The responder's stop record carries its counts as ``outcome`` (adapter/_service.py).
-        outcome = getattr(record, "outcome", None)
-        if not isinstance(outcome, dict):
-            return True
-        self.counts = {key: int(value) for key, value in outcome.items()}
-        return False
-
-    def line(self) -> str | None:
-        c = self.counts
-        if c is None:
-            return None
-        return (
-            f"stopped: {c['answered']} answered, {c['shed']} shed, {c['cancelled']} refused,"
-            f" {c['unanswered'] + c['failed']} unanswered"
-        )
+def _stop_line(outcome: ServeOutcome) -> str:
+    """The command's summary of a graceful stop, in the terms of issue 22: answered,
+    shed, refused (in flight past the grace: cancelled and answered internal) and
+    unanswered (no answer reached the core)."""
+    return (
+        f"stopped: {outcome.answered} answered, {outcome.shed} shed, {outcome.cancelled}"
+        f" refused, {outcome.unanswered + outcome.failed} unanswered"
+    )
 
 
 @contextlib.asynccontextmanager
@@ -454,16 +482,11 @@ async def run_serve(
         "max_queue": args.max_queue,
         "grace": args.grace,
     }
-    adapter_log = logging.getLogger("simplex_rpc.adapter")
-    summary = _StopSummary()
-    adapter_log.addFilter(summary)
-    level = adapter_log.level
-    if not adapter_log.isEnabledFor(logging.INFO):
-        adapter_log.setLevel(logging.INFO)  # the summary is an INFO record
+    outcome: list[ServeOutcome] = []
     try:
         async with ChatCore.connect(args.core) as core:
-            if args.start:
-                await core.start(service_requests=True)
+            if args.start != "off":
+                await core.start(service_requests=True, restart=args.start == "restart")
             link = ""
             if args.address or service.needs_link:
                 address = await core.service_address(args.user)
@@ -478,14 +501,18 @@ async def run_serve(
                         on_ready(link)
 
                 await _serving(
-                    core, args, rpc_handler, chat_handler, service.protocols, options, on_serving
+                    core,
+                    args,
+                    rpc_handler,
+                    chat_handler,
+                    service.protocols,
+                    options,
+                    on_serving,
+                    outcome,
                 )
     finally:
-        adapter_log.removeFilter(summary)
-        adapter_log.setLevel(level)
-        line = summary.line()
-        if line is not None:
-            print(f"simplex-rpc serve: {line}", file=sys.stderr, flush=True)
+        if outcome:
+            print(f"simplex-rpc serve: {_stop_line(outcome[0])}", file=sys.stderr, flush=True)
     return EXIT_OK  # pragma: no cover - serve returns only by raising
 
 
@@ -566,8 +593,15 @@ async def run_simulator(
     world = read_world(args.world) if getattr(args, "world", None) is not None else None
     users = tuple(sorted(world.user_ids)) if world is not None else (1,)
     simulator = CoreSimulator(
-        host=args.host, port=args.port, response_window=args.response_window, users=users
+        host=args.host,
+        port=args.port,
+        response_window=args.response_window,
+        users=users,
+        maintenance=getattr(args, "maintenance", False),
+        ack=getattr(args, "ack", "serviceReplyAccepted"),
     )
+    for command, seconds in getattr(args, "command_delay", None) or []:
+        simulator.set_command_delay(seconds, command)
     try:
         await simulator.__aenter__()
     except OverflowError:  # pragma: no cover - the argument's type bounds the port
@@ -612,6 +646,22 @@ def _cmd_simulator(args: argparse.Namespace) -> int:
         stopped=lambda: "simplex-rpc simulator: stopped"
         + (f"; {where[0]} closed" if where else ""),
     )
+
+
+def _command_delay(text: str) -> tuple[str | None, float]:
+    """An argparse ``type=``: ``SECONDS`` or ``/command=SECONDS``, seconds 0 or more."""
+    command, _, seconds = text.rpartition("=")
+    if command and not re.fullmatch(r"/[A-Za-z_]+", command):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: name a command by its first word, as /_send=0.01"
+        )
+    try:
+        value = float(seconds)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds, 0 or more")
+    return (command or None), value
 
 
 def _port(text: str) -> int:
@@ -786,10 +836,20 @@ def register(subparsers: Any) -> None:
         help="an MCP tool that needs a conversation: answered conversation_required",
     )
     p.add_argument(
+        "--start",
+        choices=("on", "restart", "off"),
+        default="on",
+        help="on (the default): send /_start main=on service_requests=on first, which"
+        " starts a CLI run with -m (maintenance mode) and fails clearly on a chat already"
+        " running; restart: on a running chat, /_stop and /_start again with service"
+        " requests on; off: send nothing",
+    )
+    p.add_argument(
         "--no-start",
         dest="start",
-        action="store_false",
-        help="do not send /_start main=on service_requests=on first",
+        action="store_const",
+        const="off",
+        help="the same as --start off",
     )
     p.add_argument(
         "--address",
@@ -902,6 +962,29 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="build the users, addresses, contacts and groups FILE (TOML or JSON) declares,"
         " then print one JSON line: each user's URL and the ids made (docs/adapter.md)",
+    )
+    p.add_argument(
+        "-m",
+        "--maintenance",
+        action="store_true",
+        help="as simplex-chat -m: each core's chat is not started until /_start (so"
+        " /_start main=on service_requests=on turns requests on); without it the chat runs"
+        " from the start with service requests off, and /_start answers chatRunning",
+    )
+    p.add_argument(
+        "--ack",
+        choices=("serviceReplyAccepted", "cmdOk"),
+        default="serviceReplyAccepted",
+        help="the answer to /_service_response: serviceReplyAccepted {user, connectionId},"
+        " then the event serviceReplySent (current cores), or cmdOk (the first ones)",
+    )
+    p.add_argument(
+        "--command-delay",
+        type=_command_delay,
+        action="append",
+        metavar="[COMMAND=]SECONDS",
+        help="seconds the core takes to process each command, or each command whose first"
+        " word is COMMAND (/_service_response=0.002); repeatable",
     )
     add_ready_option(p)
     p.set_defaults(handler=_cmd_simulator)

@@ -20,8 +20,18 @@ Scenarios (``N`` requests, 1,000 by default, 200 with ``--quick``):
 * ``repeats``: the core reports every ``requestId`` twice at once, and every
   other one a third time after its answer;
 * ``drop``: the responder's connection is dropped a quarter into the burst;
+* ``calls``: a bot that calls and serves. ``bob`` answers a burst of ``N``
+  requests (64 in flight) while 32 of its own service requests to
+  ``carol`` are in flight (held by carol for the whole round), and the same
+  bot with no calls, interleaved, three rounds each, on a simulator whose
+  every command costs 0.2 ms (``CoreSimulator(command_delay=...)``). The calls
+  ratio is the busy rate over the quiet one (medians); its target is at least
+  ``CALLS_TARGET``: the calls run on connections of their own (the core runs
+  one command at a time per connection), so they do not hold bob's answers;
 * ``edge``: the cost of the library's edge. A loopback core in a process of
-  its own keeps 64 ``serviceRequest`` events outstanding (4 ``N`` in all, half
+  its own, which runs one command at a time per connection as the chat core
+  does (``apps/simplex-chat/Server.hs``: each answered before the next is
+  read), keeps 64 ``serviceRequest`` events outstanding (4 ``N`` in all, half
   carrying ``signerKey`` and a matching ``requestKey``) and acknowledges each
   ``/_service_response`` at once. It is driven two ways, interleaved, seven
   rounds each: by ``ChatCore.serve`` with a trivial handler, and by the
@@ -29,6 +39,10 @@ Scenarios (``N`` requests, 1,000 by default, 200 with ``--quick``):
   of each frame, ``json.dumps`` of an envelope and one ``/_service_response``
   per request. The edge ratio is the null responder's rate over serve's
   (medians); its target is at most ``EDGE_TARGET``.
+
+The requester ``alice`` has a pool of ``BURST_CONNECTIONS`` connections: the core
+runs one ``/_service_request`` at a time per connection, so up to 128 of a burst
+are in flight at once (the rest wait for a connection, in order).
 
 Counts: ``ok`` responses, ``errors`` (error answers other than
 ``rate_limited``), ``shed`` (``rate_limited`` answers), ``lost`` (requests the
@@ -64,9 +78,28 @@ from ._machine import machine
 __all__ = ["SCENARIOS", "Outcome", "handle", "run_scenarios"]
 
 #: The scenario keys, in the order of the report (``edge`` also reports the ``null`` row).
-SCENARIOS: Final = ("unsigned", "signed", "faults", "overflow", "repeats", "drop", "edge")
+SCENARIOS: Final = (
+    "unsigned",
+    "signed",
+    "faults",
+    "overflow",
+    "repeats",
+    "drop",
+    "calls",
+    "edge",
+)
 #: The edge's target: serve takes at most this many times the null responder's time.
 EDGE_TARGET: Final = 2.0
+#: The calls row's target: the bot answers at least this fraction of its quiet rate
+#: while its own calls are in flight.
+CALLS_TARGET: Final = 0.8
+#: The bot's own service requests in flight in the calls row, and its rounds.
+CALLS_IN_FLIGHT: Final = 32
+CALLS_ROUNDS: Final = 3
+#: The simulator's cost of each command in the calls row, in seconds.
+CALLS_COMMAND_COST: Final = 0.0002
+#: The requester's pool in the bursts: 128 requests in flight at once.
+BURST_CONNECTIONS: Final = 129
 #: Requests the edge's core keeps outstanding, and the rounds of each responder.
 EDGE_OUTSTANDING: Final = 64
 EDGE_ROUNDS: Final = 7
@@ -99,6 +132,7 @@ class Outcome:
     note: str = ""
     rate: float | None = None  # the edge rows: the median rate of their rounds
     ratio: float | None = None  # the edge row: the null responder's rate over serve's
+    calls_ratio: float | None = None  # the calls row: its rate over the quiet bot's
 
     @property
     def shed(self) -> int:
@@ -161,6 +195,11 @@ class Outcome:
             **(
                 {"edge_ratio": round(self.ratio, 3), "edge_target": EDGE_TARGET}
                 if self.ratio
+                else {}
+            ),
+            **(
+                {"calls_ratio": round(self.calls_ratio, 3), "calls_target": CALLS_TARGET}
+                if self.calls_ratio
                 else {}
             ),
         }
@@ -248,15 +287,16 @@ async def _through_simulator(
     async with (
         CoreSimulator() as sim,
         ChatCore.connect(sim.url_for("bob")) as bob,
-        ChatCore.connect(sim.url_for("alice")) as alice,
+        ChatCore.connect(sim.url_for("alice"), connections=BURST_CONNECTIONS) as alice,
     ):
         await bob.start(service_requests=True)
         link = (await bob.service_address(1)).link
         await alice.start(service_requests=False)
+        ready = asyncio.Event()
         serving = asyncio.create_task(
-            bob.serve(1, handler, protocols=["mcp"], **(serve_options or {}))
+            bob.serve(1, handler, protocols=["mcp"], ready=ready, **(serve_options or {}))
         )
-        await asyncio.sleep(0)
+        await ready.wait()
         answered = 0
         dropped = asyncio.Event()
 
@@ -355,8 +395,10 @@ async def _repeated_ids(outcome: Outcome) -> None:
     async with serve(core, "127.0.0.1", 0, max_size=None) as server:
         port = server.sockets[0].getsockname()[1]
         async with ChatCore.connect(f"ws://127.0.0.1:{port}") as bob:
-            serving = asyncio.create_task(bob.serve(1, _echo, protocols=["mcp"]))
+            ready = asyncio.Event()
+            serving = asyncio.create_task(bob.serve(1, _echo, protocols=["mcp"], ready=ready))
             ws = await connection
+            await ready.wait()
             started = time.perf_counter()
             for n in range(n_requests):
                 request_id = f"r{n}"
@@ -477,8 +519,9 @@ async def _serve_responder(url: str) -> dict[str, Any]:
     """``ChatCore.serve`` with a trivial handler, against the same core."""
     async with ChatCore.connect(url) as core:
         stream = core.events()
-        serving = asyncio.create_task(core.serve(1, _edge_handler, protocols=["mcp"]))
-        await asyncio.sleep(0)
+        ready = asyncio.Event()
+        serving = asyncio.create_task(core.serve(1, _edge_handler, protocols=["mcp"], ready=ready))
+        await ready.wait()
         try:
             await core.command("/_bench_go")
             async for event in stream:
@@ -527,6 +570,103 @@ def _run_edge(n: int) -> tuple[Outcome, Outcome]:
         f" serve {edge_rate:.0f}/s, null {null_rate:.0f}/s)"
     )
     return null, edge
+
+
+# -- the calls scenario: a bot that calls and serves ------------------------------------------
+
+
+async def _calls_round(outcome: Outcome, with_calls: bool) -> float:
+    """One round: alice's burst of ``outcome.requests`` to bob, with ``CALLS_IN_FLIGHT`` of
+    bob's own requests to carol in flight throughout (or none); bob's answer rate."""
+    release = asyncio.Event()
+
+    async def held(request: ServiceRequest) -> Any:
+        await release.wait()
+        return "late"
+
+    n = outcome.requests
+    async with (
+        CoreSimulator(command_delay=CALLS_COMMAND_COST) as sim,
+        ChatCore.connect(sim.url_for("carol")) as carol,
+        ChatCore.connect(sim.url_for("bob"), connections=CALLS_IN_FLIGHT + 1) as bob,
+        ChatCore.connect(sim.url_for("alice"), connections=65) as alice,
+    ):
+        for core, on in ((carol, True), (bob, True), (alice, False)):
+            await core.start(service_requests=on)
+        carol_link = (await carol.service_address(1)).link
+        bob_link = (await bob.service_address(1)).link
+        ready = [asyncio.Event(), asyncio.Event()]
+        servers = [
+            asyncio.create_task(carol.serve(1, held, protocols=["mcp"], ready=ready[0])),
+            asyncio.create_task(bob.serve(1, _echo, protocols=["mcp"], ready=ready[1])),
+        ]
+        for event in ready:
+            await event.wait()
+        calls: list[asyncio.Task[Response]] = []
+        try:
+            if with_calls:
+                calls = [
+                    asyncio.create_task(
+                        bob.service_request(
+                            1, carol_link, Request(protocol="mcp", request={"call": c})
+                        )
+                    )
+                    for c in range(CALLS_IN_FLIGHT)
+                ]
+                while sim.stats.delivered < CALLS_IN_FLIGHT:
+                    await asyncio.sleep(0.005)
+
+            async def one(k: int) -> None:
+                start = time.perf_counter()
+                try:
+                    response = await alice.service_request(
+                        1, bob_link, Request(protocol="mcp", request={"n": k}), timeout=30
+                    )
+                except ChatCoreError:
+                    outcome.lost += 1
+                    return
+                outcome.record(k, response, time.perf_counter() - start)
+
+            started = time.perf_counter()
+            await asyncio.gather(*(one(k) for k in range(n)))
+            seconds = time.perf_counter() - started
+            if any(call.done() for call in calls):
+                outcome.note = "a call ended before the burst did: not all 32 were in flight"
+            release.set()
+            await asyncio.gather(*calls, return_exceptions=True)
+            outcome.duplicated += sim.stats.duplicate_responses
+            outcome.seconds += seconds
+            return n / seconds if seconds > 0 else 0.0
+        finally:
+            release.set()
+            for task in [*servers, *calls]:
+                task.cancel()
+            await asyncio.gather(*servers, *calls, return_exceptions=True)
+
+
+def _run_calls(n: int) -> tuple[Outcome, Outcome]:
+    """The quiet and the calls rows, from ``CALLS_ROUNDS`` interleaved rounds of ``n``."""
+    quiet = Outcome("quiet", f"bob answering {n} requests, no calls of its own", n, True)
+    busy = Outcome(
+        "calls", f"bob answering {n} requests, {CALLS_IN_FLIGHT} of its calls in flight", n, True
+    )
+    rates: dict[str, list[float]] = {"quiet": [], "calls": []}
+    for _ in range(CALLS_ROUNDS):
+        for outcome, with_calls in ((busy, True), (quiet, False)):
+            rate = asyncio.run(asyncio.wait_for(_calls_round(outcome, with_calls), 600))
+            rates[outcome.scenario].append(rate)
+    quiet.rate = statistics.median(rates["quiet"])
+    busy.rate = statistics.median(rates["calls"])
+    busy.calls_ratio = busy.rate / quiet.rate if quiet.rate > 0 else 0.0
+    verdict = "within" if busy.calls_ratio >= CALLS_TARGET else "UNDER"
+    note = (
+        f"calls ratio {busy.calls_ratio:.2f}, the bot's answer rate with {CALLS_IN_FLIGHT} of"
+        f" its own calls in flight over its rate without, {verdict} the target of at least"
+        f" {CALLS_TARGET:g} (medians of {CALLS_ROUNDS} interleaved rounds: {busy.rate:.0f}/s"
+        f" against {quiet.rate:.0f}/s)"
+    )
+    busy.note = f"{busy.note}; {note}" if busy.note else note
+    return quiet, busy
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -609,6 +749,21 @@ def run_scenarios(
                     fail(f"scenario edge: {type(exc).__name__}: {exc}")
             edge.log_lines = logs.count
             outcomes += [null, edge]
+            continue
+        if key == "calls":
+            if progress is not None:
+                print(
+                    f"  calls: a bot answering while its own {CALLS_IN_FLIGHT} calls wait ...",
+                    file=progress,
+                    flush=True,
+                )
+            with _counting_logs() as logs:
+                try:
+                    quiet, busy = _run_calls(n)
+                except (OSError, SimplexRpcError, TimeoutError) as exc:
+                    fail(f"scenario calls: {type(exc).__name__}: {exc}")
+            busy.log_lines = logs.count
+            outcomes += [quiet, busy]
             continue
         outcome, run = _scenario(key, n)
         if progress is not None:

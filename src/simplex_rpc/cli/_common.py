@@ -464,7 +464,8 @@ def add_core_option(p: argparse.ArgumentParser, *, required: bool = True) -> Non
         type=core_url,
         metavar="URL",
         help="the chat core's WebSocket API, for example ws://127.0.0.1:5225 (simplex-chat"
-        f" -p 5225); default ${CORE_ENV}"
+        f" -p 5225 -m; the simulator alone uses a path, to pick one of its simulated cores);"
+        f" default ${CORE_ENV}"
         + (f" (now {redact(default)})" if default else ""),
     )
 

@@ -523,13 +523,14 @@ async def through_core() -> CoreResult:
         started = await responder.start(service_requests=True)
         address = await responder.service_address(1, pq_ratchet=True)
         await requester.start(service_requests=False)
-        serving = asyncio.create_task(responder.serve(1, handler, protocols=["mcp"]))
+        ready = asyncio.Event()
+        serving = asyncio.create_task(responder.serve(1, handler, protocols=["mcp"], ready=ready))
         # What the responder's core reports, as the adapter receives it.
         events = responder.events()
         if bridge is not None:
             await bridge.__aenter__()
         try:
-            await asyncio.sleep(0)
+            await ready.wait()
             cases = [
                 ("signed, naming its key", key, key.public_key, "mcp"),
                 ("unsigned", None, None, "mcp"),
@@ -729,10 +730,11 @@ async def through_chat() -> ChatDemo:
         group = ids[("customer", 1)]
         if hasattr(handler, "__aenter__"):
             await handler.__aenter__()
-        serving = asyncio.create_task(acme.serve_calls(1, {"mcp": handler}))
+        ready = asyncio.Event()
+        serving = asyncio.create_task(acme.serve_calls(1, {"mcp": handler}, ready=ready))
         events = customer.events()
         try:
-            await asyncio.sleep(0)
+            await ready.wait()
             replies = await customer.call(
                 f"#{group}", "mcp", _catalog_call(), member="acme", wait=20
             )
@@ -820,7 +822,7 @@ def _sdk_server() -> Any:
 
     @server.tool(description="Items in stock", structured_output=False)
     def availability(item: str) -> str:
-        return f"{ {'anvil': 12, 'hammer': 40}.get(item, 0)} {item}s are in stock."
+        return f"{ {'anvil': 12, 'hammer': 40}.get(item, 0) } {item}s are in stock."
 
     async def catalog(ctx: Any) -> str:
         await ctx.report_progress(0, 1, "listing")
@@ -863,12 +865,14 @@ async def through_sdk() -> SdkDemo:
         await customer.start(service_requests=False)
         link = (await acme.service_address(1)).link
         contact, _ = sim.connect("customer", "acme")
+        served, calls_served = asyncio.Event(), asyncio.Event()
         tasks = [
-            asyncio.create_task(acme.serve(1, bridge.rpc_handler, protocols=["mcp"])),
-            asyncio.create_task(acme.serve_calls(1, {"mcp": bridge})),
+            asyncio.create_task(acme.serve(1, bridge.rpc_handler, protocols=["mcp"], ready=served)),
+            asyncio.create_task(acme.serve_calls(1, {"mcp": bridge}, ready=calls_served)),
         ]
         try:
-            await asyncio.sleep(0)
+            await served.wait()
+            await calls_served.wait()
             async with Client(SimplexTransport(customer, 1, link, timeout=20)) as client:
                 demo.revision = client.protocol_version
                 demo.tools = [tool.name for tool in (await client.list_tools()).tools]

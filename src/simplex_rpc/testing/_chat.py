@@ -34,7 +34,7 @@ from ..chat import fits_message
 
 Party = tuple[str, int]
 Emit = Callable[[str, dict[str, Any]], Awaitable[None]]
-"""Send an event to every connection of the named core."""
+"""Write an event to the named core's output queue (one of its connections will read it)."""
 
 _TS: Final = "2026-01-01T00:00:00Z"
 _VERSIONS: Final = {"minVersion": 1, "maxVersion": 16}  # VersionRange (chat protocol)
@@ -84,6 +84,20 @@ _NEW_GROUP: Final = re.compile(
 _ADD: Final = re.compile(rf"/_add #(?P<id>{_N}) (?P<contact>{_N}) (?P<role>[a-z]+)")
 # "/_join #" *> (APIJoinGroup <$> A.decimal <*> pure MFAll)
 _JOIN: Final = re.compile(rf"/_join #(?P<id>{_N})")
+
+CHAT_COMMANDS: Final = (
+    _SEND,
+    _PROFILE,
+    _GROUP_PROFILE,
+    _GROUPS,
+    _MEMBERS,
+    _CONTACTS,
+    _NEW_GROUP,
+    _ADD,
+    _JOIN,
+    re.compile("/users"),
+)
+"""The chat commands this model runs (:meth:`ChatWorld.run`), for the grammar's ``parses``."""
 
 UNKNOWN_COMMAND: Final = "Failed reading: empty"
 """The core's answer to a command its parser refuses: ``parseChatCommand`` runs

@@ -8,6 +8,8 @@ The format (TOML or JSON, the same tree)::
     profile = { displayName = "Alice", fullName = "", peerType = "bot" }
     [users.address]                 # a contact address of this user
     pq_ratchet = true               # with ratchet keys (Service RPC needs them)
+    name = "alice.simplex"          # a SimpleX name: /_service_request 1 @alice.simplex ...
+    short_link = true               # false: a full link alone (before short links)
     settings = { businessAddress = false, autoAccept = { acceptIncognito = false } }
     link_data = { serves = ["agent"] }   # declarations carried by the link's data
 
@@ -38,6 +40,7 @@ from ..errors import SimplexRpcError
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _REF: Final = re.compile(r"(?P<core>[A-Za-z0-9_-]{1,64})(?::(?P<user>[1-9][0-9]{0,8}))?")
+_SIMPLEX_NAME: Final = re.compile(r"[a-z0-9][a-z0-9-]{0,62}\.simplex")
 _ROLES: Final = ("observer", "author", "member", "moderator", "admin", "owner")
 
 
@@ -55,7 +58,7 @@ Party = tuple[str, int]
 class UserSpec:
     party: Party
     profile: dict[str, Any] | None
-    address: dict[str, Any] | None  # {"pq_ratchet", "settings", "link_data"}
+    address: dict[str, Any] | None  # {"pq_ratchet", "settings", "link_data", "short_link", "name"}
 
     @property
     def ref(self) -> str:
@@ -147,7 +150,7 @@ def _settings(value: Any, where: str) -> dict[str, Any]:
 
 
 def _address(value: Any, where: str) -> dict[str, Any]:
-    address = _keys(value, where, ("pq_ratchet", "settings", "link_data"))
+    address = _keys(value, where, ("pq_ratchet", "settings", "link_data", "short_link", "name"))
     link_data = address.get("link_data", {})
     if not isinstance(link_data, dict):
         raise _fail(where + ".link_data", "expected a table")
@@ -156,7 +159,12 @@ def _address(value: Any, where: str) -> dict[str, Any]:
         not isinstance(serves, list) or not all(isinstance(s, str) for s in serves)
     ):
         raise _fail(where + ".link_data.serves", "expected an array of peer types")
+    name = address.get("name")
+    if name is not None and (not isinstance(name, str) or not _SIMPLEX_NAME.fullmatch(name)):
+        raise _fail(where + ".name", 'expected a SimpleX name such as "alice.simplex"')
     return {
+        "name": name,
+        "short_link": _bool(address.get("short_link", True), where + ".short_link"),
         "pq_ratchet": _bool(address.get("pq_ratchet", False), where + ".pq_ratchet"),
         "settings": _settings(address.get("settings", {}), where + ".settings"),
         "link_data": link_data,
@@ -240,6 +248,16 @@ def check_world(tree: Any) -> World:
         business = _bool(entry.get("business", False), where + ".business")
         groups.append(GroupSpec(name, owner, tuple(members), preferences, business))
 
+    simplex_names: dict[str, str] = {}
+    for i, spec in enumerate(users.values()):
+        simplex_name = spec.address["name"] if spec.address is not None else None
+        if simplex_name is not None:
+            if simplex_name in simplex_names:
+                raise _fail(
+                    f"users[{i}].address.name",
+                    f"{simplex_name!r} names {simplex_names[simplex_name]!r} already",
+                )
+            simplex_names[simplex_name] = spec.ref
     ids = frozenset(p[1] for p in users) or frozenset({1})
     return World(tuple(users.values()), tuple(contacts), tuple(groups), ids)
 

@@ -1,0 +1,322 @@
+"""``ChatCore`` owns the core's connection model (issue 28): a pool of connections.
+
+The chat core (simplex-chat ``apps/simplex-chat/Server.hs``) runs one command at a time
+per WebSocket connection (``clientQSize = 1``) and gives each event to one connection
+(every client's ``output`` thread reads the core's one ``outputQ``); a
+``/_service_request`` holds its connection until the response or the timeout. So:
+
+* a blocking ``/_service_request`` never runs on the connection that carries ``serve``'s
+  answers: a bot that calls and serves keeps answering while its calls wait;
+* the events of every pooled connection are read as one stream;
+* requests in flight are bounded by the pool (``connections - 1``), more wait in order;
+* another program on the same core takes events too (one client per core): what it
+  takes it answers ``rate_limited`` with a WARNING, never a silent loss;
+* the keepalive never closes a connection whose command runs.
+
+All against the simulator, which follows Server.hs (tests/test_simulator_connection_model.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from simplex_rpc import Request, Response
+from simplex_rpc.adapter import ChatCore, ChatCoreTimeout, ServiceRequest, _transports
+from simplex_rpc.testing import CoreSimulator
+from test_adapter_support import Held, run
+
+ADAPTER_LOG = "simplex_rpc.adapter"
+
+
+async def _echo(request: ServiceRequest) -> Any:
+    return request.request.request
+
+
+@contextlib.asynccontextmanager
+async def serving(core: ChatCore, handler: Any) -> AsyncIterator[asyncio.Task[Any]]:
+    ready = asyncio.Event()
+    task = asyncio.create_task(core.serve(1, handler, protocols=["mcp"], ready=ready))
+    await ready.wait()
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+def _request(n: int) -> Request:
+    return Request(protocol="mcp", request={"n": n})
+
+
+def test_a_bot_that_calls_and_serves_answers_while_32_of_its_calls_wait() -> None:
+    """Issue 28, "Done when": serve and 32 concurrent service_requests through one
+    ChatCore; every request is answered, and no answer waits behind a call: while all 32
+    calls to carol are held by carol, bob answers every one of alice's requests."""
+
+    async def main() -> None:
+        held = Held({"from": "carol"})
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("carol")) as carol,
+            ChatCore.connect(sim.url_for("bob"), connections=33) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            assert await carol.start(service_requests=True)
+            assert await bob.start(service_requests=True)
+            assert await alice.start(service_requests=False)
+            carol_link = (await carol.service_address(1)).link
+            bob_link = (await bob.service_address(1)).link
+            async with serving(carol, held), serving(bob, _echo):
+                calls = [
+                    asyncio.create_task(bob.service_request(1, carol_link, _request(n)))
+                    for n in range(32)
+                ]
+                while sim.stats.delivered < 32:  # all 32 at carol's handler, held there
+                    await asyncio.sleep(0.01)
+                for n in range(20):
+                    response = await alice.service_request(1, bob_link, _request(n))
+                    assert response.response == {"n": n}
+                assert not any(call.done() for call in calls)  # answered behind no call
+                held.release.set()
+                responses = await asyncio.gather(*calls)
+            assert [r.response for r in responses] == [{"from": "carol"}] * 32
+            assert sim.stats.duplicate_responses == 0
+
+    run(main)
+
+
+def test_with_one_connection_a_call_holds_the_answers_behind_it() -> None:
+    """The rule the pool exists for, shown on a pool of one: a /_service_request holds its
+    connection (Server.hs), so bob's answer to alice waits until bob's own call ends."""
+
+    async def main() -> None:
+        held = Held({"from": "carol"})
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("carol")) as carol,
+            ChatCore.connect(sim.url_for("bob"), connections=1) as bob,
+            ChatCore.connect(sim.url_for("alice")) as alice,
+        ):
+            for core, on in ((carol, True), (bob, True), (alice, False)):
+                assert await core.start(service_requests=on)
+            carol_link = (await carol.service_address(1)).link
+            bob_link = (await bob.service_address(1)).link
+            async with serving(carol, held), serving(bob, _echo):
+                call = asyncio.create_task(bob.service_request(1, carol_link, _request(0)))
+                while sim.stats.delivered < 1:
+                    await asyncio.sleep(0.01)
+                answer = asyncio.create_task(alice.service_request(1, bob_link, _request(1)))
+                while sim.stats.delivered < 2:  # bob has the request, its answer is queued
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.3)
+                assert not answer.done()
+                held.release.set()
+                assert (await answer).response == {"n": 1}
+                assert (await call).response == {"from": "carol"}
+
+    run(main)
+
+
+def test_events_reach_their_consumer_whichever_pooled_connection_carries_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One ChatCore, several connections to bob's core: the core gives each event to one
+    of them; every serviceRequest reaches serve and is answered exactly once."""
+    carried: collections.Counter[int] = collections.Counter()
+    original = _transports._WebSocketTransport._read
+
+    async def counting_read(self: Any, core: Any) -> None:
+        class Counting:
+            def _receive(self_, message: str | bytes) -> None:
+                if isinstance(message, str) and '"corrId"' not in message:
+                    carried[id(self)] += 1
+                core._receive(message)
+
+            def __getattr__(self_, name: str) -> Any:
+                return getattr(core, name)
+
+        await original(self, Counting())
+
+    monkeypatch.setattr(_transports._WebSocketTransport, "_read", counting_read)
+
+    async def main() -> None:
+        held = Held({"from": "carol"})
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("carol")) as carol,
+            ChatCore.connect(sim.url_for("bob"), connections=5) as bob,
+            ChatCore.connect(sim.url_for("alice"), connections=41) as alice,
+        ):
+            for core, on in ((carol, True), (bob, True), (alice, False)):
+                assert await core.start(service_requests=on)
+            carol_link = (await carol.service_address(1)).link
+            bob_link = (await bob.service_address(1)).link
+            async with serving(carol, held), serving(bob, _echo):
+                # Four calls open four more connections of bob's, held by carol meanwhile.
+                calls = [
+                    asyncio.create_task(bob.service_request(1, carol_link, _request(n)))
+                    for n in range(4)
+                ]
+                while sim.stats.delivered < 4:
+                    await asyncio.sleep(0.01)
+                bob_connections = {id(t) for t in bob._transports()}
+                assert len(bob_connections) == 5
+                carried.clear()
+                responses = await asyncio.gather(
+                    *(alice.service_request(1, bob_link, _request(n)) for n in range(40))
+                )
+                assert [r.response for r in responses] == [{"n": n} for n in range(40)]
+                on_bob = {key: n for key, n in carried.items() if key in bob_connections}
+                assert sum(on_bob.values()) >= 40
+                assert len([n for n in on_bob.values() if n]) >= 2, on_bob
+                held.release.set()
+                await asyncio.gather(*calls)
+            assert sim.stats.duplicate_responses == 0
+
+    run(main)
+
+
+def test_two_chat_cores_on_one_core_a_request_the_other_takes_is_answered_not_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 28, item 2: with two clients on bob's core (bob serving, and a monitor that
+    serves nothing), the core gives each serviceRequest to one of them. The ones the
+    monitor takes are answered rate_limited at once, each with a WARNING naming the
+    one-client-per-core rule; every requester gets an answer, none times out."""
+    refused: list[Response] = []
+
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob"), connections=1) as bob,
+            ChatCore.connect(sim.url_for("bob"), connections=1) as monitor,
+            ChatCore.connect(sim.url_for("alice"), connections=21) as alice,
+        ):
+            assert await bob.start(service_requests=True)
+            assert await alice.start(service_requests=False)
+            bob_link = (await bob.service_address(1)).link
+            with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
+                async with serving(bob, _echo):
+                    responses: list[Response] = await asyncio.gather(
+                        *(
+                            alice.service_request(1, bob_link, _request(n), timeout=20)
+                            for n in range(20)
+                        )
+                    )
+            await monitor.command("/user")
+            assert sim.stats.requester_timeouts == 0
+            answered = [r for r in responses if r.error is None]
+            refused.extend(r for r in responses if r.error is not None)
+            assert all(r.error.code == "rate_limited" for r in refused if r.error)
+            assert len(answered) + len(refused) == 20
+            # The simulator's core hands events to its connections in turn: both got some.
+            assert answered and refused
+
+    run(main)
+    lines = [r.getMessage() for r in caplog.records if "one client per core" in r.getMessage()]
+    # One line each, for the first ten (then at every power of ten: a flood stays short).
+    assert len(lines) == min(len(refused), 10), lines
+
+
+def test_requests_in_flight_are_bounded_by_the_pool_and_wait_in_order() -> None:
+    """connections=3: two lanes. Five held requests: two reach the responder, three wait
+    for a lane; each lane is freed by its answer and the next request goes."""
+
+    async def main() -> None:
+        held = Held("ok")
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice"), connections=3) as alice,
+        ):
+            assert await bob.start(service_requests=True)
+            assert await alice.start(service_requests=False)
+            link = (await bob.service_address(1)).link
+            async with serving(bob, held):
+                calls = [
+                    asyncio.create_task(alice.service_request(1, link, _request(n)))
+                    for n in range(5)
+                ]
+                while sim.stats.delivered < 2:
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.3)
+                assert sim.stats.delivered == 2  # the pool's bound: two in flight
+                assert alice._lanes is not None and alice._lanes.busy == 2
+                held.release.set()
+                responses = await asyncio.gather(*calls)
+            assert [r.response for r in responses] == ["ok"] * 5
+            assert len(alice._transports()) == 3
+
+    run(main)
+
+
+def test_the_keepalive_never_closes_a_connection_whose_command_runs() -> None:
+    """The core reads no frame while its queue is full (Server.hs: receive waits while
+    rcvQ is full), so a ping is not answered then: a 0.2-second keepalive must not close
+    the one connection while its /_service_request waits a second and a half with five
+    commands queued behind it (the simulator then answers no ping either)."""
+
+    async def main() -> None:
+        held = Held("late")
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice"), connections=1, ping_interval=0.2) as alice,
+        ):
+            assert await bob.start(service_requests=True)
+            assert await alice.start(service_requests=False)
+            link = (await bob.service_address(1)).link
+            async with serving(bob, held):
+                call = asyncio.create_task(alice.service_request(1, link, _request(0)))
+                while sim.stats.delivered < 1:
+                    await asyncio.sleep(0.01)
+                queued = [asyncio.create_task(alice.command("/user")) for _ in range(5)]
+                await asyncio.sleep(1.5)
+                held.release.set()
+                assert (await call).response == "late"
+                for command in queued:
+                    assert (await command)["type"] == "activeUser"
+                await asyncio.sleep(0.5)  # idle: pinged, and answered
+                assert not alice.closed
+                assert (await alice.command("/user"))["type"] == "activeUser"
+
+    run(main)
+
+
+def test_a_lane_stays_taken_past_the_callers_wait_until_the_core_answers() -> None:
+    """A request whose caller stopped waiting still holds its connection at the core
+    (Server.hs runs nothing else on it until the response): its lane is not given to the
+    next request until the core's late answer comes, so no request queues unseen behind
+    it at the core."""
+
+    async def main() -> None:
+        held = Held("late")
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob")) as bob,
+            ChatCore.connect(sim.url_for("alice"), connections=2) as alice,
+        ):
+            assert await bob.start(service_requests=True)
+            assert await alice.start(service_requests=False)
+            link = (await bob.service_address(1)).link
+            async with serving(bob, held):
+                cmd = f'/_service_request 1 {link} timeout=30 {{"protocol":"mcp","request":1}}'
+                with pytest.raises(ChatCoreTimeout):
+                    await alice.command(cmd, timeout=0.3)
+                assert alice._lanes is not None and alice._lanes.busy == 1
+                second = asyncio.create_task(alice.service_request(1, link, _request(2)))
+                await asyncio.sleep(0.3)
+                assert sim.stats.delivered == 1 and not second.done()  # waits for the lane
+                held.release.set()
+                assert (await second).response == "late"
+                assert alice._lanes.busy == 0
+
+    run(main)

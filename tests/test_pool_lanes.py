@@ -1,0 +1,107 @@
+"""The lanes of a ChatCore's pool alone (adapter/_pool.py): the connections blocking
+commands run on, one at a time each (Server.hs: one command at a time per connection).
+
+Rules pinned: at most ``size`` lanes are opened, and only when needed; a request takes
+a free lane, else opens one, else waits in order; a lane given back goes to the oldest
+waiter; a waiter cancelled as its lane was handed over gives the lane back; when the
+core is lost every waiter fails with ChatCoreClosed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from simplex_rpc.adapter import ChatCoreClosed
+from simplex_rpc.adapter._pool import BLOCKING_COMMANDS, _Lanes
+from test_adapter_support import run
+
+
+class Lane:
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.in_flight = 0
+        self.description = f"lane {n}"
+
+    def __repr__(self) -> str:
+        return f"Lane({self.n})"
+
+
+def lanes(size: int) -> tuple[_Lanes, list[Any]]:
+    opened: list[Any] = []
+
+    async def open_lane() -> Any:
+        lane = Lane(len(opened))
+        opened.append(lane)
+        return lane
+
+    return _Lanes(open_lane, size), opened
+
+
+def test_only_the_service_request_is_a_blocking_command() -> None:
+    assert BLOCKING_COMMANDS == {"/_service_request"}
+
+
+def test_lanes_open_when_needed_up_to_the_size_then_requests_wait_in_order() -> None:
+    async def main() -> None:
+        pool, opened = lanes(2)
+        first, second = await pool.take(), await pool.take()
+        assert (first, second) == (opened[0], opened[1]) and pool.busy == 2
+        waiters = [asyncio.create_task(pool.take()) for _ in range(3)]
+        await asyncio.sleep(0)
+        assert len(opened) == 2 and not any(w.done() for w in waiters)
+        pool.give_back(second)
+        assert await waiters[0] is second  # the oldest waiter first
+        pool.give_back(first)
+        assert await waiters[1] is first
+        pool.give_back(second)
+        assert await waiters[2] is second
+        pool.give_back(first)
+        pool.give_back(second)
+        assert pool.busy == 0
+        assert await pool.take() is first  # a free lane before a new one
+        assert len(opened) == 2
+
+    run(main)
+
+
+def test_a_waiter_cancelled_as_its_lane_is_handed_over_gives_it_back() -> None:
+    async def main() -> None:
+        pool, _ = lanes(1)
+        lane = await pool.take()
+        waiter = asyncio.create_task(pool.take())
+        await asyncio.sleep(0)
+        pool.give_back(lane)  # handed to the waiter ...
+        waiter.cancel()  # ... which is cancelled before it runs
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert pool.busy == 0
+        assert await pool.take() is lane
+
+    run(main)
+
+
+def test_when_the_core_is_lost_every_waiter_fails() -> None:
+    async def main() -> None:
+        pool, _ = lanes(1)
+        await pool.take()
+        waiters = [asyncio.create_task(pool.take()) for _ in range(2)]
+        await asyncio.sleep(0)
+        pool.lost(ChatCoreClosed("the connection to the chat core closed"))
+        for waiter in waiters:
+            with pytest.raises(ChatCoreClosed):
+                await waiter
+        with pytest.raises(ChatCoreClosed):
+            await pool.take()
+
+    run(main)
+
+
+def test_a_pool_without_lanes_is_refused() -> None:
+    async def never() -> Any:
+        raise AssertionError("not opened")
+
+    with pytest.raises(ValueError):
+        _Lanes(never, 0)
