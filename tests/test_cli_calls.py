@@ -98,6 +98,9 @@ def test_mcp_call_errors_exit_1_or_2(capsys: pytest.CaptureFixture[str]) -> None
         assert "key=value" in capsys.readouterr().err
         assert main(["mcp", "call", *core(bg), "nowhere", "availability"]) == 2
         err = capsys.readouterr().err.strip()
+        assert "neither a link nor a name" in err and len(err.splitlines()) == 1, err
+        assert main(["mcp", "call", *core(bg), "simplex:/nowhere", "availability"]) == 2
+        err = capsys.readouterr().err.strip()
         assert "invalidConnReq" in err and len(err.splitlines()) == 1, err
 
 

@@ -127,6 +127,6 @@ def test_the_cli_prints_them_as_one_line(capsys: pytest.CaptureFixture[str]) -> 
         assert main(["call-chat", "--core", f"{bg.url}/alice", "@9", "echo", "{}"]) == 2
         err = capsys.readouterr().err
         assert "no such contact" in err and err.rstrip().endswith("[errorStore/contactNotFound]")
-        assert main(["call", "--core", f"{bg.url}/alice", "nowhere", "echo", "{}"]) == 2
+        assert main(["call", "--core", f"{bg.url}/alice", "simplex:/nowhere", "echo", "{}"]) == 2
         err = capsys.readouterr().err
         assert "not a SimpleX contact address link" in err and "[error/invalidConnReq]" in err

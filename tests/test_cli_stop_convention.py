@@ -122,7 +122,7 @@ def test_simulator(how: int) -> None:
 
 @pytest.mark.parametrize("how", SIGNALS)
 def test_serve(world: World, how: int) -> None:
-    with started("serve", "--core", f"{world.url}/bob", "--echo") as run:
+    with started("serve", "--core", f"{world.url}/bob", "--echo", "--start", "restart") as run:
         assert run.line().startswith("serving: ")
         assert "answered" in stopped_cleanly(run, how, "serve")
 
@@ -155,7 +155,7 @@ def test_mcp_proxy_stdio_with_an_open_pipe_stops(world: World, how: int) -> None
 def test_mcp_proxy_stdio_answers_what_it_read_before_stdin_closed(world: World) -> None:
     """A piped batch gets every answer: the last request is in flight when stdin closes."""
     with started(
-        "serve", "--core", f"{world.url}/bob", "--address", "--mcp-module",
+        "serve", "--core", f"{world.url}/bob", "--start", "restart", "--address", "--mcp-module",
         f"{EXAMPLE}:build_server",
     ) as bot:  # fmt: skip
         link = bot.line().removeprefix("address: ")

@@ -139,12 +139,15 @@ def _mcp_error(exc: BaseException) -> tuple[str, int] | None:
     was not made (2). Any other code is the bot's answer (1).
     """
     from mcp.shared.exceptions import MCPError
-    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+    from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
     leaf = _leaf(exc)
     if isinstance(leaf, MCPError):
         error = leaf.error
-        if error.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+        # "not delivered: ..." is SimplexTransport's wording for a request it could not send.
+        if error.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT) or (
+            error.code == INTERNAL_ERROR and error.message.startswith("not delivered: ")
+        ):
             return error.message, EXIT_USAGE
         return f"the bot answered error {error.code}: {error.message}", EXIT_INVALID
     return None

@@ -339,17 +339,21 @@ def run_interruptible(run: Callable[[], int], *, stopped: str) -> int:
     stderr, exit 0 (the stop convention of docs/cli.md, for a command that runs
     event loops one after another, such as ``bench``).
 
-    A signal raises ``KeyboardInterrupt`` where the command is; each ``asyncio.run``
-    cancels its tasks on the way out. Tasks left with an exception that nobody will
-    read any more (a core connection closed by the stop) are collected with
-    asyncio's log silenced: the stop is not an error.
+    A signal raises ``KeyboardInterrupt`` where the command is (SIGTERM is passed on
+    as SIGINT); each ``asyncio.run`` cancels its tasks on the way out. Tasks left
+    with an exception that nobody will read any more (a core connection closed by
+    the stop) are collected with asyncio's log silenced: the stop is not an error.
     """
     import gc
 
     installed = threading.current_thread() is threading.main_thread()
     previous: Any = None
     if installed:
-        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+        # SIGTERM as SIGINT: inside asyncio.run, its runner's SIGINT handler cancels the
+        # main task and the loop closes in order; elsewhere KeyboardInterrupt is raised.
+        previous = signal.signal(
+            signal.SIGTERM, lambda signum, frame: signal.raise_signal(signal.SIGINT)
+        )
     try:
         return run()
     except KeyboardInterrupt:
