@@ -45,7 +45,7 @@ def _listen(text: str) -> tuple[str, int]:
 
 
 def _load_sign_key(spec: str) -> SigningKey:
-    # The messages never contain the key; a key file others can read is warned about.
+    # The messages never contain the key; a key file others can read is refused.
     return load_sign_key(spec)
 
 

@@ -704,7 +704,7 @@ def register(subparsers: Any) -> None:
         "--sign-key",
         metavar="KEY",
         help="sign with this private key: use @FILE (a 0600 file, as keygen -o writes;"
-        " a file others can read is warned about); also sign_key= text or -, but a key"
+        " a file others can read is refused, as ssh does); also sign_key= text or -, but a key"
         " on the command line is visible to other users of the machine",
     )
     p.add_argument(

@@ -26,7 +26,7 @@ from ._common import (
     fail,
     read_input,
     read_signing_key,
-    warn_if_readable_by_others,
+    refuse_if_readable_by_others,
 )
 
 _INPUTS = "Inputs: a literal argument, @PATH for a file, or - for stdin (one input at most)."
@@ -47,11 +47,11 @@ def _one_stdin(*specs: str | None) -> None:
 
 
 def _private(spec: str, what: str, decode: Any) -> Any:
-    """Private material from ``spec``, decoded; a file others can read is warned about
-    once it is known to hold it (as the core's keys are)."""
+    """Private material from ``spec``, decoded; a file others can read is refused, as
+    ssh does, once it is known to hold it (as the core's keys are)."""
     value = decode(_text(spec, what))
     if spec.startswith("@"):
-        warn_if_readable_by_others(spec[1:], what)
+        refuse_if_readable_by_others(spec[1:], what)
     return value
 
 

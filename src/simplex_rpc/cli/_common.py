@@ -366,33 +366,33 @@ def run_interruptible(run: Callable[[], int], *, stopped: str) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-def warn_if_readable_by_others(path: str, what: str) -> None:
-    """Warn on stderr, as ssh does, when the key file ``path`` is readable by group or others.
+def refuse_if_readable_by_others(path: str, what: str) -> None:
+    """Refuse, as ssh does, the private key file ``path`` when group or others can read it.
 
-    The warning names the file and its mode, never the key.
+    ssh will not use such a key ("UNPROTECTED PRIVATE KEY FILE"): the key may already
+    be another user's. The message names the file, its mode and the fix, never the key.
     """
     try:
         mode = os.stat(path).st_mode
     except OSError:
-        return  # the read that follows names the problem
+        return  # the read names the problem
     if stat.S_ISREG(mode) and mode & 0o077:
-        print(
-            f"simplex-rpc: warning: {what} file {path!r} is readable by others"
-            f" (mode {stat.S_IMODE(mode):04o}); a private key file should be private:"
-            f" chmod 600 {path}",
-            file=sys.stderr,
+        fail(
+            f"{what}: the private key file {path!r} is readable by others (mode"
+            f" {stat.S_IMODE(mode):04o}); a private key must be private, as ssh requires:"
+            f" chmod 600 {path}"
         )
 
 
 def read_signing_key(spec: str, *, what: str) -> SigningKey:
     """The private key of ``spec`` (text, ``@FILE`` or ``-``).
 
-    A key read from a file that group or others can read is warned about, as ssh
-    does (once it is known to hold a private key).
+    A key file that group or others can read is refused, as ssh does (once it is
+    known to hold a private key: a public key in it gets its own message).
     """
     key = decode_signing_key(read_input(spec, what=what), what=what)
     if spec.startswith("@"):
-        warn_if_readable_by_others(spec[1:], what)
+        refuse_if_readable_by_others(spec[1:], what)
     return key
 
 
@@ -446,7 +446,7 @@ def decode_public_key(data: bytes, *, what: str) -> PublicKey:
 
 
 def load_sign_key(spec: str, *, what: str = "--sign-key") -> SigningKey:
-    """``--sign-key``: text, ``@FILE`` (warned about when others can read it) or ``-``."""
+    """``--sign-key``: text, ``@FILE`` (refused when others can read it) or ``-``."""
     return read_signing_key(spec, what=what)
 
 

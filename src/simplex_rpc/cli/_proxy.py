@@ -135,7 +135,7 @@ def register(subparsers: Any) -> None:
         "--sign-key",
         metavar="KEY",
         help="sign every request with this private key: use @FILE (a 0600 file, as keygen"
-        " -o writes; a file others can read is warned about); sign_key= text works too, but"
+        " -o writes; a file others can read is refused, as ssh does); sign_key= text works too, but"
         " a key on the command line is visible to other users of the machine",
     )
     p.add_argument(
