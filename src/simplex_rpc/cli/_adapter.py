@@ -628,7 +628,10 @@ async def run_simulator(
             flush=True,
         )
         if world is not None:
-            print(_json.dumps(simulator.load_world(world)).decode("utf-8"), flush=True)
+            # The ready line's key of every listener (`--json`'s {"listening": URL}) first,
+            # then the world: programs find the URL under the same key either way.
+            built = {"listening": simulator.url, **simulator.load_world(world)}
+            print(_json.dumps(built).decode("utf-8"), flush=True)
         else:
             ready(args, listening=simulator.url)
         if on_ready is not None:
