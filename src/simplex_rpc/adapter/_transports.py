@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from .._wire.redact import RedactingLogger, redact, redact_tree, show
-from ..errors import ChatCoreError
+from ..errors import ChatCoreError, install_hint
 from ._errors import ChatCoreClosed, _loads_core
 from ._explain import connection_failure
 
@@ -296,7 +296,7 @@ class _NativeTransport:
 class LibsimplexHandle:
     """A :class:`NativeHandle` over libsimplex, as the ``simplex-chat`` package loads it.
 
-    Install with ``pip install 'simplex-rpc[native]'``. That package downloads
+    Install the ``native`` extra (docs/install.md). That package downloads
     its native library at run time, from outside the package registries (its
     ``simplex_chat._native`` fetches a release archive on first use and
     caches it; ``SIMPLEX_LIBS_DIR`` points it at a local copy instead).
@@ -332,8 +332,7 @@ class LibsimplexHandle:
             native = importlib.import_module("simplex_chat._native")
         except ImportError:
             raise ChatCoreError(
-                "the native transport needs the simplex-chat package:"
-                " pip install 'simplex-rpc[native]'"
+                "the native transport needs the simplex-chat package: " + install_hint("native")
             ) from None
         lib = native.lib_for(backend)
         free = native.libc().free

@@ -40,7 +40,7 @@ from ..adapter import (
     ServiceRequest,
 )
 from ..adapter._chat import check_chat_ref
-from ..errors import EnvelopeError
+from ..errors import EnvelopeError, install_hint
 from ._common import (
     EXIT_INVALID,
     EXIT_OK,
@@ -224,7 +224,7 @@ def _upstream(args: argparse.Namespace) -> Any:
     try:
         from ..mcp import Upstream
     except ImportError as exc:
-        raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
+        raise CliError(f"needs the mcp SDK: {install_hint('mcp')} ({exc})") from None
     logger = logging.getLogger("simplex_rpc.mcp.upstream")
     for old in list(logger.handlers):
         if getattr(old, "_simplex_rpc_cli", False):
@@ -396,7 +396,7 @@ def prepare_serve(args: argparse.Namespace) -> _Service:
         try:
             from ..a2a import _gateway  # noqa: F401 - the extra is named before connecting
         except ImportError as exc:
-            raise CliError(f"needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})") from None
+            raise CliError(f"needs the a2a-sdk: {install_hint('a2a')} ({exc})") from None
         handler = None if args.a2a_module is None else load_object(args.a2a_module, "--a2a-module")
 
         @contextlib.asynccontextmanager
@@ -411,7 +411,7 @@ def prepare_serve(args: argparse.Namespace) -> _Service:
         # fails on its own `import mcp`.
         from ..mcp import McpBridge
     except ImportError as exc:
-        raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
+        raise CliError(f"needs the mcp SDK: {install_hint('mcp')} ({exc})") from None
     server = _mcp_server(args.mcp_module)
     try:
         bridge = McpBridge(server, conversation_tools=args.conversation_tool)
@@ -444,7 +444,7 @@ async def _a2a_bridge(
     try:
         from ..a2a import _gateway
     except ImportError as exc:
-        raise CliError(f"needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})") from None
+        raise CliError(f"needs the a2a-sdk: {install_hint('a2a')} ({exc})") from None
     # A one-shot task over Service RPC waits up to 160 s, or less under a shorter
     # --deadline, so that conversation_required arrives before the handler is cut.
     rpc_deadline = min(_gateway.DEFAULT_RPC_DEADLINE, 0.9 * args.deadline)

@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Any
 
-from ..errors import BadSignature, ServiceRejected
+from ..errors import BadSignature, ServiceRejected, install_hint
 from ._common import (
     EXIT_INVALID,
     EXIT_OK,
@@ -37,7 +37,7 @@ def _crypto() -> Any:
     try:
         from .._wire import agent_crypto
     except ImportError as exc:
-        fail(f"the agent's cryptography needs: pip install 'simplex-rpc[sntrup761]' ({exc})")
+        fail(f"the agent's cryptography needs: {install_hint('sntrup761')} ({exc})")
     return agent_crypto
 
 

@@ -948,13 +948,6 @@ def register(subparsers: Any) -> None:
         " responder under load and faults instead.",
         formatter_class=_HelpFormatter,
     )
-    parser.add_argument(
-        "suite",
-        nargs="?",
-        choices=("adapter", "gateway"),
-        help="adapter: the Service RPC responder under load and faults instead; gateway: an"
-        " MCP tools/call through serve --mcp-stdio against the SDK client's direct call",
-    )
     parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
     add_json_option(parser, "machine-readable output")
     parser.add_argument(
@@ -966,7 +959,46 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--only",
         metavar="KEYS",
-        help=f"comma-separated measures to run ({', '.join(MEASURES)}); with 'adapter',"
-        " the scenarios to run (%(scenarios)s)",
+        help=f"comma-separated measures to run ({', '.join(MEASURES)})",
     )
-    parser.set_defaults(handler=_handle)
+    parser.set_defaults(handler=_handle, suite=None)
+    # The suites are subcommands, each with its own --help. Their options leave the
+    # values given before the suite's name alone (SUPPRESS), as `bench --quick adapter`.
+    suites = parser.add_subparsers(dest="suite", metavar="SUITE")
+    adapter = suites.add_parser(
+        "adapter",
+        help="the Service RPC responder under load and faults",
+        description="Run the Service RPC responder (ChatCore.serve) through the simulator"
+        " under load and faults: unsigned and signed bursts, handlers that raise, hang or"
+        " answer too much, overflow, repeated requestIds and a dropped connection; print one"
+        " row per scenario. A fault row counts what the fault is meant to cause (errors,"
+        " shed, lost after the drop): only lost, duplicated or wrong answers while the"
+        " responder had its connection fail the run (exit status 1).",
+        formatter_class=_HelpFormatter,
+    )
+    _suite_options(adapter)
+    adapter.add_argument(
+        "--only",
+        metavar="SCENARIOS",
+        default=argparse.SUPPRESS,
+        help="comma-separated scenarios to run (%(scenarios)s)",
+    )
+    gateway = suites.add_parser(
+        "gateway",
+        help="an MCP tools/call through serve --mcp-stdio against the SDK's direct call",
+        description="Time an MCP tools/call through serve --mcp-stdio and the simulator"
+        " against the MCP SDK client's direct call to the same server, interleaved; print"
+        " the ratio against its target. Needs the mcp extra. Exit status 1 if a call failed.",
+    )
+    _suite_options(gateway)
+
+
+def _suite_options(p: argparse.ArgumentParser) -> None:
+    """``--quick`` and ``--json`` of a suite (``bench adapter --quick`` as ``bench --quick
+    adapter``)."""
+    p.add_argument(
+        "--quick", action="store_true", default=argparse.SUPPRESS, help="a smoke run"
+    )
+    p.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
+    )
