@@ -388,6 +388,22 @@ def prepare_serve(args: argparse.Namespace) -> _Service:
         @contextlib.asynccontextmanager
         async def upstream_open(link: str) -> AsyncIterator[tuple[Any, Any]]:
             async with upstream:
+                # Fail fast: a server that never answered once (a typo in the command, a
+                # child that exits before the handshake, a URL that does not answer) is
+                # one line and exit 2 before the ready lines. Once it has answered, its
+                # restarts with backoff are the upstream's own.
+                if upstream.state != "running":
+                    what = "--mcp-stdio" if args.mcp_stdio else "--mcp-url"
+                    reason = upstream.failure.removeprefix("stopped (").removesuffix(")")
+                    raise CliError(
+                        f"{what}: the MCP server never answered: {reason}"
+                        + (
+                            " (check the command after --, and that it runs an MCP server on"
+                            " its stdin and stdout; npx needs -y)"
+                            if args.mcp_stdio
+                            else " (check the URL, and that an MCP server answers there)"
+                        )
+                    )
                 yield upstream.rpc_handler, upstream
 
         return _Service(_protocols(args, "mcp"), upstream_open)
@@ -483,37 +499,72 @@ async def run_serve(
         "grace": args.grace,
     }
     outcome: list[ServeOutcome] = []
+    served = False
+    delay = CORE_BACKOFF_MIN
     try:
-        async with ChatCore.connect(args.core) as core:
-            if args.start != "off":
-                await core.start(service_requests=True, restart=args.start == "restart")
-            link = ""
-            if args.address or service.needs_link:
-                address = await core.service_address(args.user)
-                link = address.link
-            async with service.open(link) as (rpc_handler, chat_handler):
+        # The service (the upstream, the bridge) is opened once, with the first
+        # connection, and kept: a core that goes away is connected to again with
+        # backoff, and serving resumes with the same address and the same handlers.
+        async with contextlib.AsyncExitStack() as held:
+            handlers: tuple[Any, Any] | None = None
+            while True:
+                try:
+                    async with ChatCore.connect(args.core) as core:
+                        if args.start != "off":
+                            await core.start(
+                                service_requests=True, restart=args.start == "restart"
+                            )
+                        link = ""
+                        if args.address or service.needs_link:
+                            address = await core.service_address(args.user)
+                            link = address.link
+                        if handlers is None:
+                            handlers = await held.enter_async_context(service.open(link))
+                        rpc_handler, chat_handler = handlers
 
-                def on_serving() -> None:
-                    # Printed once serving: a caller that waits for these lines can call.
-                    shown = link if args.address else None
-                    ready(args, address=shown, serving=service.protocols)
-                    if on_ready is not None:
-                        on_ready(link)
+                        def on_serving(link: str = link) -> None:
+                            nonlocal served, delay
+                            if served:
+                                _serve_log.warning("serving again: the chat core is back")
+                                delay = CORE_BACKOFF_MIN
+                                return
+                            served = True
+                            # Printed once: a caller that waits for these lines can call.
+                            shown = link if args.address else None
+                            ready(args, address=shown, serving=service.protocols)
+                            if on_ready is not None:
+                                on_ready(link)
 
-                await _serving(
-                    core,
-                    args,
-                    rpc_handler,
-                    chat_handler,
-                    service.protocols,
-                    options,
-                    on_serving,
-                    outcome,
-                )
+                        await _serving(
+                            core,
+                            args,
+                            rpc_handler,
+                            chat_handler,
+                            service.protocols,
+                            options,
+                            on_serving,
+                            outcome,
+                        )
+                except ChatCoreClosed as exc:
+                    if not served:
+                        raise  # never served: the core's address or state is wrong
+                    _serve_log.warning(
+                        "lost the chat core (%s); connecting again in %g s", exc, delay
+                    )
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, CORE_BACKOFF_MAX)
     finally:
         if outcome:
             print(f"simplex-rpc serve: {_stop_line(outcome[0])}", file=sys.stderr, flush=True)
     return EXIT_OK  # pragma: no cover - serve returns only by raising
+
+
+CORE_BACKOFF_MIN = 0.5
+"""Seconds before serve connects again to a core that went away; doubled each time."""
+CORE_BACKOFF_MAX = 30.0
+"""The longest wait between two attempts to reach the core again."""
+
+_serve_log = logging.getLogger("simplex_rpc.cli.serve")
 
 
 # -- call-chat ------------------------------------------------------------------
