@@ -186,7 +186,10 @@ def test_log_level_decides_what_serve_writes_on_stderr(tmp_path: Path) -> None:
     with SimulatorThread() as sim:
         with serving(sim, "--log-level", "error", *upstream) as (quiet, link):
             assert asyncio.run(call_tool(sim, link, "echo", {"text": "q"})) == "q"
-        with serving(sim, "--log-level", "debug", *upstream) as (loud, link):
+        # The chat now runs with service requests on: a second serve starts nothing
+        # (a running chat answers chatRunning to /_start: Commands.hs StartChat).
+        debug = ("--log-level", "debug", "--start", "off")
+        with serving(sim, *debug, *upstream) as (loud, link):
             assert asyncio.run(call_tool(sim, link, "echo", {"text": "l"})) == "l"
     assert not any("running (revision" in line for line in quiet.seen["err"])
     assert any("running (revision" in line for line in loud.seen["err"])

@@ -30,7 +30,7 @@ def simulator_reply_queue() -> Any:
     """The reply queue the simulated agent puts in its requests: the limits depend on it."""
     from simplex_rpc import testing
 
-    return testing._REPLY_QUEUE
+    return testing._model._REPLY_QUEUE
 
 
 def envelope(protocol: str = "mcp", request: Any = None, **extra: Any) -> str:
