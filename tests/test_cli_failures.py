@@ -264,6 +264,9 @@ TABLE: list[Row] = [
     row("simulator-command-delay-bad-command", "simulator", "--command-delay", "send=1",
         needle="--command-delay"),
     row("simulator-ack-unknown", "simulator", "--ack", "ok", needle="--ack"),
+    # -- doctor
+    row("doctor-user-zero", "doctor", "--user", "0", needle="--user"),
+    row("doctor-core-not-ws", "doctor", "--core", "http://x", needle="--core"),
     # -- llms-txt and call-text
     row("llms-txt-missing", "llms-txt", "{tmp}/nope", needle="cannot read"),
     row("llms-txt-not-utf8", "llms-txt", "{tmp}/latin1.txt", needle="UTF-8"),

@@ -15,7 +15,18 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from ..errors import SimplexRpcError
-from . import _a2a_proxy, _adapter, _agent, _bench, _calls, _chat, _core, _discover, _proxy
+from . import (
+    _a2a_proxy,
+    _adapter,
+    _agent,
+    _bench,
+    _calls,
+    _chat,
+    _core,
+    _discover,
+    _doctor,
+    _proxy,
+)
 from ._common import (
     CORE_ENV,
     EXIT_OK,
@@ -35,6 +46,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     _calls,
     _chat,
     _discover,
+    _doctor,
     _bench,
     _proxy,
     _a2a_proxy,
