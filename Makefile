@@ -183,7 +183,19 @@ sanitize: $(STAMP)
 # tools/call through serve --mcp-stdio against the SDK client's direct call, and a one-shot
 # A2A task through a2a-proxy against the SDK's client direct (docs/performance.md, target 3x).
 bench: $(STAMP)
-	$(CLI) bench
-	$(CLI) bench adapter
-	$(CLI) bench gateway
-	$(PY) benchmarks/a2a_proxy.py
+	@echo "== 1/4 the backends: C against pure, raw libsodium and memcpy (ratio = time /"
+	@echo "   baseline, below 1 is faster); no faults here: a target missed says why =="
+	@$(CLI) bench
+	@echo
+	@echo "== 2/4 the responder under load and faults: a fault row counts what its fault is"
+	@echo "   meant to cause (errors, shed, and lost after the drop: the intended fault); only"
+	@echo "   lost, duplicated or wrong answers while the connection is up fail the run =="
+	@$(CLI) bench adapter
+	@echo
+	@echo "== 3/4 an MCP tools/call through serve --mcp-stdio against the direct call;"
+	@echo "   no faults are injected: a failed call is a failure of the gateway =="
+	@$(CLI) bench gateway
+	@echo
+	@echo "== 4/4 a one-shot A2A task through a2a-proxy against the direct client; no"
+	@echo "   faults are injected: a failed round is a failure of the proxy =="
+	@$(PY) benchmarks/a2a_proxy.py

@@ -30,6 +30,7 @@ EXTRAS: Final = {
     "crypto": ("cryptography",),
     "sntrup761": ("cryptography", "pqcrypto"),
     "discover": ("httpx",),
+    "plot": ("matplotlib",),
     "native": ("simplex_chat",),
 }
 """Each optional extra, by the modules that say it is installed."""
