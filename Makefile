@@ -109,7 +109,7 @@ SANITIZE_JSON_SECONDS ?= 30
 SANITIZE_DIR := build/sanitize
 SANITIZE_TESTS := tests/test_c_api.py tests/test_c_differential.py tests/test_backends.py \
 	tests/test_batch.py tests/test_padding.py tests/test_agent_block.py tests/test_seal.py \
-	tests/test_hostile_core.py tests/test_json_c.py tests/test_hostile_json.py
+	tests/test_hostile_core.py tests/test_json_c.py tests/test_hostile_json.py tests/test_c_request_head.py
 SANITIZE_ENV = PYTHONPATH=$(SANITIZE_DIR)/src PYTHONMALLOC=malloc \
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

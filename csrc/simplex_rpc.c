@@ -221,12 +221,12 @@ int srpc_seal_parts_many(const unsigned char *head, size_t head_len,
         || out_len != count * length) {
         return fail(err, SRPC_E_ARGUMENT, 0, count, length);
     }
+    /* Every payload is checked, in order, before anything is written. */
     for (i = 0; i < count; i++) {
-        if (lens[i] > src_len - at) {
+        if (lens[i] > src_len - at || head_len > SIZE_MAX - lens[i]) {
             return fail(err, SRPC_E_ARGUMENT, 0, lens[i], src_len - at);
         }
-        status = srpc_seal_parts(head, head_len, src + at, lens[i], out + i * length, length,
-                                 err);
+        status = check_pad(head_len + lens[i], length, err);
         if (status != SRPC_OK) {
             if (err != NULL) {
                 err->index = i;
@@ -235,7 +235,26 @@ int srpc_seal_parts_many(const unsigned char *head, size_t head_len,
         }
         at += lens[i];
     }
-    return at == src_len ? SRPC_OK : fail(err, SRPC_E_ARGUMENT, 0, at, src_len);
+    if (at != src_len) {
+        return fail(err, SRPC_E_ARGUMENT, 0, at, src_len);
+    }
+    /* The fill of every block in one memset (one large memset stores faster than a
+     * thousand small ones), then each block's length field, head and payload over it:
+     * the same bytes as srpc_seal_parts block by block. */
+    if (count != 0) {
+        memset(out, SRPC_FILL, out_len);
+    }
+    at = 0;
+    for (i = 0; i < count; i++) {
+        unsigned char *block = out + i * length;
+        size_t msg_len = head_len + lens[i];
+        block[0] = (unsigned char)(msg_len >> 8);
+        block[1] = (unsigned char)(msg_len & 0xffu);
+        copy_bytes(block + 2, head, head_len);
+        copy_bytes(block + 2 + head_len, lens[i] != 0 ? src + at : NULL, lens[i]);
+        at += lens[i];
+    }
+    return SRPC_OK;
 }
 
 int srpc_seal_signed_begin(const unsigned char *tag, const unsigned char *payload,
@@ -294,6 +313,268 @@ int srpc_signed_message(const unsigned char *sig, const unsigned char *tag,
     memcpy(sm + SRPC_SIGNATURE_LENGTH, tag, SRPC_TAG_LENGTH);
     copy_bytes(sm + SRPC_SIGNATURE_LENGTH + SRPC_TAG_LENGTH, payload, payload_len);
     return SRPC_OK;
+}
+
+/* ---- the request's head (see simplex_rpc.h) ------------------------------
+ * V8 = simplexmq 22815214468d4eb79a5e98df7a1ba2daa5d07ad7,
+ * src/Simplex/Messaging/Agent/Protocol.hs. Each reader below returns 0 and
+ * leaves the cursor unspecified when the bytes are not the usual head; the
+ * caller then defers to the codec, which reads them again and words the
+ * error, if there is one. */
+
+_Static_assert(SRPC_HEAD_RESULT_LENGTH == 4 + SRPC_HEAD_QUEUE_FIELDS * SRPC_HEAD_QUEUES,
+               "the result layout of srpc_request_head");
+
+/* RFC 8410 DER prefixes of the 44-byte SubjectPublicKeyInfo: X25519 (OID
+ * 1.3.101.110), the queue's DH key, and Ed25519 (1.3.101.112), the signer's key
+ * (V8 `RequestSignature PublicKeyEd25519`; Crypto.hs encodes keys as X.509). */
+static const unsigned char X25519_SPKI[12] = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03,
+                                              0x2b, 0x65, 0x6e, 0x03, 0x21, 0x00};
+static const unsigned char ED25519_SPKI[12] = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03,
+                                               0x2b, 0x65, 0x70, 0x03, 0x21, 0x00};
+
+typedef struct head_cursor {
+    const unsigned char *msg;
+    size_t at;
+    size_t stop;
+} head_cursor;
+
+/* Encoding.hs `instance Encoding ByteString`: a length byte, then the bytes.
+ * Sets *start and *len; 0 when it does not fit before stop. */
+static int read_bytestring(head_cursor *c, size_t *start, size_t *len)
+{
+    size_t n;
+    if (c->at >= c->stop) {
+        return 0;
+    }
+    n = c->msg[c->at];
+    if (n > c->stop - c->at - 1) {
+        return 0;
+    }
+    *start = c->at + 1;
+    *len = n;
+    c->at += 1 + n;
+    return 1;
+}
+
+static int is_lower_or_dash(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || ch == '-';
+}
+
+static int is_label_char(unsigned char ch)
+{
+    return is_lower_or_dash(ch) || (ch >= '0' && ch <= '9');
+}
+
+/* A plain domain name, as _wire/agent_block.py's _PLAIN_DOMAIN reads it:
+ * labels of [a-z0-9-] separated by single dots, the first with a letter or a
+ * dash (so not an IPv4 address), no colon (so not IPv6), and no ".onion"
+ * anywhere. Transport/Client.hs (master) `strP` of TransportHost then reads
+ * it as a domain, and prints it back as the same text. */
+static int plain_domain(const unsigned char *s, size_t n)
+{
+    size_t i = 0, label;
+    int letter = 0;
+
+    for (; i < n && s[i] != '.'; i++) {
+        if (is_lower_or_dash(s[i])) {
+            letter = 1;
+        } else if (!is_label_char(s[i])) {
+            return 0;
+        }
+    }
+    if (!letter) {
+        return 0; /* empty, or only digits before the first dot */
+    }
+    while (i < n) { /* s[i] == '.' */
+        label = ++i;
+        for (; i < n && s[i] != '.'; i++) {
+            if (!is_label_char(s[i])) {
+                return 0;
+            }
+        }
+        if (i == label) {
+            return 0;
+        }
+    }
+    for (i = 0; n >= 6 && i <= n - 6; i++) {
+        if (memcmp(s + i, ".onion", 6) == 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Protocol.hs (master) `ProtocolServer` smpEncode: NonEmpty hosts (each a
+ * ByteString of strEncoded TransportHost), the port (a ByteString, "" or a
+ * decimal of 1 to 65535 without a leading zero: the codec's _check_port),
+ * the key hash (a ByteString). */
+static int read_server(head_cursor *c)
+{
+    size_t count, i, start, len, port = 0;
+
+    if (c->at >= c->stop) {
+        return 0;
+    }
+    count = c->msg[c->at++];
+    if (count == 0) {
+        return 0; /* NonEmpty refuses 0: the codec's error */
+    }
+    for (i = 0; i < count; i++) {
+        if (!read_bytestring(c, &start, &len) || !plain_domain(c->msg + start, len)) {
+            return 0;
+        }
+    }
+    if (!read_bytestring(c, &start, &len) || len > 5 || (len != 0 && c->msg[start] == '0')) {
+        return 0;
+    }
+    for (i = 0; i < len; i++) {
+        unsigned char ch = c->msg[start + i];
+        if (ch < '0' || ch > '9') {
+            return 0;
+        }
+        port = port * 10 + (size_t)(ch - '0');
+    }
+    if (port > 65535) {
+        return 0;
+    }
+    return read_bytestring(c, &start, &len); /* the key hash: any bytes */
+}
+
+/* V8 `instance Encoding SMPQueueInfo`, for client versions from 2 (version 1
+ * has the legacy server encoding and updateSMPServerHosts: the codec's). The
+ * queue mode (`queueModeP`) is read as the codec reads it: only the byte
+ * smpEncode writes for the version ('M'/'C' from shortLinksSMPClientVersion 4,
+ * 'T' for True at sndAuthKeySMPClientVersion 3); any other 'M', 'C', 'T' or 'F'
+ * is the codec's error. */
+static int read_queue(head_cursor *c, size_t *fields)
+{
+    size_t start = c->at, sender_at, dh_at, id, len;
+    unsigned int version;
+    int mode = 0;
+
+    if (c->stop - c->at < 2) {
+        return 0;
+    }
+    version = ((unsigned int)c->msg[c->at] << 8) | c->msg[c->at + 1];
+    if (version < 2) {
+        return 0;
+    }
+    c->at += 2;
+    if (!read_server(c)) {
+        return 0;
+    }
+    sender_at = c->at;
+    if (!read_bytestring(c, &id, &len)) {
+        return 0;
+    }
+    dh_at = c->at;
+    if (!read_bytestring(c, &id, &len) || len != SRPC_SPKI_LENGTH
+        || memcmp(c->msg + id, X25519_SPKI, sizeof X25519_SPKI) != 0) {
+        return 0;
+    }
+    if (c->at < c->stop) {
+        unsigned char b = c->msg[c->at];
+        if (b == 'M' || b == 'C' || b == 'T' || b == 'F') {
+            if (version >= 4 && (b == 'M' || b == 'C')) {
+                mode = b;
+            } else if (version == 3 && b == 'T') {
+                mode = 'M';
+            } else {
+                return 0;
+            }
+            c->at++;
+        }
+    }
+    fields[0] = start;
+    fields[1] = sender_at;
+    fields[2] = dh_at;
+    fields[3] = c->at;
+    fields[4] = version;
+    fields[5] = (size_t)mode;
+    return 1;
+}
+
+int srpc_request_head(const unsigned char *msg, size_t msg_len, size_t base, size_t *res,
+                      size_t res_len)
+{
+    head_cursor c;
+    size_t count, i, at;
+
+    if ((msg == NULL && msg_len != 0) || res == NULL || res_len < SRPC_HEAD_RESULT_LENGTH
+        || base > SIZE_MAX - msg_len) {
+        return SRPC_E_ARGUMENT;
+    }
+    res[0] = msg_len;
+    /* 'A', then the NonEmpty count (1 to 255; 0 is the codec's error). */
+    if (msg_len < 2 || msg[0] != 'A' || msg[1] == 0 || msg[1] > SRPC_HEAD_QUEUES) {
+        return SRPC_HEAD_DEFER;
+    }
+    count = msg[1];
+    c.msg = msg;
+    c.at = 2;
+    c.stop = msg_len;
+    for (i = 0; i < count; i++) {
+        size_t *fields = res + 4 + i * SRPC_HEAD_QUEUE_FIELDS;
+        size_t k;
+        if (!read_queue(&c, fields)) {
+            return SRPC_HEAD_DEFER;
+        }
+        for (k = 0; k < 4; k++) {
+            fields[k] += base;
+        }
+    }
+    /* Encoding.hs `Maybe`: '0', or '1' then the RequestSignature: the key
+     * (ByteString of 44 bytes of Ed25519 SPKI) and the signature (ByteString
+     * of 64 bytes). */
+    at = c.at;
+    if (at >= msg_len) {
+        return SRPC_HEAD_DEFER;
+    }
+    if (msg[at] == '0') {
+        res[1] = base + at + 1;
+        res[2] = 0;
+    } else if (msg[at] == '1' && msg_len - at >= 1 + 1 + SRPC_SPKI_LENGTH + 1 + SRPC_SIGNATURE_LENGTH
+               && msg[at + 1] == SRPC_SPKI_LENGTH
+               && memcmp(msg + at + 2, ED25519_SPKI, sizeof ED25519_SPKI) == 0
+               && msg[at + 2 + SRPC_SPKI_LENGTH] == SRPC_SIGNATURE_LENGTH) {
+        res[1] = base + at + 1 + 1 + SRPC_SPKI_LENGTH + 1 + SRPC_SIGNATURE_LENGTH;
+        res[2] = base + at + 2 + sizeof ED25519_SPKI;
+    } else {
+        return SRPC_HEAD_DEFER;
+    }
+    res[3] = count;
+    return SRPC_OK;
+}
+
+int srpc_open_request(const unsigned char *block, size_t size, int strict,
+                      const unsigned char *tag, unsigned char *sm, size_t sm_len,
+                      size_t *res, size_t res_len, srpc_error *err)
+{
+    int n, status;
+    size_t end, payload_len;
+
+    if (res == NULL || res_len < SRPC_HEAD_RESULT_LENGTH || (sm != NULL && tag == NULL)) {
+        return fail(err, SRPC_E_ARGUMENT, 0, res_len, SRPC_HEAD_RESULT_LENGTH);
+    }
+    n = srpc_unpad(block, size, 1, SRPC_PADDED_LENGTH, strict, err);
+    if (n < 0) {
+        return n;
+    }
+    status = srpc_request_head(block + 2, (size_t)n, 2, res, res_len);
+    if (status != SRPC_OK || res[2] == 0 || sm == NULL) {
+        return status;
+    }
+    end = 2 + (size_t)n;
+    payload_len = end - res[1];
+    if (payload_len > SIZE_MAX - SRPC_SIGNATURE_LENGTH - SRPC_TAG_LENGTH
+        || sm_len < SRPC_SIGNATURE_LENGTH + SRPC_TAG_LENGTH + payload_len) {
+        return fail(err, SRPC_E_ARGUMENT, 0, sm_len, payload_len);
+    }
+    return srpc_signed_message(block + res[1] - SRPC_SIGNATURE_LENGTH, tag, block + res[1],
+                               payload_len, sm, SRPC_SIGNATURE_LENGTH + SRPC_TAG_LENGTH
+                               + payload_len);
 }
 
 int srpc_copy(unsigned char *dst, size_t dst_len, const unsigned char *src, size_t n)

@@ -89,8 +89,9 @@ int srpc_seal_parts(const unsigned char *head, size_t head_len,
 
 /* srpc_seal_parts for `count` payloads stored back to back in src (lens[i]
  * bytes each), all with the same head, into out (exactly count * length
- * bytes): the unsigned requests of one reply queue. The first that fails
- * fails the call; err->index names it. */
+ * bytes): the unsigned requests of one reply queue. Every payload is checked
+ * before anything is written; the first that fails fails the call, and
+ * err->index names it. */
 int srpc_seal_parts_many(const unsigned char *head, size_t head_len,
                          const unsigned char *src, size_t src_len, const size_t *lens,
                          size_t count, size_t length, unsigned char *out, size_t out_len,
@@ -126,6 +127,58 @@ int srpc_seal_signed_end(const unsigned char *head, size_t head_len, unsigned ch
 int srpc_signed_message(const unsigned char *sig, const unsigned char *tag,
                         const unsigned char *payload, size_t payload_len,
                         unsigned char *sm, size_t sm_len);
+
+/* ---- the request's head, read in C (V8 Agent/Protocol.hs) ---------------
+ *
+ * V8 = simplexmq commit 22815214468d4eb79a5e98df7a1ba2daa5d07ad7,
+ * src/Simplex/Messaging/Agent/Protocol.hs: `instance Encoding AgentMessage`
+ * ('A' || NonEmpty SMPQueueInfo || Maybe RequestSignature || Tail payload) and
+ * `instance Encoding SMPQueueInfo`; the primitives (ByteString, NonEmpty, Maybe)
+ * are Encoding.hs on master.
+ *
+ * C reads the usual head only: every reply queue of client version 2 or more
+ * (not the legacy server encoding of version 1), whose hosts are plain domain
+ * names (_wire/agent_block.py _PLAIN_DOMAIN: the one host text whose canonical
+ * form is itself without the TransportHost parser), with at most
+ * SRPC_HEAD_QUEUES queues. It accepts only what the strict codec
+ * (_wire/agent_block.py parse_request_head) accepts, to the same values. On
+ * anything else, valid or not, it returns SRPC_HEAD_DEFER and the codec reads
+ * the head: it is the codec that words every error, so both backends raise the
+ * same one.
+ *
+ * Results (`res`, SRPC_HEAD_RESULT_LENGTH entries, offsets into `block`):
+ *   res[0] message length (also set for SRPC_HEAD_DEFER)
+ *   res[1] payload offset
+ *   res[2] signed: offset of the signer's raw 32-byte key (after its SPKI
+ *          prefix); unsigned: 0
+ *   res[3] number of reply queues
+ *   res[4 + 6 i ...] queue i: its first byte (the client version), its sender
+ *          id's length byte (the server is between the two, after the version),
+ *          its DH key's length byte, its end, its client version, its queue
+ *          mode ('M', 'C', or 0 for none).
+ */
+enum {
+    SRPC_HEAD_DEFER = -11,  /* padding fine, head left to the codec: no error by itself */
+    SRPC_HEAD_QUEUES = 4,   /* at most this many reply queues are read in C */
+    SRPC_HEAD_QUEUE_FIELDS = 6,
+    SRPC_HEAD_RESULT_LENGTH = 28 /* 4 + SRPC_HEAD_QUEUE_FIELDS * SRPC_HEAD_QUEUES */
+};
+
+/* Read the head of a request message (unpadded, msg_len bytes, 'A' first);
+ * offsets in res count from `msg` plus `base` (2 for a message inside a
+ * block). Returns SRPC_OK, SRPC_HEAD_DEFER or SRPC_E_ARGUMENT. */
+int srpc_request_head(const unsigned char *msg, size_t msg_len, size_t base, size_t *res,
+                      size_t res_len);
+
+/* Open a request block in one call: unpad it (exactly SRPC_PADDED_LENGTH bytes,
+ * `strict` fill; an unpad failure returns srpc_unpad's status and fills `err`
+ * as it does), read its head (srpc_request_head, base 2), and, when it is
+ * signed and sm is not NULL, lay out sig || tag || payload into sm as
+ * srpc_signed_message does (sm_len must be at least 96 + the payload's
+ * length). */
+int srpc_open_request(const unsigned char *block, size_t size, int strict,
+                      const unsigned char *tag, unsigned char *sm, size_t sm_len,
+                      size_t *res, size_t res_len, srpc_error *err);
 
 /* Copy n bytes (the memcpy floor of the benchmarks). */
 int srpc_copy(unsigned char *dst, size_t dst_len, const unsigned char *src, size_t n);

@@ -19,7 +19,7 @@
 #include <string.h>
 
 enum { OP_UNPAD, OP_UNPAD_MANY, OP_SEAL_PARTS, OP_SIGNED, OP_PAD, OP_SIGNED_MESSAGE,
-       OP_PAD_MANY, OP_SEAL_PARTS_MANY, OP_COUNT };
+       OP_PAD_MANY, OP_SEAL_PARTS_MANY, OP_REQUEST_HEAD, OP_COUNT };
 enum { FLAG_EXACT = 1, FLAG_STRICT = 2, FLAG_LENGTH_IS_SIZE = 4, FLAG_SHORT_OUT = 32 };
 
 #define CHECK(cond)                                                              \
@@ -325,6 +325,72 @@ static void fuzz_pad_many(int flags, size_t param, const unsigned char *data, si
     free(src);
 }
 
+/* The request's head (srpc_request_head, srpc_open_request): the data is a message.
+ * What C reads must be a head that fits the message: queues in order, each field inside
+ * it, the DH key's 44-byte length, a known mode, the payload after the signature field;
+ * srpc_open_request of the padded message reads the same, and lays out the signed
+ * message as srpc_signed_message does. (tests/test_c_request_head.py checks the values
+ * against the codec.) */
+static void fuzz_request_head(int flags, size_t param, const unsigned char *data, size_t size)
+{
+    size_t res[SRPC_HEAD_RESULT_LENGTH], again[SRPC_HEAD_RESULT_LENGTH];
+    unsigned char *msg = dup_exact(data, size);
+    unsigned char *block;
+    unsigned char *sm;
+    unsigned char tag[32];
+    size_t base = param, i, at, sm_len;
+    int status;
+
+    status = srpc_request_head(msg, size, base, res, SRPC_HEAD_RESULT_LENGTH);
+    CHECK(srpc_request_head(msg, size, base, res, SRPC_HEAD_RESULT_LENGTH - 1)
+          == SRPC_E_ARGUMENT);
+    CHECK(status == SRPC_OK || status == SRPC_HEAD_DEFER);
+    CHECK(res[0] == size);
+    if (status == SRPC_OK) {
+        CHECK(res[3] >= 1 && res[3] <= SRPC_HEAD_QUEUES && msg[0] == 'A' && msg[1] == res[3]);
+        at = base + 2;
+        for (i = 0; i < res[3]; i++) {
+            const size_t *q = res + 4 + i * SRPC_HEAD_QUEUE_FIELDS;
+            CHECK(q[0] == at && q[0] + 2 < q[1] && q[1] < q[2] && q[2] + 45 <= q[3]);
+            CHECK(q[3] <= base + size && msg[q[2] - base] == SRPC_SPKI_LENGTH);
+            CHECK(q[4] >= 2 && q[4] == (((size_t)msg[q[0] - base] << 8) | msg[q[0] - base + 1]));
+            CHECK(q[5] == 0 || q[5] == 'M' || q[5] == 'C');
+            at = q[3];
+        }
+        CHECK(res[1] <= base + size && res[1] == at + (res[2] ? 111 : 1));
+        CHECK(msg[at - base] == (res[2] ? '1' : '0'));
+        CHECK(res[2] == 0 || res[2] == at + 14);
+    }
+    if (size <= SRPC_PADDED_LENGTH - 2) {
+        block = malloc(SRPC_PADDED_LENGTH);
+        CHECK(block != NULL);
+        CHECK(srpc_pad(msg, size, SRPC_PADDED_LENGTH, block, SRPC_PADDED_LENGTH, NULL) == 0);
+        memset(tag, 0x5a, sizeof tag);
+        sm_len = (flags & FLAG_SHORT_OUT) ? param % (96 + size + 2) : 96 + size;
+        sm = malloc(sm_len ? sm_len : 1);
+        CHECK(sm != NULL);
+        int opened = srpc_open_request(block, SRPC_PADDED_LENGTH, (flags & FLAG_STRICT) != 0,
+                                       tag, sm, sm_len, again, SRPC_HEAD_RESULT_LENGTH, NULL);
+        status = srpc_request_head(msg, size, 2, res, SRPC_HEAD_RESULT_LENGTH);
+        if (opened == SRPC_E_ARGUMENT) {
+            CHECK(status == SRPC_OK && res[2] != 0 && sm_len < 96 + (2 + size - res[1]));
+        } else {
+            CHECK(opened == status && again[0] == size);
+        }
+        if (opened == SRPC_OK) {
+            CHECK(memcmp(again, res, (4 + res[3] * SRPC_HEAD_QUEUE_FIELDS) * sizeof *res) == 0);
+            if (res[2] != 0) {
+                size_t payload_len = 2 + size - res[1];
+                CHECK(memcmp(sm, block + res[1] - 64, 64) == 0 && memcmp(sm + 64, tag, 32) == 0);
+                CHECK(payload_len == 0 || memcmp(sm + 96, block + res[1], payload_len) == 0);
+            }
+        }
+        free(sm);
+        free(block);
+    }
+    free(msg);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     int op;
@@ -347,6 +413,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case OP_PAD: fuzz_pad(flags, param, data, size); break;
     case OP_SIGNED_MESSAGE: fuzz_signed_message(flags, param, data, size); break;
     case OP_PAD_MANY: fuzz_pad_many(flags, param, data, size); break;
+    case OP_REQUEST_HEAD: fuzz_request_head(flags, param, data, size); break;
     default: fuzz_seal_parts_many(flags, param, data, size); break;
     }
     return 0;

@@ -24,7 +24,7 @@ MAX_SEED = 2048
 
 # libFuzzer harness operations (fuzz_c.c): op byte, flags byte, 16-bit parameter.
 (OP_UNPAD, OP_UNPAD_MANY, OP_SEAL_PARTS, OP_SIGNED, OP_PAD, OP_SIGNED_MESSAGE, OP_PAD_MANY,
- OP_SEAL_PARTS_MANY) = range(8)
+ OP_SEAL_PARTS_MANY, OP_REQUEST_HEAD) = range(9)
 FLAG_EXACT, FLAG_STRICT = 1, 2
 
 TEXT_SEEDS = [
@@ -90,6 +90,8 @@ def seeds() -> dict[str, list[bytes]]:
                                     bytes([head, 2]) + message))
             out["c"].append(_c_seed(OP_SIGNED, 0, len(message) + 200, message))
             out["c"].append(_c_seed(OP_SIGNED_MESSAGE, 0, 0, message))
+            if message[:1] == b"A":  # a request: its head, read in C
+                out["c"].append(_c_seed(OP_REQUEST_HEAD, 0, 0, message))
     for case in _cases("padding"):
         message = _hex(case, "message")
         unpad_block = _hex(case, "block")

@@ -6,6 +6,15 @@ frames (``{"corrId", "cmd"}`` in, ``{"corrId", "resp"}`` and events
 a test gives it: frames that are not strict JSON, a ``userId`` of ``true``, the
 same ``requestId`` twice, an answer that never comes. It records every
 command and, for ``/_service_response``, every answer per ``requestId``.
+
+It takes any number of connections, as the chat core does (simplex-chat
+``apps/simplex-chat/Server.hs``): each runs one command at a time (answered
+before the next is read), and each event is sent on one connection: the first
+open one, or the one a test names (``connection=``), so that a test can deliver
+events on the connection it chooses, in the order it chooses. A raw answer of None
+is an answer lost on its way (the connection goes on with the next command);
+``FakeCore.silent`` (tests/test_adapter_support.py) is a command the core never
+finishes, which holds its connection.
 """
 
 from __future__ import annotations
@@ -46,7 +55,8 @@ class ScriptedCore:
         self.answered = asyncio.Condition()
         self.raw: dict[str, RawAnswer] = {}
         self.connected = asyncio.Event()
-        self._ws: Any = None
+        #: The open connections, in the order they were opened.
+        self.connections: list[Any] = []
         self._server: Any = None
 
     async def __aenter__(self) -> ScriptedCore:
@@ -72,31 +82,38 @@ class ScriptedCore:
     async def _handle(self, ws: Any) -> None:
         from websockets.exceptions import ConnectionClosed
 
-        self._ws = ws
+        self.connections.append(ws)
         self.connected.set()
-        with contextlib.suppress(ConnectionClosed):
-            async for message in ws:
-                msg = json.loads(message)
-                corr_id, cmd = str(msg["corrId"]), msg["cmd"]
-                await self.commands.put(cmd)
-                if cmd.startswith("/_service_response "):
-                    _, _user, request_id, payload = cmd.split(" ", 3)
-                    async with self.answered:
-                        self.answers[request_id].append(json.loads(payload))
-                        self.answer_order.append(request_id)
-                        self.answered.notify_all()
-                answer = self.raw.get(cmd.split(" ", 1)[0], self._default)(corr_id, cmd)
-                if answer is not None:
-                    await ws.send(answer)
+        try:
+            await self._commands(ws)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.connections.remove(ws)
 
-    async def send_raw(self, text: str) -> None:
-        """Send one frame, exactly this text."""
+    async def _commands(self, ws: Any) -> None:
+        async for message in ws:
+            msg = json.loads(message)
+            corr_id, cmd = str(msg["corrId"]), msg["cmd"]
+            await self.commands.put(cmd)
+            if cmd.startswith("/_service_response "):
+                _, _user, request_id, payload = cmd.split(" ", 3)
+                async with self.answered:
+                    self.answers[request_id].append(json.loads(payload))
+                    self.answer_order.append(request_id)
+                    self.answered.notify_all()
+            answer = self.raw.get(cmd.split(" ", 1)[0], self._default)(corr_id, cmd)
+            if answer is not None:
+                await ws.send(answer)
+
+    async def send_raw(self, text: str, connection: int = 0) -> None:
+        """Send one frame, exactly this text, on the ``connection``-th open connection."""
         await self.connected.wait()
-        await self._ws.send(text)
+        await self.connections[connection].send(text)
 
-    async def event(self, resp: dict[str, Any]) -> None:
-        """Send one event, ``{"resp": resp}``."""
-        await self.send_raw(json.dumps({"resp": resp}))
+    async def event(self, resp: dict[str, Any], connection: int = 0) -> None:
+        """Send one event, ``{"resp": resp}``, on the ``connection``-th open connection."""
+        await self.send_raw(json.dumps({"resp": resp}), connection)
 
     async def wait_answers(self, count: int, within: float = 10.0) -> list[str]:
         """Wait until ``count`` answers came; return the requestIds in the order answered.
@@ -114,8 +131,9 @@ class ScriptedCore:
         return list(self.answer_order)
 
     async def close_connection(self, code: int = 1011) -> None:
-        """Close the connection abnormally, as a crashed core would."""
-        await self._ws.close(code=code)
+        """Close every connection abnormally, as a crashed core would."""
+        for ws in list(self.connections):
+            await ws.close(code=code)
 
 
 @contextlib.asynccontextmanager

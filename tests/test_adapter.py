@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 from typing import Any
 
 import pytest
 
 import simplex_rpc as sx
-from _scripted_core import ScriptedCore
+from _scripted_core import ScriptedCore, request_event
 from simplex_rpc import ErrorCode, Request, Response
 from simplex_rpc.adapter import (
     ChatCore,
@@ -27,9 +28,10 @@ from simplex_rpc.adapter import (
     ServiceRequest,
     service_request_command,
 )
+from simplex_rpc.adapter import _service as adapter_service
 from simplex_rpc.errors import ChatCoreError, EnvelopeError, SimplexRpcError
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import FakeCore, Held, cores, pair, run
+from test_adapter_support import FakeCore, Held, background_serve, cores, pair, run
 
 LINK = "simplex:/a#abc?h=example"
 
@@ -287,16 +289,18 @@ def test_retry_after_beyond_the_callers_bound_is_not_waited_for() -> None:
 
 
 def test_answers_are_matched_by_corr_id() -> None:
-    """Answers arrive in any order; each reaches its own command."""
+    """Each answer reaches its own command, by corrId (numeric or text); a command sent
+    behind one the core still runs waits for it (Server.hs: one command at a time per
+    connection), and odd frames meanwhile are ignored."""
 
     async def main() -> None:
         async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
             fake.silent.add("/slow")
             slow = asyncio.create_task(core.command("/slow"))
             assert await fake.commands.get() == "/slow"
-            fast = await core.command("/fast")
-            assert fast == {"type": "cmdOk"}
-            assert not slow.done()
+            fast = asyncio.create_task(core.command("/fast"))
+            await asyncio.sleep(0.05)
+            assert not slow.done() and not fast.done()  # /fast waits behind /slow
             # An answer to no pending command, and odd messages, are ignored.
             await fake.send_raw(json.dumps({"corrId": "999", "resp": {"type": "late"}}))
             await fake.send_raw("not json")
@@ -304,7 +308,9 @@ def test_answers_are_matched_by_corr_id() -> None:
             await fake.send_raw(b"\x00binary")
             # The slow command is number 1: a numeric corrId is accepted too.
             await fake.send_raw(json.dumps({"corrId": 1, "resp": {"type": "slowOk"}}))
+            fake.answer_silent("1", None)
             assert await slow == {"type": "slowOk"}
+            assert await fast == {"type": "cmdOk"}
 
     run(main)
 
@@ -315,11 +321,116 @@ def test_a_command_without_answer_times_out() -> None:
             fake.silent.add("/never")
             with pytest.raises(ChatCoreTimeout, match="/never"):
                 await core.command("/never", timeout=0.2)
-            assert await core.command("/other") == {"type": "cmdOk"}
             with pytest.raises(SimplexRpcError):
                 await core.command("/two\nlines")
 
     run(main)
+
+
+def test_a_connection_whose_command_is_never_answered_is_dropped_and_replaced(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The core runs one command at a time per connection (Server.hs), so a command it
+    never answers would hold its connection, and every command behind it, until the core
+    closes. Its own timeout plus a margin later the connection is dropped (a WARNING names
+    the command), what was sent behind it fails with ChatCoreClosed (it may have run: the
+    caller cannot know), and the next command goes on a new connection."""
+
+    async def main() -> None:
+        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
+            core._overdue_margin = 0.2
+            fake.silent.add("/never")
+            with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
+                with pytest.raises(ChatCoreTimeout):
+                    await core.command("/never", timeout=0.2)
+                behind = asyncio.create_task(core.command("/other"))
+                with pytest.raises(ChatCoreClosed, match="unanswered"):
+                    await behind
+                while len(fake.connections) != 1 or core._transport.retired:
+                    await asyncio.sleep(0.01)
+            assert await core.command("/other") == {"type": "cmdOk"}
+            assert not core.closed
+            stream = core.events()
+            await fake.event({"type": "contactConnected"})  # events still reach the core
+            async with asyncio.timeout(5):
+                assert (await anext(stream))["type"] == "contactConnected"
+
+    run(main)
+    lines = [r.getMessage() for r in caplog.records if "/never" in r.getMessage()]
+    assert len(lines) == 1 and "dropped" in lines[0], lines
+
+
+def test_a_service_request_never_answered_has_its_lane_dropped_and_replaced(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A /_service_request the core never answers would keep its lane taken until the core
+    closes (the lane is given back only on the core's answer). Its own timeout plus the
+    margin later the lane is dropped (one WARNING), and the request waiting for a lane
+    gets a new one."""
+
+    async def main() -> None:
+        async with FakeCore() as fake, ChatCore.connect(fake.url, connections=3) as core:
+            core._overdue_margin = 0.2
+            fake.silent.add("/_service_request")
+            cmd = '/_service_request 1 simplex:/a#x timeout=30 {"protocol":"mcp","request":1}'
+            with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
+                with pytest.raises(ChatCoreTimeout):
+                    await core.command(cmd, timeout=0.2)
+                fake.silent.discard("/_service_request")
+                fake.answers["/_service_request"] = {"type": "serviceResponse"}
+                assert core._lanes is not None and core._lanes.busy == 1
+                # The pool's one lane is taken: this waits, then goes on the new lane.
+                assert (await core.command(cmd, timeout=10))["type"] == "serviceResponse"
+            assert core._lanes.busy == 0 and len(core._lanes.lanes) == 1
+            assert not core.closed
+
+    run(main)
+    lines = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(lines) == 1 and "/_service_request" in lines[0], lines
+
+
+def test_an_answer_never_acknowledged_has_the_answers_connection_replaced(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """serve's answers have a connection of their own; an answer the core never
+    acknowledges would hold it, and every answer behind it. Past the acknowledgement's
+    wait plus the margin it is dropped (one WARNING) and a new one opened: the next
+    request is answered on it."""
+    monkeypatch.setattr(adapter_service, "DEFAULT_COMMAND_TIMEOUT", 0.2)
+
+    async def echo(request: Any) -> Any:
+        return request.request.request
+
+    async def answered(fake: FakeCore, request_id: str) -> None:
+        while True:
+            cmd = await asyncio.wait_for(fake.commands.get(), 10)
+            if cmd.startswith(f"/_service_response 1 {request_id} "):
+                return
+
+    async def main() -> None:
+        async with (
+            FakeCore() as fake,
+            ChatCore.connect(fake.url) as core,
+            background_serve(core, echo, protocols=("mcp",)),
+        ):
+            core._overdue_margin = 0.2
+            while len(fake.connections) < 2 or core._answers is None:
+                await asyncio.sleep(0.01)
+            first = core._answers
+            fake.silent.add("/_service_response")
+            with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
+                await fake.event(request_event("r1", {"n": 1}))
+                await answered(fake, "r1")
+                fake.silent.discard("/_service_response")
+                while core._answers is None or core._answers is first:
+                    await asyncio.sleep(0.01)
+                await fake.event(request_event("r2", {"n": 2}))
+                await answered(fake, "r2")
+            assert not core.closed
+
+    run(main)
+    lines = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(lines) == 1 and "/_service_response" in lines[0], lines
 
 
 def test_the_connection_dropped_mid_request_fails_every_pending_command() -> None:

@@ -102,16 +102,26 @@ class Held:
 
 
 class FakeCore:
-    """A scripted chat core: records commands, answers them, sends the events it is given."""
+    """A scripted chat core: records commands, answers them, sends the events it is given.
+
+    It takes any number of connections, as the chat core does (simplex-chat
+    ``apps/simplex-chat/Server.hs``): each runs one command at a time, so a ``silent``
+    command (never answered) holds its connection, which reads no other command until
+    the test answers it (:meth:`answer_silent`) or the connection closes. Events go to
+    one connection: the first open one.
+    """
 
     def __init__(self) -> None:
         self.commands: asyncio.Queue[str] = asyncio.Queue()
         self.connected = asyncio.Event()
-        self._ws: Any = None
+        #: The open connections, in the order they were opened.
+        self.connections: list[Any] = []
         self._server: Any = None
         # A command name's answer: an object, or a function of the command text.
         self.answers: dict[str, Any] = {}
         self.silent: set[str] = set()
+        # The silent commands held, by corrId: answered when the test says so.
+        self._held: dict[str, asyncio.Future[Any]] = {}
 
     async def __aenter__(self) -> FakeCore:
         from websockets.asyncio.server import serve
@@ -138,24 +148,48 @@ class FakeCore:
         return {"type": "cmdOk"}
 
     async def _handle(self, ws: Any) -> None:
-        self._ws = ws
+        from websockets.exceptions import ConnectionClosed
+
+        self.connections.append(ws)
         self.connected.set()
-        async for message in ws:
-            msg = json.loads(message)
-            await self.commands.put(msg["cmd"])
-            if msg["cmd"].split(" ", 1)[0] in self.silent:
-                continue
-            await ws.send(json.dumps({"corrId": msg["corrId"], "resp": self.answer(msg["cmd"])}))
+        try:
+            async for message in ws:
+                msg = json.loads(message)
+                await self.commands.put(msg["cmd"])
+                if msg["cmd"].split(" ", 1)[0] in self.silent:
+                    # Never answered by itself: this connection runs nothing else meanwhile.
+                    held = asyncio.get_running_loop().create_future()
+                    self._held[str(msg["corrId"])] = held
+                    closed = asyncio.ensure_future(ws.wait_closed())
+                    await asyncio.wait([held, closed], return_when=asyncio.FIRST_COMPLETED)
+                    closed.cancel()
+                    if held.done() and held.result() is not None:
+                        await ws.send(json.dumps({"corrId": msg["corrId"], "resp": held.result()}))
+                    continue
+                await ws.send(
+                    json.dumps({"corrId": msg["corrId"], "resp": self.answer(msg["cmd"])})
+                )
+        except ConnectionClosed:
+            pass
+        finally:
+            self.connections.remove(ws)
 
-    async def send_raw(self, text: str) -> None:
+    def answer_silent(self, corr_id: str, resp: dict[str, Any] | None) -> None:
+        """Answer the held silent command ``corr_id`` with ``resp`` (None: the test sent its
+        answer itself, with :meth:`send_raw`); its connection goes on."""
+        self._held.pop(corr_id).set_result(resp)
+
+    async def send_raw(self, text: str, connection: int = 0) -> None:
         await self.connected.wait()
-        await self._ws.send(text)
+        await self.connections[connection].send(text)
 
-    async def event(self, resp: dict[str, Any]) -> None:
-        await self.send_raw(json.dumps({"resp": resp}))
+    async def event(self, resp: dict[str, Any], connection: int = 0) -> None:
+        await self.send_raw(json.dumps({"resp": resp}), connection)
 
     async def close_connection(self, code: int = 1011) -> None:
-        await self._ws.close(code=code)
+        """Close every connection abnormally, as a crashed core would."""
+        for ws in list(self.connections):
+            await ws.close(code=code)
 
 
 @contextlib.asynccontextmanager

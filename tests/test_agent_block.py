@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests._queues import QUEUE, THREE_HOSTS, queue
 
 import simplex_rpc as sx
+from _queues import QUEUE, THREE_HOSTS, queue
 from simplex_rpc import FrameError, SigningKey
 from simplex_rpc._wire import backend as _backend
 from simplex_rpc._wire.agent_block import check_host

@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests._queues import QUEUE
 
 import simplex_rpc as sx
+from _queues import QUEUE
 from simplex_rpc._wire import backend as _backend
 from simplex_rpc._wire import batch as _batch
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests._queues import QUEUE
 
 import simplex_rpc as sx
+from _queues import QUEUE
 from simplex_rpc._wire import backend as _backend
 
 AD = bytes(range(112))
@@ -212,8 +212,9 @@ def test_rule_seal_parts_pads_head_and_payload(c: Any) -> None:
 
 
 def test_rule_seal_parts_many_seals_each_payload(c: Any) -> None:
-    """srpc_seal_parts_many: one head, payloads back to back, blocks back to back; the
-    first that fails names its index."""
+    """srpc_seal_parts_many: one head, payloads back to back, blocks back to back; every
+    payload is checked before anything is written, and the first that fails names its
+    index."""
     ffi, lib = c.ffi, c.lib
     err = ffi.new("srpc_error *")
     out = ffi.new("unsigned char[]", 30)
@@ -222,10 +223,13 @@ def test_rule_seal_parts_many_seals_each_payload(c: Any) -> None:
     assert ffi.buffer(out)[:] == sx.pad_many([b"Ha", b"H", b"Hbc"], 10)
     big = ffi.new("size_t[]", [1, 9, 2])
     src = b"a" + b"b" * 9 + b"cc"
-    assert lib.srpc_seal_parts_many(b"H", 1, src, 12, big, 3, 10, out, 30, err) == (
+    untouched = ffi.new("unsigned char[]", 30)
+    ffi.memmove(untouched, b"?" * 30, 30)
+    assert lib.srpc_seal_parts_many(b"H", 1, src, 12, big, 3, 10, untouched, 30, err) == (
         lib.SRPC_E_PAD_MESSAGE_FIT
     )
     assert err.index == 1
+    assert ffi.buffer(untouched)[:] == b"?" * 30  # block 0 was good, and is not written
     assert lib.srpc_seal_parts_many(b"H", 1, b"abc", 3, lens, 3, 10, out, 29, err) == (
         lib.SRPC_E_ARGUMENT
     )

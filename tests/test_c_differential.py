@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests._queues import QUEUE, THREE_HOSTS
 
 import simplex_rpc as sx
+from _queues import QUEUE, THREE_HOSTS
 from simplex_rpc._wire import backend as _backend
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature
 

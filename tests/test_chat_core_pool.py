@@ -8,7 +8,7 @@ per WebSocket connection (``clientQSize = 1``) and gives each event to one conne
 * a blocking ``/_service_request`` never runs on the connection that carries ``serve``'s
   answers: a bot that calls and serves keeps answering while its calls wait;
 * the events of every pooled connection are read as one stream;
-* requests in flight are bounded by the pool (``connections - 1``), more wait in order;
+* requests in flight are bounded by the pool (``connections - 2``), more wait in order;
 * another program on the same core takes events too (one client per core): what it
   takes it answers ``rate_limited`` with a WARNING, never a silent loss;
 * the keepalive never closes a connection whose command runs.
@@ -66,7 +66,7 @@ def test_a_bot_that_calls_and_serves_answers_while_32_of_its_calls_wait() -> Non
         async with (
             CoreSimulator() as sim,
             ChatCore.connect(sim.url_for("carol")) as carol,
-            ChatCore.connect(sim.url_for("bob"), connections=33) as bob,
+            ChatCore.connect(sim.url_for("bob"), connections=34) as bob,
             ChatCore.connect(sim.url_for("alice")) as alice,
         ):
             assert await carol.start(service_requests=True)
@@ -152,8 +152,8 @@ def test_events_reach_their_consumer_whichever_pooled_connection_carries_them(
         async with (
             CoreSimulator() as sim,
             ChatCore.connect(sim.url_for("carol")) as carol,
-            ChatCore.connect(sim.url_for("bob"), connections=5) as bob,
-            ChatCore.connect(sim.url_for("alice"), connections=41) as alice,
+            ChatCore.connect(sim.url_for("bob"), connections=6) as bob,
+            ChatCore.connect(sim.url_for("alice"), connections=42) as alice,
         ):
             for core, on in ((carol, True), (bob, True), (alice, False)):
                 assert await core.start(service_requests=on)
@@ -168,7 +168,7 @@ def test_events_reach_their_consumer_whichever_pooled_connection_carries_them(
                 while sim.stats.delivered < 4:
                     await asyncio.sleep(0.01)
                 bob_connections = {id(t) for t in bob._transports()}
-                assert len(bob_connections) == 5
+                assert len(bob_connections) == 6  # commands, answers, four calls
                 carried.clear()
                 responses = await asyncio.gather(
                     *(alice.service_request(1, bob_link, _request(n)) for n in range(40))
@@ -198,7 +198,7 @@ def test_two_chat_cores_on_one_core_a_request_the_other_takes_is_answered_not_lo
             CoreSimulator() as sim,
             ChatCore.connect(sim.url_for("bob"), connections=1) as bob,
             ChatCore.connect(sim.url_for("bob"), connections=1) as monitor,
-            ChatCore.connect(sim.url_for("alice"), connections=21) as alice,
+            ChatCore.connect(sim.url_for("alice"), connections=22) as alice,
         ):
             assert await bob.start(service_requests=True)
             assert await alice.start(service_requests=False)
@@ -227,7 +227,8 @@ def test_two_chat_cores_on_one_core_a_request_the_other_takes_is_answered_not_lo
 
 
 def test_requests_in_flight_are_bounded_by_the_pool_and_wait_in_order() -> None:
-    """connections=3: two lanes. Five held requests: two reach the responder, three wait
+    """connections=4: two lanes (the others carry commands and serve's answers). Five
+    held requests: two reach the responder, three wait
     for a lane; each lane is freed by its answer and the next request goes."""
 
     async def main() -> None:
@@ -235,7 +236,7 @@ def test_requests_in_flight_are_bounded_by_the_pool_and_wait_in_order() -> None:
         async with (
             CoreSimulator() as sim,
             ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice"), connections=3) as alice,
+            ChatCore.connect(sim.url_for("alice"), connections=4) as alice,
         ):
             assert await bob.start(service_requests=True)
             assert await alice.start(service_requests=False)
@@ -253,7 +254,7 @@ def test_requests_in_flight_are_bounded_by_the_pool_and_wait_in_order() -> None:
                 held.release.set()
                 responses = await asyncio.gather(*calls)
             assert [r.response for r in responses] == ["ok"] * 5
-            assert len(alice._transports()) == 3
+            assert len(alice._transports()) == 3  # alice serves nothing: no answers' connection
 
     run(main)
 
@@ -318,5 +319,49 @@ def test_a_lane_stays_taken_past_the_callers_wait_until_the_core_answers() -> No
                 held.release.set()
                 assert (await second).response == "late"
                 assert alice._lanes.busy == 0
+
+    run(main)
+
+
+@pytest.mark.parametrize("connections", [8, 2])
+def test_serves_answers_never_wait_behind_a_slow_command(connections: int) -> None:
+    """Issue 28: "serve answers on connections of their own". The core runs one command at
+    a time per connection (Server.hs), so an answer sent on the connection of a command the
+    core takes long on (here /_connect, held by the simulator) would wait for
+    it. With 3 connections or more the answers have a connection of their own: while bob's
+    slow command runs, every one of alice's 20 requests is answered. With 2 (commands and
+    answers share the first, the other is for calls) an answer waits behind it."""
+
+    async def main() -> None:
+        async with (
+            CoreSimulator() as sim,
+            ChatCore.connect(sim.url_for("bob"), connections=connections) as bob,
+            ChatCore.connect(sim.url_for("alice"), connections=22) as alice,
+        ):
+            assert await bob.start(service_requests=True)
+            assert await alice.start(service_requests=False)
+            bob_link = (await bob.service_address(1)).link
+            # A minute; two seconds where the simulator's close must wait for it.
+            sim.set_command_delay(60 if connections >= 3 else 2, "/_connect")
+            async with serving(bob, _echo):
+                slow = asyncio.create_task(bob.command(f"/_connect 1 plan {bob_link}"))
+                while bob._transport.in_flight < 1:  # sent: the core holds its connection
+                    await asyncio.sleep(0.01)
+                calls = [
+                    asyncio.create_task(alice.service_request(1, bob_link, _request(n)))
+                    for n in range(20)
+                ]
+                if connections >= 3:
+                    responses = await asyncio.gather(*calls)
+                    assert [r.response for r in responses] == [{"n": n} for n in range(20)]
+                    assert not slow.done()  # every answer went while the slow command ran
+                else:
+                    done, _ = await asyncio.wait(calls, timeout=0.5)
+                    assert not done and not slow.done()  # the answers wait behind it
+                    for call in calls:
+                        call.cancel()
+                    await asyncio.gather(*calls, return_exceptions=True)
+                await bob.close()  # the core would hold the slow command a minute more
+                await asyncio.gather(slow, return_exceptions=True)
 
     run(main)

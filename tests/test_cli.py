@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests._queues import QUEUE
 
 import simplex_rpc as sx
+from _queues import QUEUE
 
 URI = QUEUE.uri()
 ROOT = Path(__file__).resolve().parent.parent

@@ -133,7 +133,7 @@ def test_a_burst_of_20000_through_the_core_model_with_a_per_command_cost() -> No
         async with (
             CoreSimulator(command_delay=0.0001) as sim,
             ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice"), connections=129) as alice,
+            ChatCore.connect(sim.url_for("alice"), connections=130) as alice,
         ):
             assert await bob.start(service_requests=True)
             assert await alice.start(service_requests=False)

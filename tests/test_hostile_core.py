@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from tests._queues import QUEUE
 
 import simplex_rpc as sx
+from _queues import QUEUE
 from simplex_rpc._wire import backend as _backend
 from simplex_rpc._wire.keys import SPKI_PREFIX
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature, decode_message

@@ -24,9 +24,9 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import pytest
-from tests._queues import QUEUE
 
 import simplex_rpc as sx
+from _queues import QUEUE
 from simplex_rpc import chat, declarations, errors
 from simplex_rpc._bindings import BindingError
 from simplex_rpc.adapter import ChatCoreClosed, ChatCoreTimeout, RateLimit, ServiceAddress

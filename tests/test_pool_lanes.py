@@ -3,8 +3,9 @@ commands run on, one at a time each (Server.hs: one command at a time per connec
 
 Rules pinned: at most ``size`` lanes are opened, and only when needed; a request takes
 a free lane, else opens one, else waits in order; a lane given back goes to the oldest
-waiter; a waiter cancelled as its lane was handed over gives the lane back; when the
-core is lost every waiter fails with ChatCoreClosed.
+waiter; a waiter cancelled as its lane was handed over gives the lane back; a lane
+dropped because its request went unanswered (``retire``) is replaced for the oldest
+waiter; when the core is lost every waiter fails with ChatCoreClosed.
 """
 
 from __future__ import annotations
@@ -105,3 +106,48 @@ def test_a_pool_without_lanes_is_refused() -> None:
 
     with pytest.raises(ValueError):
         _Lanes(never, 0)
+
+
+def test_a_retired_lane_is_no_lane_and_the_oldest_waiter_gets_a_new_one() -> None:
+    """A lane whose request the core never answered is dropped (``retire``): it is not
+    given to anyone again, and the oldest waiter gets a lane opened in its place."""
+
+    async def main() -> None:
+        pool, opened = lanes(1)
+        stuck = await pool.take()
+        waiters = [asyncio.create_task(pool.take()) for _ in range(2)]
+        await asyncio.sleep(0)
+        pool.retire(stuck)
+        assert stuck not in pool.lanes
+        fresh = await waiters[0]
+        assert fresh is opened[1] and fresh is not stuck
+        assert not waiters[1].done()  # the pool's size still holds: one lane
+        pool.give_back(stuck)  # a late answer on the dropped lane gives nothing back
+        await asyncio.sleep(0)
+        assert not waiters[1].done()
+        pool.give_back(fresh)
+        assert await waiters[1] is fresh
+
+    run(main)
+
+
+def test_a_lane_that_cannot_be_replaced_fails_the_oldest_waiter() -> None:
+    async def main() -> None:
+        opened: list[Any] = []
+
+        async def open_lane() -> Any:
+            if opened:
+                raise ChatCoreClosed("cannot connect to the chat core")
+            opened.append(Lane(0))
+            return opened[0]
+
+        pool = _Lanes(open_lane, 1)
+        stuck = await pool.take()
+        waiter = asyncio.create_task(pool.take())
+        await asyncio.sleep(0)
+        pool.retire(stuck)
+        with pytest.raises(ChatCoreClosed, match="cannot connect"):
+            await waiter
+        assert pool.lanes == [] and pool.busy == 0
+
+    run(main)

@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests._queues import QUEUE, X25519_SPKI_PREFIX
 
+from _queues import QUEUE, X25519_SPKI_PREFIX
 from simplex_rpc import (
     MAX_RESPONSE,
     UNSET,

@@ -88,8 +88,6 @@ def _responder(core: Any, **options: Any) -> Any:
     from simplex_rpc.adapter._service import _Responder
 
     defaults: dict[str, Any] = {
-        "protocols": ["mcp"],
-        "versions": None,
         "concurrency": 1,
         "handler_timeout": 170.0,
         "rate_limit": None,
@@ -97,7 +95,7 @@ def _responder(core: Any, **options: Any) -> Any:
         "max_queue": 0,
         "grace": 0.0,
     }
-    return _Responder(core, 1, lambda r: "ok", **{**defaults, **options})
+    return _Responder(core, 1, lambda r: {"response": "ok"}, **{**defaults, **options})
 
 
 def test_an_answer_posted_as_the_writer_finishes_is_still_sent() -> None:
@@ -110,9 +108,9 @@ def test_an_answer_posted_as_the_writer_finishes_is_still_sent() -> None:
         responder = _responder(core)
         shed = Response.failure(ErrorCode.RATE_LIMITED, "busy", retry_after=1)
         for n in range(16):
-            responder._post(f"r{n}", shed, None, "shed")
+            responder._post(f"r{n}", shed.to_dict(), "shed")
         # Runs right after the writer's steps that empty the outbox.
-        asyncio.get_running_loop().call_soon(responder._post, "late", shed, None, "shed")
+        asyncio.get_running_loop().call_soon(responder._post, "late", shed.to_dict(), "shed")
         await asyncio.sleep(0.2)
         assert core.sent == [*(f"r{n}" for n in range(16)), "late"]
         assert not responder.outbox and responder.writer is None
@@ -143,7 +141,7 @@ def test_at_the_outbox_bound_reading_pauses_and_nothing_is_dropped(
         shed = Response.failure(ErrorCode.RATE_LIMITED, "busy", retry_after=1)
         with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
             for n in range(12):
-                responder._post(f"r{n}", shed, None, "shed")
+                responder._post(f"r{n}", shed.to_dict(), "shed")
                 await asyncio.sleep(0)
             assert core.reading == ["paused"]
             assert responder.outcome.unanswered == 0

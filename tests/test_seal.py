@@ -20,9 +20,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests._queues import QUEUE, THREE_HOSTS
 
 import simplex_rpc as sx
+from _queues import QUEUE, THREE_HOSTS
 from simplex_rpc import (
     MAX_RESPONSE,
     BadSignature,

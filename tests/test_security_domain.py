@@ -15,9 +15,9 @@ import hashlib
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from tests._queues import QUEUE
 
 import simplex_rpc as sx
+from _queues import QUEUE
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature
 
 KEY = sx.SigningKey.from_seed(bytes(range(32)))

@@ -26,7 +26,6 @@ import nacl.exceptions
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests._queues import QUEUE
 
 import simplex_rpc as sx
 from _ed25519_ref import (
@@ -50,6 +49,7 @@ from _ed25519_ref import (
     secret_scalar,
     strict_verify,
 )
+from _queues import QUEUE
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature
 
 # --------------------------------------------------------------------------

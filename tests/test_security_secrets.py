@@ -23,9 +23,9 @@ from pathlib import Path
 
 import nacl.bindings
 import pytest
-from tests._queues import QUEUE
 
 import simplex_rpc as sx
+from _queues import QUEUE
 from simplex_rpc import cli
 from simplex_rpc._wire import keys as _keys
 

@@ -26,7 +26,6 @@ from Crypto.PublicKey import ECC
 from Crypto.Signature import eddsa
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ed25519
-from tests._queues import QUEUE
 
 import simplex_rpc as sx
 from _ed25519_ref import (
@@ -44,6 +43,7 @@ from _ed25519_ref import (
     point_with_y,
     secret_scalar,
 )
+from _queues import QUEUE
 from simplex_rpc import BadSignature, PublicKey, SigningKey, SimplexRpcError, session_tag
 
 WYCHEPROOF = Path(__file__).resolve().parent / "data/wycheproof/ed25519_test.json"

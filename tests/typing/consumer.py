@@ -8,10 +8,11 @@ twin ``consumer_wrong.py`` must fail the same check.
 
 from __future__ import annotations
 
-from typing import assert_type
+from typing import Any, assert_type
 
 import simplex_rpc as sx
 from simplex_rpc import agent
+from simplex_rpc.adapter import TYPED_ERRORS, AnswerStore, ChatCore, RawRequest, ServeOutcome
 
 AD = bytes(112)
 KEY = sx.SigningKey.generate()
@@ -67,6 +68,21 @@ def main() -> None:
     except sx.PayloadTooLarge as exc:
         assert_type(exc.size, int)
         assert_type(exc.limit, int)
+
+
+def raw_handler(raw: RawRequest) -> dict[str, Any]:
+    """A raw responder's handler: the request object in, the answer object out."""
+    assert_type(raw.data, dict[str, Any])
+    assert_type(raw.signer, sx.PublicKey | None)
+    return {"type": "ok"}
+
+
+async def raw_layer(core: ChatCore, link: str) -> None:
+    """The raw layer keeps its types through ChatCore's delegation."""
+    answer = await core.service_request_raw(1, link, {"v": 1}, sign_key=KEY, retries=2)
+    assert_type(answer, dict[str, Any])
+    outcome = await core.serve_raw(1, raw_handler, errors=TYPED_ERRORS, answers=AnswerStore())
+    assert_type(outcome, ServeOutcome)
 
 
 if __name__ == "__main__":

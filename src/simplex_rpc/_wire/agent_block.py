@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 from urllib.parse import unquote_to_bytes
@@ -660,6 +660,79 @@ def _common_head(
         return (queue,), signature, at + 111
     except IndexError:
         return None
+
+
+# -- queues whose bytes C has checked (the C backend's open_request) -----------------------
+
+#: Servers of the reply queues read from checked bytes, by their encoding (hosts, port,
+#: key hash): a responder meets few SMP servers (the presets and a few of its
+#: requesters'), while each request's queue (sender id, DH key) is new. Cleared at
+#: _SERVERS_MAX entries, so it stays bounded whatever arrives.
+_SERVERS: Final[dict[bytes, SMPServer]] = {}
+_SERVERS_MAX: Final = 256
+_MODE_OF: Final[dict[int, QueueMode | None]] = {0: None, ord("M"): "M", ord("C"): "C"}
+
+
+def _checked_server(encoded: bytes) -> SMPServer:
+    """The server of ``encoded`` (``count ‖ hosts ‖ port ‖ key hash``), whose fields C has
+    checked as the codec checks them (plain domain hosts, a canonical port)."""
+    server = _SERVERS.get(encoded)
+    if server is None:
+        at = 1
+        hosts = []
+        for _ in range(encoded[0]):
+            n = encoded[at]
+            hosts.append(encoded[at + 1 : at + 1 + n].decode("latin-1"))
+            at += 1 + n
+        n = encoded[at]
+        port = encoded[at + 1 : at + 1 + n].decode("latin-1")
+        at += 1 + n
+        server = SMPServer._checked(tuple(hosts), port, encoded[at + 1 :])
+        if len(_SERVERS) >= _SERVERS_MAX:
+            _SERVERS.clear()
+        _SERVERS[encoded] = server
+    return server
+
+
+def _checked_queue_builder() -> Callable[[bytes, int, int, int, int, int, int], SMPQueueInfo]:
+    # Everything the builder uses is bound here once (closure cells read as fast as
+    # locals): it runs for every request the C backend opens. The slots of the frozen
+    # value are set directly, as object.__setattr__ would, without the name lookup.
+    new = object.__new__
+    cls = SMPQueueInfo
+    set_version, set_server, set_sender, set_dh, set_mode, set_encoded = (
+        SMPQueueInfo.__dict__[name].__set__
+        for name in ("client_version", "server", "sender_id", "dh_public_key", "queue_mode",
+                     "_encoded")
+    )
+    servers = _SERVERS
+    modes = _MODE_OF
+    server_of = _checked_server
+
+    def checked_queue(
+        data: bytes, start: int, sender_at: int, dh_at: int, end: int, version: int, mode: int
+    ) -> SMPQueueInfo:
+        """The reply queue at ``data[start:end]`` from the offsets of its fields, which C's
+        ``srpc_request_head`` has read and checked exactly as :meth:`_Reader.queue` does
+        (csrc/simplex_rpc.h): the same value that reader builds, without a second check.
+
+        ``sender_at`` and ``dh_at`` are the length bytes of the sender id and of the DH
+        key (44 bytes); ``mode`` is ``ord("M")``, ``ord("C")`` or 0.
+        """
+        queue = new(cls)
+        set_version(queue, version)
+        key = data[start + 2 : sender_at]
+        set_server(queue, servers.get(key) or server_of(key))
+        set_sender(queue, data[sender_at + 1 : dh_at])
+        set_dh(queue, data[dh_at + 1 : dh_at + 45])
+        set_mode(queue, modes[mode])
+        set_encoded(queue, data[start:end])
+        return queue
+
+    return checked_queue
+
+
+checked_queue: Final = _checked_queue_builder()
 
 
 def parse_request_head(

@@ -59,9 +59,11 @@ MIN_BLOCKS_PER_WORKER: Final = 16
 
 _BYTES_LIKE: Final = (bytes, bytearray, memoryview)
 
-#: A backend's sealer of many unsigned requests of checked sizes, all with one queue,
-#: into a new bytes object or at the start of a writable view large enough.
-SealUnsignedMany = Callable[[list[Any], SMPQueueInfo, memoryview | None], bytes | memoryview]
+#: A backend's sealer of many unsigned requests of checked sizes (given, in bytes), all
+#: with one queue, into a new bytes object or at the start of a writable view large enough.
+SealUnsignedMany = Callable[
+    [list[Any], list[int], SMPQueueInfo, memoryview | None], bytes | memoryview
+]
 
 
 # -- helpers shared with the C backend ---------------------------------------------
@@ -375,10 +377,11 @@ def seal_requests_with(
             raise PayloadTooLarge(
                 f"payload {index}: {exc}", size=exc.size, limit=exc.limit
             ) from None
-    ads = _ads(ad_or_ads, count, "seal_requests")
+    ads: Sequence[Any] | None = None  # built below only where it is used: one AD for all
     if isinstance(ad_or_ads, _BYTES_LIKE):
         session_tag(ad_or_ads)  # type: ignore[arg-type]  # any bytes-like AD
     else:
+        ads = _ads(ad_or_ads, count, "seal_requests")
         for index, ad in enumerate(ads):
             try:
                 session_tag(ad)
@@ -389,12 +392,13 @@ def seal_requests_with(
     if dst is not None and len(dst) < total:
         raise out_too_small(len(dst), count, PADDED_LENGTH, "seal_requests")
     if not signed and seal_unsigned_many is not None:
-        return seal_unsigned_many(items, reply_queue, dst)
+        return seal_unsigned_many(items, sizes, reply_queue, dst)
+    each_ad = _ads(ad_or_ads, count, "seal_requests") if ads is None else ads
     blocks: list[bytes] = [b""] * count
 
     def work(start: int, step: int) -> None:
         for i in range(start, count, step):
-            blocks[i] = seal_request(items[i], ads[i], signing_key, reply_queue=reply_queue)
+            blocks[i] = seal_request(items[i], each_ad[i], signing_key, reply_queue=reply_queue)
 
     # Only signing releases the GIL; unsigned sealing gains nothing from threads.
     _run_striped(count, threads if signed else 1, work)

@@ -26,12 +26,13 @@ records that error as ``c_unavailable_reason``.
 
 from __future__ import annotations
 
+import array
 import functools
 import json
 import os
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, Final, Literal, overload
+from typing import Any, Final, Literal, NoReturn, overload
 
 import nacl.bindings  # initialises libsodium before any of its functions is called
 import nacl.exceptions
@@ -40,9 +41,15 @@ from ..errors import BadSignature, PaddingError, SimplexRpcError
 from . import json_pure as _json
 from . import padding as _padding
 from ._simplex_rpc_c import ffi, lib
-from .agent_block import RESPONSE_TAG, SMPQueueInfo, parse_request_head, request_head
+from .agent_block import (
+    RESPONSE_TAG,
+    SMPQueueInfo,
+    checked_queue,
+    parse_request_head,
+    request_head,
+)
 from .batch import WritableBuffer, out_too_small, writable_view
-from .keys import SIGNATURE_LENGTH, SigningKey, session_tag
+from .keys import SIGNATURE_LENGTH, SPKI_PREFIX, PublicKey, SigningKey, session_tag
 from .padding import PADDED_LENGTH, block_error, check_pad, message_error
 from .seal import (
     REQUEST_PADDED_LENGTH,
@@ -52,6 +59,8 @@ from .seal import (
     check_request_size,
     check_response_size,
     check_signing_key,
+    opened_request,
+    request_room,
     response_block_length,
     response_length,
     response_payload,
@@ -82,6 +91,7 @@ _NULL: Final = ffi.NULL
 SIZE_MAX: Final[int] = int(ffi.cast("size_t", -1))
 _alloc = ffi.new_allocator(should_clear_after_alloc=False)  # C writes every byte
 _CHAR: Final = ffi.typeof("char[]")  # ffi.unpack of char[] is one memcpy into bytes
+_SIZES: Final = ffi.typeof("size_t[]")
 _unpack = ffi.unpack
 _SM_HEAD: Final = SIGNATURE_LENGTH + 32  # sig || tag, before the payload
 _REQ_LEN: Final = REQUEST_PADDED_LENGTH
@@ -90,6 +100,8 @@ _RESPONSE_TAGS: Final = (RESPONSE_TAG, b"P")  # src[2] is an int for bytes, byte
 _srpc_pad = lib.srpc_pad
 _srpc_unpad = lib.srpc_unpad
 _srpc_seal_parts = lib.srpc_seal_parts
+_srpc_seal_signed_begin = lib.srpc_seal_signed_begin
+_srpc_seal_signed_end = lib.srpc_seal_signed_end
 
 
 class BackendMismatch(AssertionError):
@@ -468,16 +480,33 @@ def _verified(sm: Any, sm_length: int, raw_key: bytes) -> bool:
     return True  # pragma: no cover
 
 
-@functools.lru_cache(maxsize=64)
+# The heads below are remembered by bytes (the queue's encoding, the signer's raw key):
+# a client seals many requests with one queue and one key, and a bytes object keeps its
+# hash, where the frozen SMPQueueInfo would compute its own on every lookup.
+
+
+_UNSIGNED_HEADS: Final[dict[bytes, bytes]] = {}  # cleared at 64 entries
+
+
 def _unsigned_head(reply_queue: SMPQueueInfo) -> bytes:
-    """An unsigned request's head for ``reply_queue`` (a client seals many with one queue)."""
-    return request_head((reply_queue,), None)
+    """An unsigned request's head for ``reply_queue``: 'A' 1 queue '0' (the codec's)."""
+    head = _UNSIGNED_HEADS.get(reply_queue._encoded)
+    if head is None:
+        head = request_head((reply_queue,), None)
+        if len(_UNSIGNED_HEADS) >= 64:
+            _UNSIGNED_HEADS.clear()
+        _UNSIGNED_HEADS[reply_queue._encoded] = head
+    return head
 
 
 @functools.lru_cache(maxsize=64)
-def _signed_prefix(reply_queue: SMPQueueInfo, key_der: bytes) -> bytes:
+def _signed_prefix_of(encoded_queue: bytes, raw_key: bytes) -> bytes:
+    return b"A\x01" + encoded_queue + b"1\x2c" + SPKI_PREFIX + raw_key + b"\x40"
+
+
+def _signed_prefix(reply_queue: SMPQueueInfo, key: PublicKey) -> bytes:
     """A signed request's head up to its signature: 'A' 1 queue '1' 44 key 64."""
-    return b"A\x01" + reply_queue.encode() + b"1\x2c" + key_der + b"\x40"
+    return _signed_prefix_of(reply_queue._encoded, key._raw)
 
 
 def _seal_parts(head: bytes, payload: Buffer, length: int) -> bytes:
@@ -510,20 +539,22 @@ def seal_request(
     """
     check_signing_key(signing_key)
     check_reply_queue(reply_queue)
-    size = memoryview(payload).nbytes
-    check_request_size(size, reply_queue, signing_key is not None)
+    size = len(payload) if type(payload) is bytes else memoryview(payload).nbytes
+    signed = signing_key is not None
+    if size > request_room(len(reply_queue._encoded), signed):
+        check_request_size(size, reply_queue, signed)  # raises PayloadTooLarge
     tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)  # checks the AD
     if signing_key is None:
         return _seal_parts(_unsigned_head(reply_queue), payload, _REQ_LEN)
-    prefix = _signed_prefix(reply_queue, signing_key.public_key.der)
+    prefix = _signed_prefix(reply_queue, signing_key.public_key)
     payload_at = 2 + len(prefix) + SIGNATURE_LENGTH
     src = payload if type(payload) is bytes else _cbuffer(payload, True)
     try:
         block = _alloc(_CHAR, _REQ_LEN)
-        status = lib.srpc_seal_signed_begin(tag, src, size, payload_at, block, _REQ_LEN, _NULL)
+        status = _srpc_seal_signed_begin(tag, src, size, payload_at, block, _REQ_LEN, _NULL)
         if status >= 0:
             _sign(block, payload_at, 32 + size, signing_key)
-            status = lib.srpc_seal_signed_end(prefix, len(prefix), block, _REQ_LEN, payload_at)
+            status = _srpc_seal_signed_end(prefix, len(prefix), block, _REQ_LEN, payload_at)
         if status < 0:
             raise BackendMismatch(f"C refused to seal a checked request (status {status})")
         return _unpack(block, _REQ_LEN)  # type: ignore[no-any-return]
@@ -532,20 +563,32 @@ def seal_request(
         raise
 
 
+#: The array type code of C's size_t, so that a list of lengths reaches C as one buffer.
+_SIZE_T_CODE: Final = next(c for c in "LQI" if array.array(c).itemsize == ffi.sizeof("size_t"))
+
+
 def seal_unsigned_many(
-    payloads: list[Any], reply_queue: SMPQueueInfo, dst: memoryview | None = None
+    payloads: list[Any], sizes: list[int], reply_queue: SMPQueueInfo,
+    dst: memoryview | None = None,
 ) -> bytes | memoryview:
-    """The blocks of unsigned requests of checked sizes, in one C call (``seal_requests``):
-    into ``dst`` when given (large enough), else into a new bytes object."""
+    """The blocks of unsigned requests of checked sizes (``sizes``, in bytes), in one C call
+    (``seal_requests``): into ``dst`` when given (large enough), else into a new bytes object.
+
+    The payloads are joined once (one copy, by CPython in C), and C writes each block
+    once: the fill of all blocks in one pass, then each length field, head and payload.
+    """
     head = _unsigned_head(reply_queue)
-    joined, lens = _gather(payloads, _REQ_LEN)
-    count = len(lens)
+    try:
+        joined = b"".join(payloads)
+    except (TypeError, BufferError):  # a non-contiguous view: copied, as the encoders read it
+        joined = b"".join(_contiguous(payloads, _REQ_LEN))
+    count = len(sizes)
     total = count * _REQ_LEN
+    c_lens = ffi.from_buffer(_SIZES, array.array(_SIZE_T_CODE, sizes))
     c_out = _take_scratch(total) if dst is None else ffi.from_buffer(dst)
     try:
-        args = (head, len(head), joined, len(joined), ffi.new("size_t[]", lens), count,
-                _REQ_LEN, c_out, total)
-        status = lib.srpc_seal_parts_many(*args, _NULL)
+        status = lib.srpc_seal_parts_many(head, len(head), joined, len(joined), c_lens, count,
+                                          _REQ_LEN, c_out, total, _NULL)
         if status < 0:
             raise BackendMismatch(f"C refused to seal checked requests (status {status})")
         if dst is None:
@@ -567,38 +610,126 @@ def _message_length(src: Any, length: int, strict: bool) -> int:
     return n
 
 
+_HEAD_LENGTH: Final[int] = lib.SRPC_HEAD_RESULT_LENGTH
+_HEAD_FIELDS: Final[int] = lib.SRPC_HEAD_QUEUE_FIELDS
+_HEAD_DEFER: Final[int] = lib.SRPC_HEAD_DEFER
+_SM_MAX: Final = _SM_HEAD + _REQ_LEN  # sig || tag || the longest payload
+_srpc_open_request = lib.srpc_open_request
+
+
+class _OpenScratch(threading.local):
+    """This thread's reusable buffers of ``open_request`` (C's results and the signed
+    message): a call takes a pair and gives it back, so a re-entrant call (a signal
+    handler's) takes another or makes its own."""
+
+    def __init__(self) -> None:
+        self.free: list[tuple[Any, Any]] = []
+
+
+_open_scratch = _OpenScratch()
+
+#: The signers' keys of the last requests, by their 32 raw bytes: a requester signs its
+#: requests with one long-lived key (PublicKey is immutable). Cleared at _SIGNERS_MAX.
+_SIGNERS: Final[dict[bytes, PublicKey]] = {}
+_SIGNERS_MAX: Final = 256
+
+
+def _signer(raw: bytes) -> PublicKey:
+    """The PublicKey of 32 raw bytes C has checked (an Ed25519 SPKI's key), remembered."""
+    key = PublicKey._checked(raw)
+    if len(_SIGNERS) >= _SIGNERS_MAX:
+        _SIGNERS.clear()
+    _SIGNERS[raw] = key
+    return key
+
+
+_sodium_open = None if _sodium is None else _sodium.crypto_sign_open  # strict, as _verified
+
+
 def open_request(block: Buffer, ad: bytes, *, strict: bool = False) -> OpenedRequest:
     """Unpad and decode a request block; verify its signature if it is signed.
 
-    C checks the padding; the head (reply queues, signature) is read by the one
-    codec (``agent_block``); C lays out sig || tag || payload for libsodium.
+    One C call (``srpc_open_request``) checks the padding, reads the usual head
+    (reply queues of plain domain hosts, the signature field) as the codec does,
+    and lays out sig || tag || payload for libsodium; the queues are built from
+    the offsets it reports (``agent_block.checked_queue``). Any other head, valid
+    or not, is read by the codec (``agent_block.parse_request_head``), which
+    words every error: both backends raise the same one. C writes into buffers
+    this thread keeps (taken while in use, so a re-entrant call gets its own).
     """
     tag = _cached_tag(ad) if type(ad) is bytes else session_tag(ad)
     src = block if type(block) is bytes else _cbuffer(block)
+    free = _open_scratch.free
+    res, sm = free.pop() if free else (_alloc(_SIZES, _HEAD_LENGTH), _alloc(_CHAR, _SM_MAX))
     try:
-        n = _message_length(src, _REQ_LEN, strict)
+        status = _srpc_open_request(src, len(src), strict, tag, sm, _SM_MAX, res, _HEAD_LENGTH,
+                                    _NULL)
+        if status < 0 and status != _HEAD_DEFER:
+            _message_length(src, _REQ_LEN, strict)  # raises the pure backend's unpad error
+            raise BackendMismatch(f"srpc_open_request refused a block unpad accepts ({status})")
         data = block if type(block) is bytes else bytes(ffi.buffer(src))
-        queues, signature, at = parse_request_head(data, 2, 2 + n)
+        if status == _HEAD_DEFER:
+            return _open_decoded(data, res[0], tag)
+        # A head C read has one queue or more, so the first ten results are set.
+        n, at, key_at, count, start, sender_at, dh_at, stop, version, mode = _unpack(
+            res, 4 + _HEAD_FIELDS
+        )
         end = 2 + n
-        if signature is None:
-            return OpenedRequest(payload=data[at:end], signer=None, reply_queues=queues)
-        size = end - at
-        sm_len = _SM_HEAD + size
-        sm = _alloc(_CHAR, sm_len)
-        source = ffi.from_buffer(data) + at
-        if lib.srpc_signed_message(signature.signature, tag, source, size, sm, sm_len) < 0:
-            raise BackendMismatch("srpc_signed_message refused a checked layout")
+        if count == 1:
+            queues: tuple[SMPQueueInfo, ...] = (
+                checked_queue(data, start, sender_at, dh_at, stop, version, mode),
+            )
+        else:
+            head = _unpack(res, 4 + _HEAD_FIELDS * count)
+            queues = tuple(
+                checked_queue(data, *head[4 + _HEAD_FIELDS * i : 4 + _HEAD_FIELDS * (i + 1)])
+                for i in range(count)
+            )
+        if not key_at:
+            return opened_request(data[at:end], None, queues)
+        payload = data[at:end]  # the bytes C copied after sig || tag in sm
+        raw = data[key_at : key_at + 32]
+        sm_len = _SM_HEAD + end - at
+        if _sodium_open is not None:
+            ok = _sodium_open(_NULL, _NULL, sm, sm_len, raw) == 0
+        else:  # pragma: no cover - PyNaCl without _sodium
+            ok = _verified(sm, sm_len, raw)
+        if not ok:
+            _refuse(PublicKey(raw), tag, payload, data[at - SIGNATURE_LENGTH : at])
+        return opened_request(payload, _SIGNERS.get(raw) or _signer(raw), queues)
     except BaseException:
         _release(src, block)
         raise
+    finally:
+        if len(free) < 2:
+            free.append((res, sm))
+
+
+def _refuse(key: PublicKey, tag: bytes, payload: bytes, signature: bytes) -> NoReturn:
+    """Raise the pure backend's BadSignature for a signature libsodium refused."""
+    try:
+        key._verify_tagged(tag, payload, signature)
+    except BadSignature as exc:
+        raise exc from None
+    raise BackendMismatch("libsodium refused a signature that PyNaCl accepts")
+
+
+def _open_decoded(data: bytes, n: int, tag: bytes) -> OpenedRequest:
+    """The rest of ``open_request`` for a head C left to the codec: the message is
+    ``data[2 : 2 + n]`` (its padding checked)."""
+    queues, signature, at = parse_request_head(data, 2, 2 + n)
+    end = 2 + n
+    if signature is None:
+        return OpenedRequest(payload=data[at:end], signer=None, reply_queues=queues)
+    size = end - at
+    sm_len = _SM_HEAD + size
+    sm = _alloc(_CHAR, sm_len)
+    source = ffi.from_buffer(data) + at
+    if lib.srpc_signed_message(signature.signature, tag, source, size, sm, sm_len) < 0:
+        raise BackendMismatch("srpc_signed_message refused a checked layout")
     payload: bytes = ffi.buffer(sm)[_SM_HEAD:sm_len]
     if not _verified(sm, sm_len, signature.key.raw):
-        _release(src, block)
-        try:
-            signature.key._verify_tagged(tag, payload, signature.signature)
-        except BadSignature as exc:
-            raise exc from None
-        raise BackendMismatch("libsodium refused a signature that PyNaCl accepts")
+        _refuse(signature.key, tag, payload, signature.signature)
     return OpenedRequest(payload=payload, signer=signature.key, reply_queues=queues)
 
 

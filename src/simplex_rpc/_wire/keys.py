@@ -201,6 +201,14 @@ class PublicKey:
             _DECODED[memo] = key
         return key
 
+    @classmethod
+    def _checked(cls, raw: bytes) -> PublicKey:
+        """A key of 32 raw bytes the caller has already checked (the C backend's hot
+        path): the slot set directly, without ``__init__``'s checks."""
+        key = object.__new__(cls)
+        _set_raw(key, raw)
+        return key
+
     # -- encodings ----------------------------------------------------------
 
     @property
@@ -273,6 +281,9 @@ class PublicKey:
 
     def __reduce__(self) -> tuple[object, tuple[bytes]]:
         return (PublicKey, (self._raw,))
+
+
+_set_raw: Final = PublicKey.__dict__["_raw"].__set__  # the slot, past __setattr__
 
 
 class SigningKey:

@@ -11,6 +11,7 @@ and never parse them: envelope parsing is a separate, explicit step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -50,8 +51,13 @@ def max_request_payload(reply_queue: SMPQueueInfo, signed: bool = True) -> int:
     ``11,106 - 2 - 1 ('A') - 1 (count) - len(queue) - (111 signed, 1 unsigned)``.
     """
     check_reply_queue(reply_queue)
+    return request_room(len(reply_queue.encode()), signed)
+
+
+def request_room(queue_length: int, signed: bool) -> int:
+    """:func:`max_request_payload` for a reply queue of ``queue_length`` encoded bytes."""
     sig = SIGNATURE_FIELD_LENGTH if signed else 1
-    return REQUEST_PADDED_LENGTH - 2 - 2 - len(reply_queue.encode()) - sig
+    return REQUEST_PADDED_LENGTH - 2 - 2 - queue_length - sig
 
 
 def max_response_payload(pq_support: bool = True) -> int:
@@ -75,6 +81,34 @@ class OpenedRequest:
     def reply_queue(self) -> SMPQueueInfo:
         """The first reply queue: the one the agent answers through (``replyQueue :| _``)."""
         return self.reply_queues[0]
+
+
+def _opened_request_builder() -> Callable[
+    [bytes, PublicKey | None, tuple[SMPQueueInfo, ...]], OpenedRequest
+]:
+    # Bound once (closure cells read as fast as locals): the C backend's hot path.
+    new = object.__new__
+    cls = OpenedRequest
+    set_payload, set_signer, set_queues = (
+        OpenedRequest.__dict__[name].__set__ for name in ("payload", "signer", "reply_queues")
+    )
+
+    def opened_request(
+        payload: bytes, signer: PublicKey | None, reply_queues: tuple[SMPQueueInfo, ...]
+    ) -> OpenedRequest:
+        """``OpenedRequest(payload=..., signer=..., reply_queues=...)`` of fields already of
+        their types: the slots set directly, as the dataclass's own ``__init__`` sets them
+        (object.__setattr__), without its keyword handling."""
+        opened = new(cls)
+        set_payload(opened, payload)
+        set_signer(opened, signer)
+        set_queues(opened, reply_queues)
+        return opened
+
+    return opened_request
+
+
+opened_request: Final = _opened_request_builder()
 
 
 def check_reply_queue(reply_queue: object) -> SMPQueueInfo:

@@ -23,7 +23,9 @@ the only part of the library that does I/O. Its parts:
 * :mod:`._pool`: the connections a blocking ``/_service_request`` runs on.
 * :mod:`._admission`: request admission without I/O (slots, backlog, deadlines
   from arrival, repeats, shedding, the stop), the policy of both servers.
-* :mod:`._service`: Service RPC, the requester and the responder.
+* :mod:`._service`: Service RPC, the requester and the responder: the raw layer
+  (any JSON object) and the protocol text's envelope as a codec over it.
+* :mod:`._raw`: the raw layer's values (``RawRequest``) and error shapes.
 * :mod:`._budget`: the responder's rate limits (token buckets), without I/O.
 * :mod:`._answers`: idempotent answers: stores kept by (signer, request digest).
 * :mod:`._chat`: the chat transport, ``/_call`` sent and answered as messages.
@@ -68,17 +70,28 @@ from ._core import DEFAULT_EVENT_HOLD, EventStream, _CoreBase
 from ._declare import LinkDeclarations, _Declarations
 from ._errors import ChatCoreClosed, ChatCoreTimeout
 from ._errors import _loads_core as _loads_core
+from ._raw import (
+    ENVELOPE_ERRORS,
+    TYPED_ERRORS,
+    EnvelopeErrors,
+    ErrorFormat,
+    RawRequest,
+    TypedErrors,
+)
 from ._service import (
     DEFAULT_HANDLER_TIMEOUT,
+    MAX_RAW_REQUEST,
     RESPONSE_WINDOW,
     ServeOutcome,
     ServiceAddress,
     ServiceRequest,
     _ServiceRpc,
+    raw_request_command,
     service_request_command,
 )
 from ._service import DEFAULT_REQUEST_TIMEOUT as DEFAULT_REQUEST_TIMEOUT
 from ._service import Handler as Handler
+from ._service import RawHandler as RawHandler
 from ._service import _parse_request_data as _parse_request_data
 from ._service import _parse_response_data as _parse_response_data
 from ._transports import LibsimplexHandle, NativeHandle, _Transport
@@ -91,7 +104,10 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_CALL_WAIT",
     "DEFAULT_HANDLER_TIMEOUT",
+    "ENVELOPE_ERRORS",
+    "MAX_RAW_REQUEST",
     "RESPONSE_WINDOW",
+    "TYPED_ERRORS",
     "AnswerKey",
     "AnswerStore",
     "AnswerStoreProtocol",
@@ -101,17 +117,22 @@ __all__ = [
     "ChatCoreClosed",
     "ChatCoreError",
     "ChatCoreTimeout",
+    "EnvelopeErrors",
+    "ErrorFormat",
     "EventStream",
     "IncomingCall",
     "LibsimplexHandle",
     "LinkDeclarations",
     "NativeHandle",
     "RateLimit",
+    "RawRequest",
     "ReplySink",
     "SQLiteAnswerStore",
     "ServeOutcome",
     "ServiceAddress",
     "ServiceRequest",
+    "TypedErrors",
+    "raw_request_command",
     "service_request_command",
 ]
 
@@ -167,7 +188,9 @@ class ChatCore(_CoreBase):
     # Service RPC (._service)
     service_address = _part_method("_rpc", _ServiceRpc.service_address)
     service_request = _part_method("_rpc", _ServiceRpc.service_request)
+    service_request_raw = _part_method("_rpc", _ServiceRpc.service_request_raw)
     serve = _part_method("_rpc", _ServiceRpc.serve)
+    serve_raw = _part_method("_rpc", _ServiceRpc.serve_raw)
     # The chat transport (._chat)
     serve_calls = _part_method("_calls", _ChatCalls.serve_calls)
     call = _part_method("_calls", _ChatCalls.call)

@@ -18,6 +18,7 @@ Shapes from simplex-chat's bot API: APISendMessages (``/_send <chatRef> json
 from __future__ import annotations
 
 import asyncio
+import heapq
 import inspect
 import math
 import re
@@ -81,6 +82,12 @@ _CANCEL_WAIT: Final = 0.5
 _REPORT_INTERVAL: Final = 10.0
 # The longest excerpt of an exception's text in a log line.
 _EXCERPT: Final = 120
+#: How long a caller holds a reply while a chat item id below it is missing (an earlier
+#: reply may still be on its way on another of the core's connections), in seconds. The
+#: core gives each event to one connection, whichever takes it (Server.hs), so two
+#: replies taken by two connections can arrive in the other order; with no id missing,
+#: or one connection open, nothing is held.
+_REORDER_WINDOW: Final = 0.1
 # Service parameters that carry credentials (A2A security schemes send them as
 # HTTP headers: Authorization for HTTP schemes, a named header for API keys).
 _CREDENTIAL_NAMES: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
@@ -908,14 +915,20 @@ class _ChatCalls:
         until: StopRule | None = None,
         agent_card: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[Reply]:
-        """Send ``/_call`` to ``chat`` and yield each accepted reply as it arrives.
+        """Send ``/_call`` to ``chat`` and yield each accepted reply, in the core's order.
 
         ``chat`` is a ChatRef (``"@5"`` a contact, ``"#7"`` a group) of
         ``user_id``, by default the core's active user (``/user``). In a
         group, ``member`` mentions the called member (``@name`` in the text
         and the ``mentions`` map of ``ComposedMessage``); without it the
         command is a broadcast. Replies are matched by the quoted item and
-        accepted by :class:`~simplex_rpc.chat.ReplyCollector`'s rules.
+        accepted by :class:`~simplex_rpc.chat.ReplyCollector`'s rules. The core's
+        order is that of its chat item ids (one sequence for every item it stores,
+        so one sender's replies in the order sent): while this ``ChatCore`` has more
+        than one connection open (it serves, or has made service requests), two
+        replies can reach it in the other order (the core gives each event to one
+        connection), so a reply is held, up to 0.1 s, while an id between the
+        call's and its own has not been seen; with none missing, none is held.
 
         When the iteration ends: a call to one recipient (a direct chat, or a
         mention) ends when its answer is complete (the binding's end rule),
@@ -1029,40 +1042,81 @@ class _ChatCalls:
         seen = 0
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
+        # Replies in the core's order: by chat item id (the core numbers every item it
+        # stores, in one sequence, so one sender's replies in the order sent), given to
+        # the collector in that order; its end rule and the order yielded see it. A reply
+        # is held while an id between the call's and its own has not been seen (in any
+        # chat's newChatItems: another connection may still carry it), at most
+        # _REORDER_WINDOW; with no id missing, or one connection, it goes at once.
+        held: list[tuple[int, int, str, int | None, str]] = []
+        arrived: dict[int, float] = {}
+        order = 0
+        accounted = item_id  # no id missing up to this one
+        numbered: set[int] = set()  # ids seen above it
         while True:
-            # One recipient: nothing is accepted after its answer's end. A broadcast
-            # has no last answer to wait for: it runs to the end of the wait.
-            if not broadcast and collector.is_complete(item_id):
-                return
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return
-            try:
-                # A timeout around the await, not wait_for: wait_for runs anext in a
-                # task of its own per event (Python 3.11), an extra turn of the loop for
-                # every reply; an event already queued is taken without waiting at all.
-                async with asyncio.timeout(remaining):
-                    event = await anext(stream)
-            except (TimeoutError, StopAsyncIteration):
-                return
-            if (
-                event.get("type") != "newChatItems"
-                or _int(_path(event, "user", "userId")) != user_id
+            window = _REORDER_WINDOW if len(self._core._transports()) > 1 else 0.0
+            now = loop.time()
+            at_deadline = now >= deadline
+            while held and (
+                at_deadline or held[0][0] <= accounted or arrived[held[0][1]] + window <= now
             ):
-                continue
-            items = event.get("chatItems")
-            for item in items if isinstance(items, list) else ():
-                received = _received(item, user_id)
-                if received is None or received.chat != chat:
-                    continue
-                quoted = _id(_path(item, "chatItem", "quotedItem", "itemId"))
-                collector.add(received.sender, quoted, received.text)
+                reply_id, key, sender, quoted, text = heapq.heappop(held)
+                del arrived[key]
+                collector.add(sender, quoted, text)
+                if reply_id > accounted:  # given out past a gap: the gap is not waited for
+                    accounted = reply_id
+                    numbered = {n for n in numbered if n > accounted}
+                    while accounted + 1 in numbered:
+                        accounted += 1
+                        numbered.discard(accounted)
             replies = collector.collected(item_id)
             for index in range(seen, len(replies)):
                 yield replies[index]
                 if until is not None and until(tuple(replies[: index + 1])):
                     return
             seen = len(replies)
+            # One recipient: nothing is accepted after its answer's end. A broadcast
+            # has no last answer to wait for: it runs to the end of the wait.
+            if not broadcast and collector.is_complete(item_id):
+                return
+            if at_deadline:
+                return
+            wake = deadline
+            if held:
+                wake = min(wake, arrived[held[0][1]] + window)
+            try:
+                # A timeout around the await, not wait_for: wait_for runs anext in a
+                # task of its own per event (Python 3.11), an extra turn of the loop for
+                # every reply; an event already queued is taken without waiting at all.
+                async with asyncio.timeout_at(wake):
+                    event = await anext(stream)
+            except TimeoutError:
+                continue
+            except StopAsyncIteration:
+                deadline = loop.time()  # what is held is given out, then the wait ends
+                continue
+            if event.get("type") != "newChatItems":
+                continue
+            items = event.get("chatItems")
+            for item in items if isinstance(items, list) else ():
+                number = _id(_path(item, "chatItem", "meta", "itemId"))
+                if number is not None and number > accounted:
+                    numbered.add(number)
+                    while accounted + 1 in numbered:
+                        accounted += 1
+                        numbered.discard(accounted)
+            if _int(_path(event, "user", "userId")) != user_id:
+                continue
+            for item in items if isinstance(items, list) else ():
+                received = _received(item, user_id)
+                if received is None or received.chat != chat:
+                    continue
+                quoted = _id(_path(item, "chatItem", "quotedItem", "itemId"))
+                order += 1
+                arrived[order] = loop.time()
+                heapq.heappush(
+                    held, (received.item_id, order, received.sender, quoted, received.text)
+                )
 
     async def call(
         self,
@@ -1076,7 +1130,7 @@ class _ChatCalls:
         until: StopRule | None = None,
         agent_card: Mapping[str, Any] | None = None,
     ) -> tuple[Reply, ...]:
-        """Send ``/_call`` and return every accepted reply, in arrival order.
+        """Send ``/_call`` and return every accepted reply, in the core's order.
 
         The same as :meth:`call_stream`, collected: returns when the answer of
         the one recipient is complete, when ``until`` says so, or when ``wait``

@@ -1,8 +1,8 @@
 """``ChatCore``'s commands and events: the plumbing under every part of the adapter.
 
 The connections to one chat core (over the transports of :mod:`._transports`: the
-first for commands and answers, the lanes of :mod:`._pool` for blocking
-``/_service_request`` commands), commands matched to answers by ``corrId``, the
+first for commands, one for ``serve``'s answers, the lanes of :mod:`._pool` for
+blocking ``/_service_request`` commands), commands matched to answers by ``corrId``, the
 events of every connection read as one stream and fanned out to every
 :class:`EventStream` and request sink. Service RPC (:mod:`._service`), the chat
 transport (:mod:`._chat`) and the declarations (:mod:`._declare`) are parts built on
@@ -17,7 +17,7 @@ import itertools
 import logging
 import math
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final, Protocol, Self
 
 from .._wire import strict_json as _json
@@ -40,9 +40,18 @@ log = RedactingLogger(logging.getLogger("simplex_rpc.adapter"))
 
 #: How long a plain command may take before the adapter gives up on it.
 DEFAULT_COMMAND_TIMEOUT: Final = 60.0
-#: The connections of a ``ChatCore`` over WebSocket, at most: one for commands and
-#: answers, the others for blocking ``/_service_request`` commands, one each.
+#: The connections of a ``ChatCore`` over WebSocket, at most: one for commands, one for
+#: ``serve``'s answers (from 3 connections on), the others for blocking
+#: ``/_service_request`` commands, one each.
 DEFAULT_CONNECTIONS: Final = 8
+#: How long past its own timeout a command the core has not answered may keep its
+#: connection, in seconds. The core runs one command at a time per connection
+#: (Server.hs), so one it never answers would hold the connection, and every command
+#: sent behind it, until the core closes: past this margin the connection is dropped
+#: and another opened in its place (logged at WARNING).
+OVERDUE_MARGIN: Final = 30.0
+#: The command ``serve``'s answers are: it runs on the answers' connection.
+_ANSWER_COMMAND: Final = "/_service_response "
 #: How long an event that a later ``serve`` or ``serve_calls`` would take waits for it
 #: (a ``serviceRequest`` no responder took, a ``newChatItems`` with a ``/_call`` no
 #: ``serve_calls`` took), in seconds.
@@ -253,6 +262,16 @@ class _CoreBase:
         # The connections blocking commands run on (WebSocket only: the native library
         # runs commands on worker threads of its own), set by _opened.
         self._lanes: _Lanes | None = None
+        # The connection serve's answers go on, opened when a responder first takes
+        # requests (WebSocket with 3 connections or more: _opens_answers), so that no
+        # command or call ever runs in front of an answer; else the first connection.
+        self._answers: _Transport | None = None
+        self._answers_opening: asyncio.Task[None] | None = None
+        # Opens one more connection to the core (keepalive or not); set by connect.
+        self._open_connection: Callable[[bool], Awaitable[_Transport]] | None = None
+        self._opens_answers = False
+        self._overdue_margin = OVERDUE_MARGIN
+        self._background: set[asyncio.Task[None]] = set()
         # Each command sent and not answered yet, by corrId: the connection it went on.
         # Kept past a timeout, until the core's late answer: the core still works on it,
         # and the connection runs nothing else meanwhile (Server.hs).
@@ -306,13 +325,19 @@ class _CoreBase:
         to one connection (``apps/simplex-chat/Server.hs``). So a ``ChatCore`` is
         a small pool of at most ``connections`` connections to one core, whose
         events are read as one stream (each reaches its consumer whichever
-        connection carried it): the first carries the commands and ``serve``'s
-        answers; each blocking ``/_service_request`` runs on another, opened when
-        first needed, one request at a time. So at most ``connections - 1``
-        service requests are in flight at once (more wait, in order, for a free
-        connection), and a bot that calls and serves keeps answering while its
-        calls wait. With ``connections=1`` every command shares one connection
-        (a request then waits behind the others, as in the core).
+        connection carried it): the first carries the commands; ``serve``'s
+        answers get one of their own when ``serve`` starts, so that no command
+        and no call ever runs in front of an answer; each blocking
+        ``/_service_request`` runs on another, opened when first needed, one
+        request at a time. So at most ``connections - 2`` service requests are in
+        flight at once (more wait, in order, for a free connection), and a bot
+        that calls and serves keeps answering while its calls and its slow
+        commands wait. With ``connections=2`` the answers share the first
+        connection with the commands; with ``connections=1`` every command
+        shares one connection (a request then waits behind the others, as in the
+        core). A command the core leaves unanswered ``OVERDUE_MARGIN`` (30)
+        seconds past its own timeout has its connection dropped and replaced,
+        with a WARNING.
 
         One client per core: another program connected to the same core (a
         second ``ChatCore``, ``simplex-rpc call`` against the bot's own core, a
@@ -337,19 +362,30 @@ class _CoreBase:
         }
         transport = _WebSocketTransport(url, ping_interval=ping_interval, **options)
         async with cls._opened(transport, event_buffer, event_hold) as core:
-            if connections > 1:
 
-                async def open_lane() -> _Transport:
-                    # No keepalive on a lane: its connection is busy whenever it is used.
-                    lane = _WebSocketTransport(url, ping_interval=None, **options)
-                    await lane.open(core)
-                    if core._failure is not None:  # pragma: no cover - lost meanwhile
-                        await lane.close()
-                        raise ChatCoreClosed(str(core._failure))
-                    log.debug("opened a connection for service requests to %s", lane.description)
-                    return lane
+            async def open_connection(keepalive: bool) -> _Transport:
+                connection = _WebSocketTransport(
+                    url, ping_interval=ping_interval if keepalive else None, **options
+                )
+                await connection.open(core)
+                if core._failure is not None:  # pragma: no cover - lost meanwhile
+                    await connection.close()
+                    raise ChatCoreClosed(str(core._failure))
+                if core._pausers:
+                    connection.pause_reading()  # the responders' back-pressure holds
+                return connection
 
-                core._lanes = _Lanes(open_lane, connections - 1)
+            async def open_lane() -> _Transport:
+                # No keepalive on a lane: its connection is busy whenever it is used.
+                lane = await open_connection(False)
+                log.debug("opened a connection for service requests to %s", lane.description)
+                return lane
+
+            core._open_connection = open_connection
+            core._opens_answers = connections >= 3
+            lanes = connections - 1 - core._opens_answers
+            if lanes:
+                core._lanes = _Lanes(open_lane, lanes)
             log.info("connected to the chat core at %s", transport.description)
             yield core
 
@@ -416,9 +452,112 @@ class _CoreBase:
             await transport.close()
 
     def _transports(self) -> list[_Transport]:
-        """Every connection of this core: the first, then the lanes."""
+        """Every connection of this core: the first, the answers', then the lanes."""
         lanes = self._lanes.lanes if self._lanes is not None else []
-        return [self._transport, *lanes]
+        answers = [self._answers] if self._answers is not None else []
+        return [self._transport, *answers, *lanes]
+
+    # -- the answers' connection ------------------------------------------------------
+
+    def _want_answer_lane(self) -> None:
+        """A responder takes requests: open the connection its answers go on (once)."""
+        if (
+            self._opens_answers
+            and self._answers is None
+            and self._answers_opening is None
+            and self._failure is None
+        ):
+            self._answers_opening = asyncio.create_task(
+                self._open_answer_lane(), name="simplex-rpc-answers-open"
+            )
+
+    async def _open_answer_lane(self) -> None:
+        assert self._open_connection is not None
+        try:
+            lane = await self._open_connection(True)
+        except ChatCoreClosed as exc:
+            if self._failure is None:
+                log.warning(
+                    "cannot open a connection for serve's answers (%s): they share the"
+                    " first connection with the commands",
+                    exc,
+                )
+            return
+        if self._failure is not None:  # pragma: no cover - closed meanwhile
+            await lane.close()
+            return
+        self._answers = lane
+        log.debug("opened a connection for serve's answers to %s", lane.description)
+
+    async def _answers_connection(self) -> _Transport:
+        """The connection for ``/_service_response``: the answers' own once open (waited
+        for while it opens), else the first."""
+        opening = self._answers_opening
+        if opening is not None and not opening.done():
+            await asyncio.wait([opening])  # its end, however it ends (closed: cancelled)
+        if self._failure is not None:
+            raise ChatCoreClosed(str(self._failure))
+        return self._answers if self._answers is not None else self._transport
+
+    # -- a command the core never answers ------------------------------------------
+
+    def _late(self, corr_id: str, name: str) -> None:
+        """``corr_id``'s wait ended unanswered: if the core has still not answered it
+        ``_overdue_margin`` seconds later, its connection is dropped and replaced."""
+        if corr_id in self._route and self._failure is None:
+            loop = asyncio.get_running_loop()
+            loop.call_later(self._overdue_margin, self._overdue, corr_id, name)
+
+    def _overdue(self, corr_id: str, name: str) -> None:
+        transport = self._route.get(corr_id)
+        if transport is None or self._failure is not None or transport.retired:
+            return  # answered meanwhile, or already replaced
+        if self._open_connection is None:
+            return  # the native library runs each command on a worker of its own
+        log.warning(
+            "the chat core has not answered %s (command %s) %g s after its wait ended: its"
+            " connection to %s is dropped and another opened (an event that connection"
+            " had taken is lost with it)",
+            name,
+            show(corr_id, 40),
+            self._overdue_margin,
+            transport.description,
+        )
+        task = asyncio.create_task(self._replace(transport), name="simplex-rpc-replace")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _replace(self, old: _Transport) -> None:
+        """Drop ``old`` (a command on it was never answered): its commands fail with
+        :class:`_AnswerLost` (each may have run); a lane is replaced when a request needs
+        one, the first connection and the answers' at once."""
+        assert self._open_connection is not None
+        old.retired = True
+        try:
+            if self._lanes is not None and old in self._lanes.lanes:
+                self._lanes.retire(old)
+            elif old is self._answers:
+                self._answers = None
+                self._answers_opening = None
+                self._want_answer_lane()
+            elif old is self._transport:
+                try:
+                    self._transport = await self._open_connection(True)
+                except ChatCoreClosed as exc:
+                    self._lost(f"could not be replaced after a command went unanswered ({exc})")
+                    return
+            reason = redact(
+                f"the connection to the chat core ({old.description}) was dropped: a command"
+                " on it went unanswered"
+            )
+            for corr_id, transport in list(self._route.items()):
+                if transport is old:
+                    del self._route[corr_id]
+                    future = self._pending.get(corr_id)
+                    if future is not None and not future.done():
+                        future.set_exception(_AnswerLost(reason))
+        finally:
+            await old.close()  # also when the core is closed meanwhile
 
     # -- input from transports -------------------------------------------------
 
@@ -650,6 +789,7 @@ class _CoreBase:
         if self._failure is not None:
             raise ChatCoreClosed(str(self._failure))
         self._expects_requests = True
+        self._want_answer_lane()
         if sink not in self._request_sinks:
             self._request_sinks.add(sink)
             self._take_held_requests(sink)
@@ -770,6 +910,10 @@ class _CoreBase:
         for reply, reply_error in replies:
             reply.set_exception(reply_error)
         self._drop_held()
+        if self._answers_opening is not None:
+            self._answers_opening.cancel()
+        for task in list(self._background):
+            task.cancel()
         if self._lanes is not None:
             self._lanes.lost(self._failure)
         self._route.clear()
@@ -854,7 +998,12 @@ class _CoreBase:
         debug = log.isEnabledFor(logging.DEBUG)
         if debug:
             log.debug("command %s: %s", corr_id, show(cmd, 300))
-        connection = transport if transport is not None else self._transport
+        if transport is not None:
+            connection = transport
+        elif cmd.startswith(_ANSWER_COMMAND):
+            connection = await self._answers_connection()
+        else:
+            connection = self._transport
         try:
             await connection.send(self, corr_id, cmd)
         except BaseException:
@@ -866,7 +1015,7 @@ class _CoreBase:
             connection.in_flight += 1
             self._route[corr_id] = connection
         timer = (
-            loop.call_later(timeout, self._time_out, future)
+            loop.call_later(timeout, self._time_out, future, corr_id, cmd)
             if timeout is not None and not future.done()
             else None
         )
@@ -891,25 +1040,28 @@ class _CoreBase:
     ) -> _Reply:
         """:meth:`_post_command` without a timeout, its answer handed to ``on_answer`` as
         it is read (a :class:`_Reply`: no future, no step of the loop per answer)."""
-        reply = _Reply(self, corr_id, on_answer)
+        connection = (
+            await self._answers_connection() if cmd.startswith(_ANSWER_COMMAND) else self._transport
+        )
+        reply = _Reply(self, corr_id, on_answer, _command_name(cmd))
         self._pending[corr_id] = reply
         if reply.debug:
             log.debug("command %s: %s", corr_id, show(cmd, 300))
         try:
-            await self._transport.send(self, corr_id, cmd)
+            await connection.send(self, corr_id, cmd)
         except BaseException:
             self._pending.pop(corr_id, None)  # never sent: never called back
             raise
         if not reply.done():
             self._sent.add(corr_id)
-            self._transport.in_flight += 1
-            self._route[corr_id] = self._transport
+            connection.in_flight += 1
+            self._route[corr_id] = connection
         return reply
 
-    @staticmethod
-    def _time_out(future: asyncio.Future[dict[str, Any]]) -> None:
+    def _time_out(self, future: asyncio.Future[dict[str, Any]], corr_id: str, cmd: str) -> None:
         if not future.done():
             future.set_exception(ChatCoreTimeout("no answer in time"))
+            self._late(corr_id, _command_name(cmd))
 
     def events(self) -> EventStream:
         """Subscribe to the core's events (from now on); iterate the result."""
@@ -999,13 +1151,14 @@ class _Reply:
     pipelining thousands of answers a second pays no future and no step of the loop
     for each acknowledgement. The callback must not raise (what it raises is logged)."""
 
-    __slots__ = ("_callback", "_core", "_done", "_error", "_result", "corr_id", "debug")
+    __slots__ = ("_callback", "_core", "_done", "_error", "_result", "corr_id", "debug", "name")
 
     def __init__(
-        self, core: _CoreBase, corr_id: str, callback: Callable[[_Reply], None]
+        self, core: _CoreBase, corr_id: str, callback: Callable[[_Reply], None], name: str
     ) -> None:
         self._core = core
         self.corr_id = corr_id
+        self.name = name
         self._callback = callback
         self._done = False
         self._result: dict[str, Any] | None = None
@@ -1039,6 +1192,8 @@ class _Reply:
         if not self._done:
             self._error = error
             self._finish()
+            if isinstance(error, ChatCoreTimeout):  # its caller stopped waiting for it
+                self._core._late(self.corr_id, self.name)
 
     def _finish(self) -> None:
         self._done = True

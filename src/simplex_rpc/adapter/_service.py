@@ -16,9 +16,9 @@ import logging
 import math
 import re
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from .._bindings import RPC_JSON_LIMIT
 from .._wire import strict_json as _json
@@ -33,9 +33,10 @@ from .._wire.envelope import (
 )
 from .._wire.keys import PublicKey, SigningKey
 from .._wire.redact import show
-from .._wire.seal import MAX_RESPONSE, max_response_payload
+from .._wire.seal import MAX_RESPONSE, REQUEST_PADDED_LENGTH, max_response_payload
 from ..errors import ChatCoreError, EnvelopeError, KeyFormatError, SimplexRpcError
 from ._admission import Admission, Decision, Ticket, Verdict, WindowSeen
+from ._answers import AnswerGate, AnswerStoreProtocol
 from ._budget import RateLimit, _Limiter
 from ._core import (
     DEFAULT_COMMAND_TIMEOUT,
@@ -51,6 +52,7 @@ from ._core import (
 )
 from ._declare import _Declarations
 from ._errors import ChatCoreClosed, ChatCoreTimeout, _AnswerLost
+from ._raw import ENVELOPE_ERRORS, ErrorFormat, RawRequest, check_error_format
 
 #: The core accepts a response within 180 seconds of receiving the request
 #: (the protocol text, "Service RPC transport", Requirements).
@@ -123,6 +125,8 @@ class ServiceRequest:
 
 Handler = Callable[[ServiceRequest], Any]
 """A responder's handler: returns (or, if async, resolves to) a Response or a JSON value."""
+RawHandler = Callable[[RawRequest], Any]
+"""A raw responder's handler: returns (or, if async, resolves to) the answer, a JSON object."""
 
 
 def _check_target(target: object) -> str:
@@ -174,15 +178,7 @@ def service_request_command(
     _check_target(target)
     if not isinstance(request, Request):
         raise TypeError(f"request: expected a Request, got {type(request).__name__}")
-    parts = ["/_service_request", str(user_id), target]
-    if timeout is not None:
-        if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
-            raise SimplexRpcError("timeout: expected a positive whole number of seconds")
-        parts.append(f"timeout={timeout}")
-    if sign_key is not None:
-        if not isinstance(sign_key, SigningKey):
-            raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
-        parts.append(f"sign_key={sign_key.encode()}")
+    _check_command_options(user_id, target, timeout, sign_key)
     if request.request_key is not None and (
         sign_key is None or sign_key.public_key != request.request_key
     ):
@@ -192,7 +188,71 @@ def service_request_command(
             "requestKey: the request names a key that does not sign it"
             + (" (no sign_key given)" if sign_key is None else " (sign_key has another key)")
         )
-    parts.append(request.to_json().decode("utf-8"))
+    return _command(user_id, target, request.to_json(), timeout, sign_key)
+
+
+def raw_request_command(
+    user_id: int,
+    target: str,
+    obj: Mapping[str, Any],
+    *,
+    timeout: int | None = DEFAULT_REQUEST_TIMEOUT,
+    sign_key: SigningKey | None = None,
+) -> str:
+    """The exact command text of a raw service request: ``obj`` (any JSON object) as
+    compact strict JSON, in ``/_service_request <userId> <target> [timeout=<s>]
+    [sign_key=<key>] <json>``.
+
+    A value that is not strict JSON, and a request longer than the agent's block
+    can carry (:data:`MAX_RAW_REQUEST` bytes, before the reply queue's address
+    is counted), raise :class:`SimplexRpcError` before anything is sent. The
+    text holds the private key when ``sign_key`` is given (never log it unredacted).
+    """
+    _check_command_options(user_id, target, timeout, sign_key)
+    if not isinstance(obj, Mapping):
+        raise TypeError(f"obj: expected a JSON object (a dict), got {type(obj).__name__}")
+    try:
+        payload = _json.dumps(dict(obj))
+        _json.check(payload)
+    except (_json.JsonError, TypeError, ValueError) as exc:
+        raise SimplexRpcError(f"request: not strict JSON: {show(str(exc), 200)}") from None
+    if len(payload) > MAX_RAW_REQUEST:
+        raise SimplexRpcError(
+            f"request: {len(payload)} bytes of JSON cannot fit the agent's block (at most"
+            f" {MAX_RAW_REQUEST} bytes, less the reply queue's address and the signature)"
+        )
+    return _command(user_id, target, payload, timeout, sign_key)
+
+
+#: The longest request JSON the agent's block could ever carry: 11,106 bytes less the
+#: length prefix, the tag, the queue count and an absent signature
+#: (``max_request_payload`` with no reply queue); a real queue's address takes more.
+MAX_RAW_REQUEST: Final = REQUEST_PADDED_LENGTH - 2 - 2 - 1
+
+
+def _check_command_options(
+    user_id: int, target: str, timeout: int | None, sign_key: SigningKey | None
+) -> None:
+    _check_user_id(user_id)
+    _check_target(target)
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1
+    ):
+        raise SimplexRpcError("timeout: expected a positive whole number of seconds")
+    if sign_key is not None and not isinstance(sign_key, SigningKey):
+        raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
+
+
+def _command(
+    user_id: int, target: str, payload: bytes, timeout: int | None, sign_key: SigningKey | None
+) -> str:
+    """The command text of one request whose JSON is ``payload`` (all checked already)."""
+    parts = ["/_service_request", str(user_id), target]
+    if timeout is not None:
+        parts.append(f"timeout={timeout}")
+    if sign_key is not None:
+        parts.append(f"sign_key={sign_key.encode()}")
+    parts.append(payload.decode("utf-8"))
     return " ".join(parts)
 
 
@@ -243,16 +303,35 @@ def _parse_response_data(data: object) -> Response:
     refused, naming its size and the limit (``service_request`` raises it as
     :class:`ChatCoreError`).
     """
+    return Response.parse(_response_text(data))
+
+
+def _response_text(data: object) -> str | bytes:
+    """``responseData``'s JSON text (:func:`_envelope_json`), refused as
+    :class:`_ResponseTooLong` past the longest response a core carries."""
     text = _envelope_json(data, "response", "responseData")
     too_long = _response_too_long(text)
     if too_long is not None:
         raise _ResponseTooLong(too_long)
-    return Response.parse(text)
+    return text
+
+
+#: responseData came as JSON text: the decoder reads it.
+_UNREAD: Final = object()
+_T = TypeVar("_T")
+
+
+def _timed_out(exc: ChatCoreError) -> bool:
+    """A timeout that hides the outcome: the library's own wait for the core, or the
+    core's ``A_SERVICE ASETimeout`` (no response in time)."""
+    return isinstance(exc, ChatCoreTimeout) or exc.type_path.endswith("/ASETimeout")
 
 
 def _parse_request_data(data: object) -> Request:
-    """The request envelope from a ``serviceRequest``'s ``requestData``."""
-    return Request.parse(_envelope_json(data, "request", "requestData"))
+    """The request envelope from a ``serviceRequest``'s ``requestData`` (any value: an
+    object is encoded and read again strictly), as ``serve`` reads it; else
+    :class:`EnvelopeError`."""
+    return request_from_value(_request_object(None, data, trusted=False))
 
 
 class _ServiceRpc:
@@ -348,42 +427,149 @@ class _ServiceRpc:
         ``retries`` times, and not when ``retryAfter`` exceeds
         ``max_retry_after``; an error without ``retryAfter`` (any code, known
         or not) is final. Errors of the core raise :class:`ChatCoreError`.
+
+        A layer over the raw call (:meth:`service_request_raw`): the envelope is
+        its codec, and the repeats are the same (the identical bytes), except
+        that a timeout is not repeated here.
         """
+        cmd = service_request_command(user_id, target, request, timeout=timeout, sign_key=sign_key)
+
+        def decode(text: str | bytes, _value: object) -> tuple[Response, int | None]:
+            response = Response.parse(text)
+            error = response.error
+            return response, None if error is None else error.retry_after
+
+        return await self._exchange(
+            cmd, target, timeout, retries, max_retry_after, on_timeout=False, decode=decode
+        )
+
+    async def service_request_raw(
+        self,
+        user_id: int,
+        target: str,
+        obj: Mapping[str, Any],
+        *,
+        timeout: int | None = DEFAULT_REQUEST_TIMEOUT,
+        sign_key: SigningKey | None = None,
+        retries: int = 0,
+        max_retry_after: float | None = None,
+        retry_on_timeout: bool = True,
+        errors: ErrorFormat = ENVELOPE_ERRORS,
+    ) -> dict[str, Any]:
+        """Send any JSON object as one request and return the answer object.
+
+        Sends ``/_service_request <userId> <target> [timeout=<s>] [sign_key=<key>]
+        <json>`` with ``obj`` as compact strict JSON (:func:`raw_request_command`:
+        a value that is not strict JSON, or longer than the agent's block can
+        carry, is refused before sending) and returns ``responseData`` read with
+        the library's strict rules; it must be a JSON object no longer than a
+        response can be (14,829 bytes), else :class:`EnvelopeError` (not an
+        object, not strict JSON) or :class:`ChatCoreError` (too long).
+
+        The retry policy (``retries`` repeats at most, 0 by default): each repeat
+        sends the identical bytes, signed with the same key, so that a responder
+        with an answer store (``answers=``) answers it from the store and runs
+        nothing twice. It repeats only
+
+        * an answer that ``errors`` (an :class:`ErrorFormat`, the protocol text's
+          ``{"error": {...}}`` by default) reads as an error with ``retryAfter``,
+          after those seconds, and not when they exceed ``max_retry_after``;
+        * with ``retry_on_timeout``, a request whose outcome a timeout hid: the
+          core's ``ASETimeout`` or this library's own wait for the core
+          (:class:`ChatCoreTimeout`), at once.
+
+        Never on a timer of its own. A repeat after a timeout reaches the handler
+        again unless the service answers repeats idempotently (an answer store, or
+        a rule of its own): pass ``retry_on_timeout=False`` for one that does not.
+        The last answer is returned, an error answer included; the last timeout is
+        raised.
+        """
+        errors = check_error_format(errors)
+        if not isinstance(retry_on_timeout, bool):
+            raise SimplexRpcError("retry_on_timeout: expected True or False")
+        cmd = raw_request_command(user_id, target, obj, timeout=timeout, sign_key=sign_key)
+
+        def decode(text: str | bytes, value: object) -> tuple[dict[str, Any], int | None]:
+            if value is _UNREAD:
+                try:
+                    value = _json.loads(text)
+                except _json.JsonError as exc:
+                    raise EnvelopeError(f"response: {exc}") from None
+            if not isinstance(value, dict):
+                raise EnvelopeError(
+                    f"response: expected a JSON object, got {_json.json_type(value)}"
+                )
+            return value, errors.retry_after(value)
+
+        return await self._exchange(
+            cmd,
+            target,
+            timeout,
+            retries,
+            max_retry_after,
+            on_timeout=retry_on_timeout,
+            decode=decode,
+        )
+
+    async def _exchange(
+        self,
+        cmd: str,
+        target: str,
+        timeout: int | None,
+        retries: int,
+        max_retry_after: float | None,
+        *,
+        on_timeout: bool,
+        decode: Callable[[str | bytes, object], tuple[_T, int | None]],
+    ) -> _T:
+        """Send ``cmd`` (the identical text each time) and decode the ``responseData``;
+        repeat as :meth:`service_request_raw` says."""
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise SimplexRpcError("retries: expected a non-negative integer")
         if max_retry_after is not None:
             max_retry_after = check_seconds(max_retry_after, "max_retry_after")
-        cmd = service_request_command(user_id, target, request, timeout=timeout, sign_key=sign_key)
         _check_service_target(target)
         wait_for = (
             float(timeout if timeout is not None else DEFAULT_REQUEST_TIMEOUT) + _REQUEST_GRACE
         )
         attempt = 0
         while True:
-            resp = await self._core.command(cmd, timeout=wait_for)
+            try:
+                resp = await self._core.command(cmd, timeout=wait_for)
+            except ChatCoreError as exc:
+                if not on_timeout or attempt >= retries or not _timed_out(exc):
+                    raise
+                attempt += 1
+                log.info(
+                    "service request timed out (%s): repeating the identical request (%d of %d)",
+                    exc.type_path or type(exc).__name__,
+                    attempt,
+                    retries,
+                )
+                continue
             if resp.get("type") != "serviceResponse":
                 raise ChatCoreError(
                     f"unexpected answer {show(resp.get('type'), 60)} to /_service_request"
                 )
+            data = resp.get("responseData")
             try:
-                response = _parse_response_data(resp.get("responseData"))
-            except _ResponseTooLong as exc:  # no envelope a core can carry: the core's fault
+                text = _response_text(data)
+            except _ResponseTooLong as exc:  # no answer a core can carry: the core's fault
                 raise ChatCoreError(str(exc)) from None
-            error = response.error
-            if error is None or error.is_final() or attempt >= retries:
-                return response
-            assert error.retry_after is not None
-            if max_retry_after is not None and error.retry_after > max_retry_after:
-                return response
+            # responseData's object was read strictly with its frame: not read again.
+            answer, retry_after = decode(text, data if isinstance(data, dict) else _UNREAD)
+            if retry_after is None or attempt >= retries:
+                return answer
+            if max_retry_after is not None and retry_after > max_retry_after:
+                return answer
             attempt += 1
             log.info(
-                "service request answered %s with retryAfter %d: repeating (%d of %d)",
-                show(error.code, 40),
-                error.retry_after,
+                "service request answered with retryAfter %d: repeating (%d of %d)",
+                retry_after,
                 attempt,
                 retries,
             )
-            await asyncio.sleep(error.retry_after)
+            await asyncio.sleep(retry_after)
 
     def _unserved_request(self, item: _Held, now: float, stray: bool = False) -> None:
         """A request held for a ``serve()`` that did not come within ``event_hold``, or
@@ -457,6 +643,70 @@ class _ServiceRpc:
                 show(resp.get("type"), 60),
             )
 
+    async def serve_raw(
+        self,
+        user_id: int,
+        handler: RawHandler,
+        *,
+        concurrency: int = 32,
+        handler_timeout: float = DEFAULT_HANDLER_TIMEOUT,
+        rate_limit: RateLimit | Sequence[RateLimit] | None = None,
+        max_response_bytes: int = RPC_JSON_LIMIT,
+        max_queue: int = DEFAULT_MAX_QUEUE,
+        grace: float = DEFAULT_GRACE,
+        answers: AnswerStoreProtocol | None = None,
+        errors: ErrorFormat = ENVELOPE_ERRORS,
+        ready: asyncio.Event | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> ServeOutcome:
+        """Answer every ``serviceRequest`` event for ``user_id`` with any JSON object,
+        until stopped: the responder under every envelope.
+
+        ``handler`` is called with a :class:`RawRequest` (``request_id``,
+        ``signer``: the verified key or None, ``data``: the request, a JSON object
+        read strictly) and returns (or, if async, resolves to) the answer object.
+        The responder answers on its own, in the shape ``errors`` says (an
+        :class:`ErrorFormat`; the protocol text's ``{"error": {...}}`` by
+        default, :data:`TYPED_ERRORS` for ``{"type": "error", ...}``):
+        ``bad_request`` to a request that is not a strict JSON object or whose
+        ``signerKey`` is not an Ed25519 key; ``rate_limited`` with ``retryAfter``
+        past a budget or when shedding; ``internal`` when the handler raises or
+        returns anything but a JSON object, or runs past its deadline; ``too_large``
+        past ``max_response_bytes``. Every other rule is :meth:`serve`'s: exactly
+        one answer per request, deadlines from arrival, ``concurrency``,
+        ``max_queue``, shedding, ``requestId`` repeats, the graceful stop
+        (``stop``, cancellation, ``grace``), ``ready``, the returned
+        :class:`ServeOutcome`.
+
+        ``answers`` (an :class:`AnswerStore`, a :class:`SQLiteAnswerStore` or any
+        :class:`AnswerStoreProtocol`): idempotent answers. A request repeating one
+        answered within the store's window, from the same signer with the same
+        bytes (the key: the signer and the SHA-256 of ``requestData`` as the core
+        delivers it), gets the stored answer and the handler does not run; a
+        repeat that comes while the first still runs waits for its answer. An
+        answer the handler failed to give (``internal``) and one with
+        ``retryAfter`` are not kept. Unsigned requests are kept only by a store
+        made with ``unsigned=True``. A repeat answered from the store passes the
+        budgets like any request (it takes a token of the limits that count every
+        request) but never counts as a failure: only a fresh run's error answer
+        does. The ``requestId`` rule is another: a request the core reports twice
+        (the same ``requestId``) is answered once, and never reaches the store.
+        """
+        responder = _Responder(
+            self._core,
+            _check_user_id(user_id),
+            handler,
+            concurrency=concurrency,
+            handler_timeout=handler_timeout,
+            rate_limit=rate_limit,
+            max_response_bytes=max_response_bytes,
+            max_queue=max_queue,
+            grace=grace,
+            answers=answers,
+            errors=errors,
+        )
+        return await responder.run(ready, stop)
+
     async def serve(
         self,
         user_id: int,
@@ -473,8 +723,13 @@ class _ServiceRpc:
         declare: bool = False,
         ready: asyncio.Event | None = None,
         stop: asyncio.Event | None = None,
+        answers: AnswerStoreProtocol | None = None,
     ) -> ServeOutcome:
         """Answer every ``serviceRequest`` event for ``user_id``, until stopped.
+
+        A layer over :meth:`serve_raw`: the protocol text's envelope is its codec
+        (read, checked and answered below), and everything else is the raw
+        responder's, ``answers=`` included.
 
         ``ready`` (an :class:`asyncio.Event`), when given, is set once requests are
         taken: a request sent after that is answered (one that came before is too,
@@ -537,18 +792,22 @@ class _ServiceRpc:
         is queued (the handlers in flight are cancelled: their answers could
         not be sent).
         """
+        user_id = _check_user_id(user_id)
+        envelope = _EnvelopeHandler(handler, protocols, versions, user_id)
         responder = _Responder(
             self._core,
-            _check_user_id(user_id),
-            handler,
-            protocols=protocols,
-            versions=versions,
+            user_id,
+            envelope,
             concurrency=concurrency,
             handler_timeout=handler_timeout,
             rate_limit=rate_limit,
             max_response_bytes=max_response_bytes,
             max_queue=max_queue,
             grace=grace,
+            answers=answers,
+            errors=ENVELOPE_ERRORS,
+            timeout_code=envelope.timeout_code,
+            serving=", ".join(sorted(envelope.protocols)),
         )
         if not declare:
             return await responder.run(ready, stop)
@@ -559,7 +818,7 @@ class _ServiceRpc:
         runner = asyncio.create_task(responder.run(None, stop))
         try:
             await self._declarations._declare_transport(
-                user_id, sorted(responder.protocols), "rpc", versions
+                user_id, sorted(envelope.protocols), "rpc", versions
             )
             if ready is not None:
                 ready.set()  # requests were taken all along; now the profile says so too
@@ -575,6 +834,100 @@ class _ServiceRpc:
 
 # ---------------------------------------------------------------------------
 # The responder
+
+
+class _EnvelopeHandler:
+    """``serve``'s codec over the raw responder: the protocol text's envelope read,
+    checked (``requestKey``, protocols, versions) and passed to the handler as a
+    :class:`ServiceRequest`; its result answered as a response envelope."""
+
+    def __init__(
+        self,
+        handler: Handler,
+        protocols: Iterable[str],
+        versions: Mapping[str, Collection[Any]] | None,
+        user_id: int,
+    ) -> None:
+        if not callable(handler):
+            raise TypeError("handler: expected a callable")
+        if isinstance(protocols, str):
+            raise TypeError("protocols: expected a collection of protocol names, not one string")
+        self.protocols = frozenset(check_protocol_name(p, "protocols") for p in protocols)
+        if not self.protocols:
+            raise SimplexRpcError("protocols: at least one protocol must be served")
+        self.versions: dict[str, frozenset[str]] = {}
+        for name, served in (versions or {}).items():
+            check_protocol_name(name, "versions")
+            if name not in self.protocols:
+                raise SimplexRpcError(f"versions: {name!r} is not among the served protocols")
+            if isinstance(served, (str, bytes)) or not isinstance(served, Collection):
+                raise SimplexRpcError(
+                    f"versions[{name!r}]: expected a collection of versions, got"
+                    f" {type(served).__name__}"
+                )
+            self.versions[name] = frozenset(_version_key(v) for v in served)
+        self.handler = handler
+        self.user_id = user_id
+
+    @staticmethod
+    def timeout_code(raw: RawRequest | None) -> str:
+        """The answer to a handler past its deadline: ``conversation_required`` for
+        ``a2a`` (the A2A binding's rule), ``internal`` otherwise."""
+        if raw is not None and raw.data.get("protocol") == "a2a":
+            return ErrorCode.CONVERSATION_REQUIRED
+        return ErrorCode.INTERNAL
+
+    def __call__(self, raw: RawRequest) -> Any:
+        """The answer object, or (for an async handler) an awaitable of it: a synchronous
+        handler's request costs no coroutine of its own."""
+        rid = _Shown(raw.request_id, 80)
+        try:
+            request = request_from_value(raw.data)
+        except EnvelopeError as exc:
+            log.info("request %s: bad envelope: %s", rid, show(str(exc), 200))
+            return _failure(ErrorCode.BAD_REQUEST, str(exc)[:300]).to_dict()
+        protocol = request.protocol
+        key_error = check_request_key(request, raw.signer)
+        if key_error is not None:
+            return Response(error=key_error).to_dict()
+        if protocol not in self.protocols:
+            return _failure(
+                ErrorCode.UNSUPPORTED_PROTOCOL,
+                "this responder does not serve the protocol over Service RPC",
+            ).to_dict()
+        served = self.versions.get(protocol)
+        if served is not None and request.version is not UNSET:
+            try:
+                key = _version_key(request.version)
+            except (TypeError, ValueError):
+                key = ""
+            if key not in served:
+                return _failure(
+                    ErrorCode.UNSUPPORTED_VERSION, "this responder does not serve the version"
+                ).to_dict()
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "request %s: protocol %s, signer %s",
+                rid,
+                show(protocol, 40),
+                raw.signer.encode() if raw.signer else "none",
+            )
+        result = self.handler(
+            ServiceRequest(
+                request_id=raw.request_id, signer=raw.signer, request=request, user_id=raw.user_id
+            )
+        )
+        if inspect.isawaitable(result):
+            return _encoded(result)
+        response = result if isinstance(result, Response) else Response.success(result)
+        return response.to_dict()
+
+
+async def _encoded(result: Awaitable[Any]) -> dict[str, Any]:
+    """An async handler's result as a response envelope's object."""
+    value = await result
+    response = value if isinstance(value, Response) else Response.success(value)
+    return response.to_dict()
 
 
 def _version_key(value: Any) -> str:
@@ -596,10 +949,11 @@ class _Incoming:
     received: float  # the event loop's time when the frame was read
     started: float = 0.0  # the event loop's time when its handler started
     answering: bool = False  # its handler is done and its answer on the way
-    protocol: str | None = None  # once its envelope is read
+    raw: RawRequest | None = None  # once its JSON is read and it is admitted
     timed_out: bool = False  # answered at its deadline: a later result is dropped
     budgeted: bool = False  # admitted by the rate limits: its answer settles them
     signer: PublicKey | None = None  # the verified signer, once admitted
+    ran: dict[str, Any] | None = None  # the answer of its own handler's run (answers=)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -612,7 +966,8 @@ class ServeOutcome:
     grace, cancelled and answered ``internal``; ``failed``: answers the core refused
     or never got; ``repeats``: requests repeating a ``requestId``, not handled
     again; ``unanswered``: answers of the responder's own still waiting for the core
-    when the stop ended.
+    when the stop ended; ``stored``: of the ``answered``, those given from the answer
+    store (``answers=``) without a run of the handler.
     """
 
     answered: int = 0
@@ -621,12 +976,13 @@ class ServeOutcome:
     failed: int = 0
     repeats: int = 0
     unanswered: int = 0
+    stored: int = 0
 
 
 class _Outcome:
     """Counters of one ``serve``, for the overload lines and the summary."""
 
-    __slots__ = ("answered", "cancelled", "failed", "repeats", "shed", "unanswered")
+    __slots__ = ("answered", "cancelled", "failed", "repeats", "shed", "stored", "unanswered")
 
     def __init__(self) -> None:
         self.answered = 0  # handled, and the core took the answer (or lost its acknowledgement)
@@ -637,6 +993,7 @@ class _Outcome:
         # Answers of the responder's own never sent: past the outbox's bound, or still
         # waiting for the core when the stop ended (each counted in a logged line).
         self.unanswered = 0
+        self.stored = 0  # of the answered, given from the answer store
 
     def frozen(self) -> ServeOutcome:
         return ServeOutcome(
@@ -646,6 +1003,7 @@ class _Outcome:
             failed=self.failed,
             repeats=self.repeats,
             unanswered=self.unanswered,
+            stored=self.stored,
         )
 
 
@@ -730,35 +1088,26 @@ class _Responder:
         self,
         core: _CoreBase,
         user_id: int,
-        handler: Handler,
+        handler: RawHandler,
         *,
-        protocols: Iterable[str],
-        versions: Mapping[str, Collection[Any]] | None,
         concurrency: int,
         handler_timeout: float,
         rate_limit: RateLimit | Sequence[RateLimit] | None,
         max_response_bytes: int,
         max_queue: int,
         grace: float,
+        answers: AnswerStoreProtocol | None = None,
+        errors: ErrorFormat = ENVELOPE_ERRORS,
+        timeout_code: Callable[[RawRequest | None], str] | None = None,
+        serving: str = "raw requests",
     ) -> None:
         if not callable(handler):
             raise TypeError("handler: expected a callable")
-        if isinstance(protocols, str):
-            raise TypeError("protocols: expected a collection of protocol names, not one string")
-        self.protocols = frozenset(check_protocol_name(p, "protocols") for p in protocols)
-        if not self.protocols:
-            raise SimplexRpcError("protocols: at least one protocol must be served")
-        self.versions: dict[str, frozenset[str]] = {}
-        for name, served in (versions or {}).items():
-            check_protocol_name(name, "versions")
-            if name not in self.protocols:
-                raise SimplexRpcError(f"versions: {name!r} is not among the served protocols")
-            if isinstance(served, (str, bytes)) or not isinstance(served, Collection):
-                raise SimplexRpcError(
-                    f"versions[{name!r}]: expected a collection of versions, got"
-                    f" {type(served).__name__}"
-                )
-            self.versions[name] = frozenset(_version_key(v) for v in served)
+        self.errors = check_error_format(errors)
+        # Checks the store: "answers: expected an answer store (begin, finish, abandon)".
+        self.gate = AnswerGate(answers) if answers is not None else None
+        self.timeout_code = timeout_code
+        self.serving = serving
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise SimplexRpcError("concurrency: expected a positive integer")
         handler_timeout = check_seconds(handler_timeout, "handler_timeout")
@@ -902,10 +1251,10 @@ class _Responder:
             self._apply(self.admission.expire())
 
     def _shed(self, incoming: _Incoming, retry_after: int, why: str | None) -> None:
-        response = Response.failure(
-            ErrorCode.RATE_LIMITED, "the responder is overloaded", retry_after=retry_after
+        answer = self.errors.error(
+            ErrorCode.RATE_LIMITED, "the responder is overloaded", retry_after
         )
-        self._post(incoming.request_id, response, None, "shed")
+        self._post(incoming.request_id, answer, "shed")
         self.outcome.shed += 1
         if why is not None:
             self.overload.note(why)
@@ -921,7 +1270,7 @@ class _Responder:
         # The requests that came before serve (held by the core): taken now, oldest first,
         # their deadlines counting from their arrival.
         self.core._attach_requests(self)
-        log.info("serving %s for user %d", ", ".join(sorted(self.protocols)), self.user_id)
+        log.info("serving %s for user %d", self.serving, self.user_id)
         if ready is not None:
             ready.set()
         try:
@@ -1042,8 +1391,7 @@ class _Responder:
             )
             self._post(
                 incoming.request_id,
-                _failure(ErrorCode.INTERNAL, "the responder stopped before finishing"),
-                None,
+                self.errors.error(ErrorCode.INTERNAL, "the responder stopped before finishing"),
                 "cancelled",
             )
         # The last answers go out; a core that does not take them cannot hold the stop.
@@ -1071,11 +1419,13 @@ class _Responder:
         o = self.outcome
         log.info(
             "stopped serving user %d: %d answered, %d shed, %d cancelled"
-            " (%d repeats ignored, %d answers not taken by the core, %d not answered)",
+            " (%d from the answer store, %d repeats ignored, %d answers not taken by the"
+            " core, %d not answered)",
             self.user_id,
             o.answered,
             o.shed,
             o.cancelled,
+            o.stored,
             o.repeats,
             o.failed,
             o.unanswered,
@@ -1137,27 +1487,32 @@ class _Responder:
         if task is None or task.done() or self.failure is not None:
             return
         incoming.timed_out = True
-        protocol = incoming.protocol
-        code = ErrorCode.CONVERSATION_REQUIRED if protocol == "a2a" else ErrorCode.INTERNAL
+        code = ErrorCode.INTERNAL if self.timeout_code is None else self.timeout_code(incoming.raw)
         log.warning(
             "request %s: the handler did not finish within %g s of the request's arrival:"
             " answering %s",
             show(incoming.request_id, 80),
             self.handler_timeout,
-            code.value,
+            str(code),
         )
         self._post(
             incoming.request_id,
-            _failure(code, "the responder did not finish in time"),
-            protocol,
+            self.errors.error(code, "the responder did not finish in time"),
             "handled",
         )
         task.cancel()
 
-    def _post(self, request_id: str, response: Response, protocol: str | None, kind: str) -> None:
-        """Queue an answer for the writer. Never dropped: at the outbox's bound the core's
-        frames stop being read until the writer has caught up (back-pressure)."""
-        self.outbox.append(_Answer(request_id, response, protocol, kind))
+    def _post(
+        self,
+        request_id: str,
+        answer: dict[str, Any] | None,
+        kind: str,
+        payload: bytes | None = None,
+    ) -> None:
+        """Queue an answer (its object, or its checked JSON ``payload``) for the writer.
+        Never dropped: at the outbox's bound the core's frames stop being read until the
+        writer has caught up (back-pressure)."""
+        self.outbox.append(_Answer(request_id, answer, kind, payload))
         self.drained.clear()
         if len(self.outbox) >= _MAX_OUTBOX and not self.paused:
             self.paused = True
@@ -1206,18 +1561,20 @@ class _Responder:
         try:
             # Cancelled when serve stops (or loses the connection): _stop answers and
             # counts it; or at the deadline: _deadline has answered it.
-            response, protocol = await self._respond(incoming)
+            answer, payload, fresh = await self._respond(incoming)
         except asyncio.CancelledError:
             if incoming.timed_out:
                 return
             raise
         except Exception:  # pragma: no cover - defensive: one request never stops the loop
             log.error("request %s: answering failed", show(incoming.request_id, 80), exc_info=True)
-            response, protocol = _failure(ErrorCode.INTERNAL, "the responder failed"), None
+            answer, payload, fresh = self._internal(), None, True
         answering = self.admission.answering(ticket)
         if answering and incoming.budgeted and self.limiter is not None:
-            # Settled once the answer is known: a failures_only limit counts errors alone.
-            self.limiter.settle(incoming.signer, failed=response.error is not None)
+            # Settled once the answer is known: a failures_only limit counts errors alone,
+            # and only of a fresh run (an answer from the store ran nothing).
+            failed = fresh and answer is not None and self.errors.code(answer) is not None
+            self.limiter.settle(incoming.signer, failed=failed)
         if not answering:
             log.info(
                 "request %s: the handler returned after its deadline: its result is dropped",
@@ -1228,92 +1585,93 @@ class _Responder:
             self.outcome.failed += 1  # reported with the rest, by _report_lost or the summary
             return
         incoming.answering = True
-        self._post(incoming.request_id, response, protocol, "handled")
+        self._post(incoming.request_id, answer, "handled", payload)
 
-    async def _respond(self, incoming: _Incoming) -> tuple[Response, str | None]:
+    def _internal(self) -> dict[str, Any]:
+        return self.errors.error(ErrorCode.INTERNAL, "the responder failed")
+
+    def _bad_request(self, message: str) -> dict[str, Any]:
+        return self.errors.error(ErrorCode.BAD_REQUEST, message[:300])
+
+    async def _respond(
+        self, incoming: _Incoming
+    ) -> tuple[dict[str, Any] | None, bytes | None, bool]:
+        """The answer to one request: its object (None when only its JSON is known, an
+        answer from the store), its checked JSON when known, and whether it is fresh
+        (not from the store)."""
         rid = _Shown(incoming.request_id, 80)
         if incoming.frame_error is not None:
             log.info(
                 "request %s: the event is not strict JSON: %s", rid, show(incoming.frame_error, 120)
             )
             return (
-                _failure(
-                    ErrorCode.BAD_REQUEST,
-                    f"the request is not strict JSON: {incoming.frame_error}"[:300],
-                ),
+                self._bad_request(f"the request is not strict JSON: {incoming.frame_error}"),
                 None,
+                True,
             )
         signer: PublicKey | None = None
         if incoming.signer_key is not None:
             if not isinstance(incoming.signer_key, str):
-                return _failure(ErrorCode.BAD_REQUEST, "the signer key is not a key"), None
+                return self._bad_request("the signer key is not a key"), None, True
             try:
                 # PublicKey.decode remembers the few keys a requester signs with.
                 signer = PublicKey.decode(incoming.signer_key)
             except KeyFormatError:
-                return _failure(ErrorCode.BAD_REQUEST, "the signer key is not an Ed25519 key"), None
+                return self._bad_request("the signer key is not an Ed25519 key"), None, True
         if self.limiter is not None:
-            # Before the envelope is read: a failures_only limit counts its errors too.
+            # Before the request is read: a failures_only limit counts its errors too.
             wait = self.limiter.check(signer)
             if wait is not None:
-                return (
-                    Response.failure(ErrorCode.RATE_LIMITED, "too many requests", retry_after=wait),
-                    None,
-                )
+                answer = self.errors.error(ErrorCode.RATE_LIMITED, "too many requests", wait)
+                return answer, None, True
             incoming.budgeted, incoming.signer = True, signer
         try:
-            if incoming.envelope is not None:
-                # The envelope's text as it came: nothing decoded and encoded again.
-                request = Request.parse(incoming.envelope)
-            elif isinstance(incoming.data, (dict, list)):
-                # The frame was read strictly whole (it has no error): requestData's value
-                # is the strict reading of its text (_frames.read_frame), not read again.
-                request = request_from_value(incoming.data)
-            else:
-                request = _parse_request_data(incoming.data)
+            data = _request_value(incoming)
         except EnvelopeError as exc:
-            log.info("request %s: bad envelope: %s", rid, show(str(exc), 200))
-            return _failure(ErrorCode.BAD_REQUEST, str(exc)[:300]), None
-        protocol = request.protocol
-        incoming.protocol = protocol
-        key_error = check_request_key(request, signer)
-        if key_error is not None:
-            return Response(error=key_error), protocol
-        if protocol not in self.protocols:
-            return (
-                _failure(
-                    ErrorCode.UNSUPPORTED_PROTOCOL,
-                    "this responder does not serve the protocol over Service RPC",
-                ),
-                protocol,
-            )
-        served = self.versions.get(protocol)
-        if served is not None and request.version is not UNSET:
-            try:
-                key = _version_key(request.version)
-            except (TypeError, ValueError):
-                key = ""
-            if key not in served:
-                return (
-                    _failure(
-                        ErrorCode.UNSUPPORTED_VERSION, "this responder does not serve the version"
-                    ),
-                    protocol,
-                )
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "request %s: protocol %s, signer %s",
-                rid,
-                show(protocol, 40),
-                signer.encode() if signer else "none",
-            )
-        service_request = ServiceRequest(
-            request_id=incoming.request_id, signer=signer, request=request, user_id=self.user_id
+            log.info("request %s: bad request: %s", rid, show(str(exc), 200))
+            return self._bad_request(str(exc)), None, True
+        raw = RawRequest(
+            request_id=incoming.request_id, signer=signer, data=data, user_id=self.user_id
         )
+        incoming.raw = raw
+        if self.gate is None:
+            answer, _keep = await self._run(raw)
+            return answer, None, True
+        # The key: the compact encoding of requestData's strict reading (member order
+        # kept), which is the text the core delivers (it writes compact JSON), the same
+        # whichever form the frame took.
+        try:
+            answered = await self.gate.answer(
+                signer, _json.dumps(data), functools.partial(self._run_kept, incoming, raw)
+            )
+        except SimplexRpcError as exc:
+            # The store failed in begin: running anyway could run twice what it would
+            # have answered from its file.
+            log.error("request %s: the answer store failed: %s", rid, exc)
+            return self._internal(), None, True
+        if answered.how == "ran":
+            return incoming.ran, answered.answer, True
+        if self.info:
+            log.info("request %s: answered from the answer store (%s)", rid, answered.how)
+        return None, answered.answer, False
+
+    async def _run_kept(self, incoming: _Incoming, raw: RawRequest) -> tuple[bytes, bool]:
+        """One run for the answer store: the answer's checked JSON, and whether to keep it
+        (not when the handler failed or the answer has retryAfter: a repeat runs again)."""
+        answer, keep = await self._run(raw)
+        answer, payload = self._payload(_Shown(raw.request_id, 80), answer)
+        incoming.ran = answer
+        if self.errors.retry_after(answer) is not None or self.errors.code(answer) == "internal":
+            keep = False
+        return payload, keep
+
+    async def _run(self, raw: RawRequest) -> tuple[dict[str, Any], bool]:
+        """The handler's answer to ``raw``, and False when it failed (answered internal)."""
+        rid = _Shown(raw.request_id, 80)
         try:
             # The core's window runs from the frame's arrival, not from when a
             # concurrency slot freed up: so does the deadline (a timer, see _start).
-            result = self.handler(service_request)
+            result = self.handler(raw)
             if inspect.isawaitable(result):
                 result = await result
         except asyncio.CancelledError:
@@ -1323,32 +1681,33 @@ class _Responder:
             # Not this task's cancellation, even while serve stops: the handler awaited
             # something that someone else cancelled.
             log.error("request %s: the handler raised CancelledError", rid)
-            return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
+            return self._internal(), False
         except Exception as exc:
             log.error("request %s: the handler raised %s", rid, type(exc).__name__, exc_info=True)
-            return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
-        response = result if isinstance(result, Response) else None
-        if response is None:
-            try:
-                response = Response.success(result)
-            except EnvelopeError:  # pragma: no cover - Response.success accepts any value
-                return _failure(ErrorCode.INTERNAL, "the responder failed"), protocol
-        return response, protocol
+            return self._internal(), False
+        if not isinstance(result, dict):
+            log.error(
+                "request %s: the handler returned %s, not a JSON object: answering internal",
+                rid,
+                type(result).__name__,
+            )
+            return self._internal(), False
+        return result, True
 
-    def _payload(self, rid: object, response: Response) -> tuple[Response, bytes]:
+    def _payload(self, rid: object, answer: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         """The answer's JSON under the library's strict rules and the size limit:
         a result they refuse is answered internal, one too long too_large."""
         try:
-            payload = response.to_json()
+            payload = _json.dumps(answer)
             _json.check(payload)  # what the requester's strict reader would refuse
-        except (EnvelopeError, _json.JsonError) as exc:
+        except (_json.JsonError, TypeError, ValueError) as exc:
             log.error(
                 "request %s: the handler's result is not strict JSON (%s): answering internal",
                 rid,
                 show(str(exc), 120),
             )
-            response = _failure(ErrorCode.INTERNAL, "the responder failed")
-            payload = response.to_json()
+            answer = self._internal()
+            payload = _json.dumps(answer)
         if len(payload) > self.max_response_bytes:
             log.warning(
                 "request %s: response of %d bytes exceeds %d: answering too_large",
@@ -1356,12 +1715,12 @@ class _Responder:
                 len(payload),
                 self.max_response_bytes,
             )
-            response = _failure(
+            answer = self.errors.error(
                 ErrorCode.TOO_LARGE,
                 f"the response exceeds the size limit of {self.max_response_bytes} bytes",
             )
-            payload = response.to_json()
-        return response, payload
+            payload = _json.dumps(answer)
+        return answer, payload
 
     async def _send(self, answer: _Answer) -> None:
         """Write one answer (APISendServiceResponse, simplex-chat ``bots/api/COMMANDS.md``,
@@ -1370,7 +1729,8 @@ class _Responder:
         it is a shed answer taken by the core (those are in the overload lines)."""
         rid = _Shown(answer.request_id, 80)
         if answer.payload is None:
-            answer.response, answer.payload = self._payload(rid, answer.response)
+            assert answer.answer is not None
+            answer.answer, answer.payload = self._payload(rid, answer.answer)
         cmd = f"/_service_response {self.user_id} {answer.request_id} {answer.payload.decode()}"
         # Counted before it is posted: its acknowledgement may be read (and _acked run)
         # before _post_command returns.
@@ -1442,13 +1802,14 @@ class _Responder:
         if exc is None:
             if answer.kind == "handled":
                 self.outcome.answered += 1
-                if self.info:
-                    error = answer.response.error
+                if answer.answer is None:  # its JSON alone: an answer from the store
+                    self.outcome.stored += 1
+                if self.info and answer.answer is not None:
+                    code = self.errors.code(answer.answer)
                     log.info(
-                        "request %s (%s): answered with %s",
+                        "request %s: answered with %s",
                         rid,
-                        _Shown(answer.protocol, 40),
-                        "response" if error is None else _Shown(f"error {error.code}", 60),
+                        "a response" if code is None else _Shown(f"error {code}", 60),
                     )
             return
         if isinstance(exc, _AnswerLost):
@@ -1474,19 +1835,20 @@ class _Responder:
             # The core's padded block is the final word on size: an answer it cannot pad
             # is replaced by too_large, once; an answer refused for another reason by
             # internal, once.
-            error = answer.response.error
             tried_internal = answer.tried_internal or (
-                error is not None and error.code == "internal"
+                answer.answer is not None and self.errors.code(answer.answer) == "internal"
             )
             if exc.type_path.endswith("/LARGE") and not answer.tried_too_large:
                 log.warning("request %s: the core found the response too large", rid)
-                replacement = _failure(ErrorCode.TOO_LARGE, "the response exceeds the size limit")
+                replacement = self.errors.error(
+                    ErrorCode.TOO_LARGE, "the response exceeds the size limit"
+                )
                 self._retry(answer, replacement, too_large=True)
             elif not tried_internal:
                 log.warning(
                     "request %s: the core refused the answer (%s): answering internal", rid, exc
                 )
-                self._retry(answer, _failure(ErrorCode.INTERNAL, "the responder failed"))
+                self._retry(answer, self._internal())
             else:
                 self.outcome.failed += 1
                 log.warning("request %s: the core refused the answer: %s", rid, exc)
@@ -1494,11 +1856,12 @@ class _Responder:
             self.outcome.failed += 1
             log.error("request %s: answering failed: %s", rid, type(exc).__name__)
 
-    def _retry(self, answer: _Answer, response: Response, *, too_large: bool = False) -> None:
-        retry = _Answer(answer.request_id, response, answer.protocol, answer.kind)
+    def _retry(
+        self, answer: _Answer, replacement: dict[str, Any], *, too_large: bool = False
+    ) -> None:
+        retry = _Answer(answer.request_id, replacement, answer.kind, _json.dumps(replacement))
         retry.tried_internal = answer.tried_internal or not too_large
         retry.tried_too_large = answer.tried_too_large or too_large
-        retry.payload = response.to_json()
         if self.failure is not None:
             self.outcome.failed += 1
             return
@@ -1512,23 +1875,26 @@ class _Answer:
     """One answer on its way: to the outbox, to the core, to its acknowledgement."""
 
     __slots__ = (
+        "answer",
         "kind",
         "payload",
-        "protocol",
         "request_id",
-        "response",
         "tried_internal",
         "tried_too_large",
     )
 
     def __init__(
-        self, request_id: str, response: Response, protocol: str | None, kind: str
+        self,
+        request_id: str,
+        answer: dict[str, Any] | None,
+        kind: str,
+        payload: bytes | None = None,
     ) -> None:
         self.request_id = request_id
-        self.response = response
-        self.protocol = protocol
+        # The answer's object (None for an answer from the store: its JSON alone).
+        self.answer = answer
         self.kind = kind  # "handled", "shed" or "cancelled"
-        self.payload: bytes | None = None
+        self.payload = payload  # its checked JSON, once known
         self.tried_internal = False
         self.tried_too_large = False
 
@@ -1556,3 +1922,36 @@ class _NotAccepted(ChatCoreError):
 
 def _failure(code: ErrorCode, message: str) -> Response:
     return Response.failure(code, message)
+
+
+def _request_value(incoming: _Incoming) -> dict[str, Any]:
+    """requestData as a JSON object, read with the library's strict rules; else
+    :class:`EnvelopeError` naming what is wrong."""
+    return _request_object(incoming.envelope, incoming.data, trusted=True)
+
+
+def _request_object(envelope: str | None, data: object, *, trusted: bool) -> dict[str, Any]:
+    """The request object: ``envelope`` (requestData's text cut out of its frame) read on
+    its own, else ``data`` (requestData's value: when ``trusted``, an object or array is
+    the strict reading of its frame and is not read again; a string is the JSON-text
+    form)."""
+    value: object
+    if envelope is not None:
+        text: str | None = envelope
+    elif trusted and isinstance(data, (dict, list)):
+        text, value = None, data
+    elif isinstance(data, (str, dict)):
+        try:
+            text = data if isinstance(data, str) else _json.dumps(data).decode()
+        except (_json.JsonError, TypeError, ValueError) as exc:
+            raise EnvelopeError(f"request: {exc}") from None
+    else:
+        raise EnvelopeError("request: requestData is neither a JSON object nor a string")
+    if text is not None:
+        try:
+            value = _json.loads(text)
+        except _json.JsonError as exc:
+            raise EnvelopeError(f"request: {exc}") from None
+    if not isinstance(value, dict):
+        raise EnvelopeError(f"request: expected a JSON object, got {_json.json_type(value)}")
+    return value

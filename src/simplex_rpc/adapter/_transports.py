@@ -53,6 +53,9 @@ class _Transport(Protocol):
     #: Commands sent on this connection and not answered yet (kept by the core): the
     #: keepalive never closes a connection while one runs.
     in_flight: int
+    #: Set when the core drops this connection on purpose (a command it never answered):
+    #: its end is then no loss of the core.
+    retired: bool
 
     async def open(self, core: CoreSink) -> None: ...
 
@@ -92,6 +95,7 @@ class _WebSocketTransport:
         }
         self.ping_interval = ping_interval
         self.in_flight = 0
+        self.retired = False
         self._ws: Any = None
         self._reader: asyncio.Task[None] | None = None
         self._keeper: asyncio.Task[None] | None = None
@@ -169,7 +173,8 @@ class _WebSocketTransport:
             code = getattr(self._ws, "close_code", None)
             if code is not None:
                 reason = f"closed (code {code})"
-        core._lost(reason)
+        if not self.retired:
+            core._lost(reason)
 
     async def send(self, core: CoreSink, corr_id: str, cmd: str) -> None:
         from websockets.exceptions import ConnectionClosed
@@ -219,6 +224,7 @@ class _NativeTransport:
     def __init__(self, handle: NativeHandle, *, workers: int, poll_us: int) -> None:
         self.description = f"native library ({type(handle).__name__})"
         self.in_flight = 0
+        self.retired = False
         self._handle = handle
         self._workers = workers
         self._poll_us = poll_us

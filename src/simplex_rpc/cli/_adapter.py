@@ -31,6 +31,8 @@ from typing import Any
 from .._wire.envelope import UNSET, Request, check_protocol_name
 from .._wire.keys import SigningKey
 from ..adapter import (
+    ENVELOPE_ERRORS,
+    TYPED_ERRORS,
     ChatCore,
     ChatCoreClosed,
     IncomingCall,
@@ -38,6 +40,7 @@ from ..adapter import (
     ReplySink,
     ServeOutcome,
     ServiceRequest,
+    raw_request_command,
 )
 from ..adapter._chat import check_chat_ref
 from ..errors import EnvelopeError, install_hint
@@ -94,6 +97,12 @@ def _load_sign_key(spec: str) -> SigningKey:
 
 async def run_call(args: argparse.Namespace) -> int:
     """Send the request of ``args``; print the response; 0 for a success, 1 for an error."""
+    if args.raw is not None:
+        return await _run_call_raw(args)
+    if args.protocol is None or args.json is None:
+        raise CliError("call: give PROTOCOL and JSON, or --raw JSON")
+    if args.errors != "envelope":
+        raise CliError("--errors: only with --raw")
     request_value = load_json(args.json, what="JSON")
     sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
     version: Any = UNSET if args.version is None else load_json(args.version, what="--version")
@@ -126,6 +135,37 @@ def is_jsonrpc_error(answer: Any) -> bool:
     """Whether ``answer`` is a JSON-RPC error response (the bot's server refused the
     request): the raw commands print it as it came, with exit status 1."""
     return isinstance(answer, dict) and answer.get("jsonrpc") == "2.0" and "error" in answer
+
+
+async def _run_call_raw(args: argparse.Namespace) -> int:
+    """``call --raw``: any JSON object, the answer object printed as it is."""
+    if args.protocol is not None or args.json is not None:
+        raise CliError("--raw: give the whole request as its JSON, without PROTOCOL and JSON")
+    for given, option in ((args.request_key, "--request-key"), (args.version, "--version")):
+        if given:
+            raise CliError(f"{option}: not with --raw (the request is sent as it is)")
+    obj = load_json(args.raw, what="--raw")
+    if not isinstance(obj, dict):
+        raise CliError("--raw: expected a JSON object")
+    sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
+    errors = TYPED_ERRORS if args.errors == "typed" else ENVELOPE_ERRORS
+    # Checked (strict JSON, the block's size) before connecting: one line, exit 2.
+    raw_request_command(args.user, args.target, obj, timeout=args.timeout, sign_key=sign_key)
+    async with ChatCore.connect(args.core) as core:
+        if args.start:
+            await core.start(service_requests=False)
+        answer = await core.service_request_raw(
+            args.user,
+            args.target,
+            obj,
+            timeout=args.timeout,
+            sign_key=sign_key,
+            retries=args.retries,
+            max_retry_after=args.max_retry_after,
+            errors=errors,
+        )
+    emit_json(answer)
+    return EXIT_OK if errors.code(answer) is None else EXIT_INVALID
 
 
 def _cmd_call(args: argparse.Namespace) -> int:
@@ -745,14 +785,34 @@ def register(subparsers: Any) -> None:
         "call",
         help="send one Service RPC request through a chat core and print the response",
         description="Send one request with /_service_request through the chat core and print"
-        " the response envelope as JSON. Exit status 0 for a response, 1 for an error"
-        " response, 2 when the core refused the request.",
+        " the response envelope as JSON (with --raw: any JSON object, and the answer object"
+        " as it is). Exit status 0 for a response, 1 for an error response, 2 when the core"
+        " refused the request.",
     )
     _core_options(p)
     p.add_argument("target", metavar="TARGET", help="the contact address link or SimpleX name")
-    p.add_argument("protocol", metavar="PROTOCOL", help="the protocol name, for example mcp")
     p.add_argument(
-        "json", metavar="JSON", help="the protocol's request: JSON text, @FILE or - for stdin"
+        "protocol", metavar="PROTOCOL", nargs="?", help="the protocol name, for example mcp"
+    )
+    p.add_argument(
+        "json",
+        metavar="JSON",
+        nargs="?",
+        help="the protocol's request: JSON text, @FILE or - for stdin",
+    )
+    p.add_argument(
+        "--raw",
+        metavar="JSON",
+        help="send this JSON object as it is, for a service with an envelope of its own"
+        " (instead of PROTOCOL JSON; JSON text, @FILE or -), and print the answer object",
+    )
+    p.add_argument(
+        "--errors",
+        choices=("envelope", "typed"),
+        default="envelope",
+        help="with --raw: how the service's answers carry an error, for the exit status and"
+        ' --retries: {"error": {"code", "retryAfter"?}} (envelope, the default) or'
+        ' {"type": "error", "code", "retryAfter"?} (typed)',
     )
     p.add_argument(
         "--sign-key",
@@ -779,7 +839,8 @@ def register(subparsers: Any) -> None:
         type=_non_negative_int,
         default=0,
         metavar="N",
-        help="repeat a response with retryAfter up to N times (default 0)",
+        help="repeat a response with retryAfter up to N times (default 0); with --raw, a"
+        " request whose outcome a timeout hid too (the identical request)",
     )
     p.add_argument(
         "--max-retry-after",

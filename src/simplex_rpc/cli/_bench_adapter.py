@@ -29,9 +29,11 @@ Scenarios (``N`` requests, 1,000 by default, 200 with ``--quick``):
   ``CALLS_TARGET``: the calls run on connections of their own (the core runs
   one command at a time per connection), so they do not hold bob's answers;
 * ``edge``: the cost of the library's edge. A loopback core in a process of
-  its own, which runs one command at a time per connection as the chat core
-  does (``apps/simplex-chat/Server.hs``: each answered before the next is
-  read), keeps 64 ``serviceRequest`` events outstanding (4 ``N`` in all, half
+  its own, which runs one command at a time per connection and gives each
+  event to one connection as the chat core does (``apps/simplex-chat/Server.hs``:
+  each command answered before the next is read, one queue of events that
+  every connection takes from; ``serve`` answers on a connection of its own),
+  keeps 64 ``serviceRequest`` events outstanding (4 ``N`` in all, half
   carrying ``signerKey`` and a matching ``requestKey``) and acknowledges each
   ``/_service_response`` at once. It is driven two ways, interleaved, seven
   rounds each: by ``ChatCore.serve`` with a trivial handler, and by the
@@ -99,7 +101,7 @@ CALLS_ROUNDS: Final = 3
 #: The simulator's cost of each command in the calls row, in seconds.
 CALLS_COMMAND_COST: Final = 0.0002
 #: The requester's pool in the bursts: 128 requests in flight at once.
-BURST_CONNECTIONS: Final = 129
+BURST_CONNECTIONS: Final = 130
 #: Requests the edge's core keeps outstanding, and the rounds of each responder.
 EDGE_OUTSTANDING: Final = 64
 EDGE_ROUNDS: Final = 7
@@ -445,42 +447,64 @@ def _edge_core_main(ports: Any, count: int) -> None:
 
 
 async def _edge_core(ports: Any, count: int) -> None:
+    """The chat core's connection model (``apps/simplex-chat/Server.hs``): any number of
+    connections, each running one command at a time (its answer written before the next
+    command is read), and one queue of events (the core's ``outputQ``) that every
+    connection's writer takes from, so each event goes to one connection, whichever
+    takes it first. A round starts with ``/_bench_go`` and ends with ``benchDone``."""
     from websockets.asyncio.server import serve
+    from websockets.exceptions import ConnectionClosed
 
     frames = _edge_events(count)
     accepted = {"type": "serviceReplyAccepted", "user": {"userId": 1}, "connectionId": "c"}
+    output: asyncio.Queue[str] = asyncio.Queue()
+    answered: Counter[str] = Counter()
+    sent = 0
+    started = 0.0
+
+    async def events(ws: Any) -> None:
+        while True:
+            frame = await output.get()
+            try:
+                await ws.send(frame)
+            except ConnectionClosed:
+                output.put_nowait(frame)  # a connection closing loses nothing of the next round
+                return
 
     async def core(ws: Any) -> None:
-        sent = 0
-        answered: Counter[str] = Counter()
-        started = 0.0
-        async for message in ws:
-            msg = json.loads(message)
-            cmd: str = msg["cmd"]
-            if cmd == "/_bench_go":
-                await ws.send(json.dumps({"corrId": msg["corrId"], "resp": {"type": "cmdOk"}}))
-                started = time.perf_counter()
-                for _ in range(min(EDGE_OUTSTANDING, count)):
-                    await ws.send(frames[sent])
+        nonlocal sent, started
+        writer = asyncio.create_task(events(ws))
+        try:
+            async for message in ws:
+                msg = json.loads(message)
+                cmd: str = msg["cmd"]
+                if cmd == "/_bench_go":
+                    answered.clear()
+                    sent = min(EDGE_OUTSTANDING, count)
+                    await ws.send(json.dumps({"corrId": msg["corrId"], "resp": {"type": "cmdOk"}}))
+                    started = time.perf_counter()
+                    for frame in frames[:sent]:
+                        output.put_nowait(frame)
+                    continue
+                if not cmd.startswith("/_service_response "):
+                    await ws.send(json.dumps({"corrId": msg["corrId"], "resp": {"type": "cmdOk"}}))
+                    continue
+                request_id = cmd.split(" ", 3)[2]
+                answered[request_id] += 1
+                await ws.send(json.dumps({"corrId": msg["corrId"], "resp": accepted}))
+                if len(answered) == count and answered[request_id] == 1:
+                    done = {
+                        "type": "benchDone",
+                        "seconds": time.perf_counter() - started,
+                        "answered": len(answered),
+                        "duplicated": sum(c - 1 for c in answered.values()),
+                    }
+                    output.put_nowait(json.dumps({"resp": done}))
+                elif sent < count and answered[request_id] == 1:
+                    output.put_nowait(frames[sent])
                     sent += 1
-                continue
-            if not cmd.startswith("/_service_response "):
-                await ws.send(json.dumps({"corrId": msg["corrId"], "resp": {"type": "cmdOk"}}))
-                continue
-            request_id = cmd.split(" ", 3)[2]
-            answered[request_id] += 1
-            await ws.send(json.dumps({"corrId": msg["corrId"], "resp": accepted}))
-            if len(answered) == count and answered[request_id] == 1:
-                done = {
-                    "type": "benchDone",
-                    "seconds": time.perf_counter() - started,
-                    "answered": len(answered),
-                    "duplicated": sum(c - 1 for c in answered.values()),
-                }
-                await ws.send(json.dumps({"resp": done}))
-            elif sent < count and answered[request_id] == 1:
-                await ws.send(frames[sent])
-                sent += 1
+        finally:
+            writer.cancel()
 
     async with serve(core, "127.0.0.1", 0, max_size=None) as server:
         ports.put(server.sockets[0].getsockname()[1])
@@ -588,8 +612,8 @@ async def _calls_round(outcome: Outcome, with_calls: bool) -> float:
     async with (
         CoreSimulator(command_delay=CALLS_COMMAND_COST) as sim,
         ChatCore.connect(sim.url_for("carol")) as carol,
-        ChatCore.connect(sim.url_for("bob"), connections=CALLS_IN_FLIGHT + 1) as bob,
-        ChatCore.connect(sim.url_for("alice"), connections=65) as alice,
+        ChatCore.connect(sim.url_for("bob"), connections=CALLS_IN_FLIGHT + 2) as bob,
+        ChatCore.connect(sim.url_for("alice"), connections=66) as alice,
     ):
         for core, on in ((carol, True), (bob, True), (alice, False)):
             await core.start(service_requests=on)
