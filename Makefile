@@ -12,6 +12,12 @@ export SIMPLEX_RPC_BUILD_C ?= 1
 
 .PHONY: demo test install lint typecheck vectors clean sanitize bench dist dist-check
 
+# Quiet on success, loud on failure: a step's output goes to a log; on success only
+# its last line is shown (pytest's "N passed, M skipped in S", which CI reads; ruff's
+# "All checks passed!"), on failure the whole log, and the step's exit status.
+QUIET = run() { log=$$(mktemp); if "$$@" >"$$log" 2>&1; then tail -n 1 "$$log"; \
+	rm -f "$$log"; else status=$$?; cat "$$log"; rm -f "$$log"; return $$status; fi; }; run
+
 $(STAMP): pyproject.toml $(wildcard setup.py) $(wildcard csrc/*) $(wildcard src/simplex_rpc/_build_c.py)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip setuptools wheel
@@ -26,18 +32,18 @@ demo: $(STAMP)
 # The whole suite once on the default (C) backend, then again on the pure one only the
 # modules marked `backend` (the wire layer: what the two backends must do alike).
 test: $(STAMP) lint typecheck
-	$(PY) -m pytest -q
-	SIMPLEX_RPC_PURE=1 $(PY) -m pytest -q -m backend
-	$(CLI) vectors check vectors
-	$(CLI) vectors check
+	@printf 'pytest (C backend): '; $(QUIET) $(PY) -m pytest -q
+	@printf 'pytest (pure backend, -m backend): '; $(QUIET) env SIMPLEX_RPC_PURE=1 $(PY) -m pytest -q -m backend
+	@printf 'vectors check vectors: '; $(QUIET) $(CLI) vectors check vectors
+	@printf 'vectors check (shipped): '; $(QUIET) $(CLI) vectors check
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks examples fuzz
-	$(VENV)/bin/lint-imports
+	@printf 'ruff: '; $(QUIET) $(VENV)/bin/ruff check src tests benchmarks examples fuzz
+	@printf 'import contracts: '; $(QUIET) $(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy
-	MYPYPATH=src $(PY) tests/typing/check_consumer.py
+	@printf 'mypy: '; $(QUIET) $(VENV)/bin/mypy
+	@printf 'consumer typing: '; $(QUIET) env MYPYPATH=src $(PY) tests/typing/check_consumer.py
 
 # vectors/ is the source of truth; the package ships a byte-identical copy (package data).
 vectors: $(STAMP)
@@ -60,15 +66,15 @@ $(DIST_TOOLS):
 	touch $@
 
 dist: $(DIST_TOOLS)
-	rm -rf dist build/dist-raw
-	SIMPLEX_RPC_CFLAGS="-g0" $(DIST_PY) -m build --outdir build/dist-raw .
-	mkdir -p dist
-	cp build/dist-raw/*.tar.gz dist/
-	PATH="$(abspath $(DIST_VENV))/bin:$$PATH" $(DIST_VENV)/bin/auditwheel repair \
-	  --wheel-dir dist build/dist-raw/*.whl
-	$(DIST_PY) -m twine check --strict dist/*
-	$(DIST_PY) tests/dist/check_wheel.py dist
-	@ls -l dist
+	@rm -rf dist build/dist-raw
+	@printf 'build: '; $(QUIET) env SIMPLEX_RPC_CFLAGS="-g0" $(DIST_PY) -m build --outdir build/dist-raw .
+	@mkdir -p dist
+	@cp build/dist-raw/*.tar.gz dist/
+	@printf 'auditwheel: '; $(QUIET) env PATH="$(abspath $(DIST_VENV))/bin:$$PATH" \
+	  $(DIST_VENV)/bin/auditwheel repair --wheel-dir dist build/dist-raw/*.whl
+	@printf 'twine check: '; $(QUIET) $(DIST_PY) -m twine check --strict dist/*
+	@printf 'check_wheel: '; $(QUIET) $(DIST_PY) tests/dist/check_wheel.py dist
+	@ls dist | sed 's|^|dist/|'
 
 # The built wheel in a fresh venv, in an empty folder outside the checkout, on every
 # CPython >= 3.11 present (see .ci/dist-check).
@@ -179,7 +185,19 @@ sanitize: $(STAMP)
 # tools/call through serve --mcp-stdio against the SDK client's direct call, and a one-shot
 # A2A task through a2a-proxy against the SDK's client direct (docs/performance.md, target 3x).
 bench: $(STAMP)
-	$(CLI) bench
-	$(CLI) bench adapter
-	$(CLI) bench gateway
-	$(PY) benchmarks/a2a_proxy.py
+	@echo "== 1/4 the backends: C against pure, raw libsodium and memcpy (ratio = time /"
+	@echo "   baseline, below 1 is faster); no faults here: a target missed says why =="
+	@$(CLI) bench
+	@echo
+	@echo "== 2/4 the responder under load and faults: a fault row counts what its fault is"
+	@echo "   meant to cause (errors, shed, and lost after the drop: the intended fault); only"
+	@echo "   lost, duplicated or wrong answers while the connection is up fail the run =="
+	@$(CLI) bench adapter
+	@echo
+	@echo "== 3/4 an MCP tools/call through serve --mcp-stdio against the direct call;"
+	@echo "   no faults are injected: a failed call is a failure of the gateway =="
+	@$(CLI) bench gateway
+	@echo
+	@echo "== 4/4 a one-shot A2A task through a2a-proxy against the direct client; no"
+	@echo "   faults are injected: a failed round is a failure of the proxy =="
+	@$(PY) benchmarks/a2a_proxy.py

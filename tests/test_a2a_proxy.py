@@ -244,6 +244,7 @@ def test_the_sign_key_reaches_no_output(network: Network, tmp_path: Any) -> None
     key = SigningKey.generate()
     key_file = tmp_path / "key"
     key_file.write_text(key.encode())
+    key_file.chmod(0o600)  # a key file others can read is refused, as ssh does
     process = subprocess.Popen(
         [
             *(PY, "-m", "simplex_rpc", "a2a-proxy", "--core", f"{network.url}/carol"),

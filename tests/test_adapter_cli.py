@@ -114,6 +114,7 @@ def test_call_signed_with_a_key_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     key = sx.SigningKey.generate()
     key_file = tmp_path / "key.txt"
     key_file.write_text(key.encode() + "\n")
+    key_file.chmod(0o600)  # a key file others can read is refused, as ssh does
     with serving("--echo") as bg:
         capsys.readouterr()  # the responder's ready lines (stdout)
         status = main(call(bg, "echo", "7", "--sign-key", f"@{key_file}", "--request-key"))

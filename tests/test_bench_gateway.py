@@ -26,5 +26,9 @@ def test_the_report_has_every_way_its_ratio_and_the_target() -> None:
 
 
 def test_bench_gateway_refuses_the_backend_options(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "gateway", "--rounds", "3"]) == 2
-    assert "not to bench gateway" in capsys.readouterr().err
+    # --rounds and --only are not options of the gateway suite (issue 30: the suites are
+    # subcommands with their own options and --help): a usage error naming the option.
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "gateway", "--rounds", "3"])
+    assert exit_.value.code == 2
+    assert "--rounds" in capsys.readouterr().err

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -79,37 +77,6 @@ def test_serve_chat_with_an_mcp_server(capsys: pytest.CaptureFixture[str]) -> No
         assert main(call_chat(bg, "@1", "mcp", json.dumps(request))) == 0
     (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert line["ends"] and line["message"]["id"] == 1 and "tools" in line["message"]["result"]
-
-
-def test_serve_chat_ends_with_one_line_when_the_core_goes_away(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """Both loops end with the connection: serve --chat reports it once, status 2."""
-    finished = threading.Event()
-    status: list[int] = []
-
-    async def responder(bg: Background) -> None:
-        assert bg.sim is not None
-
-        async def drop_soon() -> None:
-            assert bg.sim is not None
-            while not await bg.sim.drop_connections("bob"):
-                await asyncio.sleep(0.05)
-
-        dropper = asyncio.create_task(drop_soon())
-        bg.ready.set()
-        argv = ["serve", "--core", bg.sim.url_for("bob"), "--echo", "--chat"]
-        status.append(await asyncio.to_thread(main, argv))
-        await dropper
-        finished.set()
-
-    with Background(responder):
-        assert finished.wait(20)
-    assert status == [2]
-    # The adapter's log line of the lost connection (stderr), then the one error line.
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("simplex-rpc serve: ") and "connection to the chat core" in err[-1]
-    assert len(err) <= 2 and not any("Traceback" in line for line in err), err
 
 
 def test_serve_chat_declare_declares_both_transports_with_the_servers_versions(

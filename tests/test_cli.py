@@ -128,6 +128,7 @@ def test_sign_is_the_session_bound_signature() -> None:
 
 def test_sign_json_and_inputs_from_files_and_stdin(tmp_path: Path) -> None:
     (tmp_path / "key").write_text(PRIVATE + "\n")
+    (tmp_path / "key").chmod(0o600)  # a key file others can read is refused, as ssh does
     (tmp_path / "ad").write_bytes(AD)  # a file holds the AD's raw bytes
     out = as_json("sign", "--key", f"@{tmp_path / 'key'}", "--ad", f"@{tmp_path / 'ad'}",
                   "--payload", "-", stdin=PAYLOAD)  # fmt: skip

@@ -136,9 +136,11 @@ def closed_url() -> str:
         return f"ws://127.0.0.1:{s.getsockname()[1]}"
 
 
-def test_a_sign_key_file_readable_by_others_warns_as_ssh_does(tmp_path: Path) -> None:
-    """Item 10: "A key file readable by group or others gets a warning, as ssh does, and
-    `--help` says to use `@FILE`." A 0600 file gets none; the key is never printed."""
+def test_a_sign_key_file_readable_by_others_is_refused_as_ssh_does(tmp_path: Path) -> None:
+    """Issue 30, item 5: ssh refuses a private key file that group or others can read
+    ("UNPROTECTED PRIVATE KEY FILE"), and so does every --sign-key @FILE: one line naming
+    the file, its mode and `chmod 600`, exit 2. A 0600 file is used; the key is never
+    printed."""
     key = sx.SigningKey.generate()
     for name, mode in (("loose.key", 0o644), ("group.key", 0o640), ("tight.key", 0o600)):
         path = tmp_path / name
@@ -150,13 +152,14 @@ def test_a_sign_key_file_readable_by_others_warns_as_ssh_does(tmp_path: Path) ->
                 [*CLI, *command, "--sign-key", f"@{path}"],
                 stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
             )  # fmt: skip
-            warned = [line for line in done.stderr.splitlines() if "readable by" in line]
+            refused = [line for line in done.stderr.splitlines() if "readable by" in line]
             if mode == 0o600:
-                assert not warned, done.stderr
+                assert not refused, done.stderr
             else:
-                assert len(warned) == 1, done.stderr
-                assert name in warned[0] and f"{mode:04o}" in warned[0], warned
-                assert "chmod 600" in warned[0]
+                assert done.returncode == 2 and len(refused) == 1, done.stderr
+                assert done.stderr.count("\n") == 1, done.stderr
+                assert name in refused[0] and f"{mode:04o}" in refused[0], refused
+                assert "chmod 600" in refused[0]
             assert key.encode() not in done.stderr + done.stdout
             assert "Traceback" not in done.stderr
 

@@ -175,6 +175,7 @@ def test_an_unreachable_bot_is_an_mcp_error_not_a_dead_pipe(
     key = SigningKey.generate()
     key_file = tmp_path / "key"
     key_file.write_text(key.encode())
+    key_file.chmod(0o600)  # a key file others can read is refused, as ssh does
     log_path = tmp_path / "proxy.log"
 
     async def main() -> None:

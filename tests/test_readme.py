@@ -81,17 +81,20 @@ def test_the_front_page_bot_and_caller_run_against_the_simulator() -> None:
             assert bot.stdout is not None and bot.stderr is not None
             link = bot.stdout.readline().strip()
             assert link.startswith("simplex:/"), bot.stderr.read() if not link else link
-            caller = subprocess.run(
-                [sys.executable, "-c", caller_code.replace(DOC_URL, sim.url), link],
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            assert caller.returncode == 0, caller.stderr[-2000:]
-            assert caller.stdout.splitlines() == [
-                "rpc One anvil: 120 EUR.",
-                "chat One anvil: 120 EUR.",
-            ]
+            # Issue 30: with the link alone the caller needs no conversation (a plain
+            # simulator works); with alice's contact with the bot, @1, it also calls there.
+            for extra, expected in (
+                ((), ["rpc One anvil: 120 EUR."]),
+                (("@1",), ["rpc One anvil: 120 EUR.", "chat One anvil: 120 EUR."]),
+            ):
+                caller = subprocess.run(
+                    [sys.executable, "-c", caller_code.replace(DOC_URL, sim.url), link, *extra],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+                assert caller.returncode == 0, caller.stderr[-2000:]
+                assert caller.stdout.splitlines() == expected
             assert sim.sim is not None
             protocols = sim.sim.profile("bot")["preferences"]["protocols"]
             assert protocols["mcp"]["transports"] == {"chat": True, "rpc": True}

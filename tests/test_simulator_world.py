@@ -194,6 +194,8 @@ def test_the_ready_line_names_each_users_url_and_ids(tmp_path: Path) -> None:
             assert users["bob:2"]["url"] == users["bob"]["url"]  # one core, two users
             assert users["bob:2"]["userId"] == 2
             assert users["alice"]["url"] == ready["url"] + "/alice"
+            # Issue 30: the URL under the key of every ready line (simulator --json's too).
+            assert ready["listening"] == ready["url"] and next(iter(ready)) == "listening"
             assert set(users["alice"]["contacts"]) == {"bob", "carol"}
             assert set(users["carol"]["contacts"]) == {"alice", "bob:2"}
             assert "address" not in users["bob"]

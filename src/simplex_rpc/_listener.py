@@ -54,6 +54,7 @@ __all__ = [
     "ListenerError",
     "ListenerPolicy",
     "MessageCheck",
+    "Stopper",
     "Token",
     "check_exposure",
     "client_of",
@@ -62,6 +63,7 @@ __all__ = [
     "listen",
     "listen_socket",
     "server_options",
+    "uvicorn_server",
 ]
 
 log = logging.getLogger("simplex_rpc.listener")
@@ -703,3 +705,48 @@ def server_options(policy: ListenerPolicy) -> dict[str, Any]:
         "access_log": False,
         "server_header": False,
     }
+
+
+class Stopper:
+    """A graceful stop asked from outside a server's task (the CLI's signal handler).
+
+    A server registers what stops it (:meth:`on_stop`); :meth:`stop` runs each
+    once, and one registered after the stop was asked runs at once.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    def on_stop(self, callback: Callable[[], None]) -> None:
+        self._callbacks.append(callback)
+        if self.requested:
+            callback()
+
+    def stop(self) -> None:
+        if not self.requested:
+            self.requested = True
+            for callback in self._callbacks:
+                callback()
+
+
+def uvicorn_server(config: Any, stopper: Stopper | None = None) -> Any:
+    """A ``uvicorn.Server`` for ``config`` that leaves the process's signals alone.
+
+    uvicorn installs its own SIGINT and SIGTERM handlers and raises the signal
+    again after its shutdown, so the process would end 130 or 143 with no line:
+    the command's stop convention (``simplex_rpc.cli._common.run_until_signal``)
+    owns the signals instead, and asks for uvicorn's graceful shutdown through
+    ``stopper``.
+    """
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            yield
+
+    server = _Server(config)
+    if stopper is not None:
+        stopper.on_stop(lambda: setattr(server, "should_exit", True))
+    return server

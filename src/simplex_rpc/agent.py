@@ -49,6 +49,7 @@ from ._wire.seal import (
     max_request_payload,
     max_response_payload,
 )
+from .errors import install_hint
 
 #: The cryptography's names (``_wire.agent_crypto``), imported on first use.
 _CRYPTO_NAMES = {
@@ -79,7 +80,7 @@ def __getattr__(name: str) -> Any:
         found = importlib.import_module(f"simplex_rpc.{private}")
     except ImportError as exc:
         raise ImportError(
-            f"{__name__}.{name} needs cryptography: pip install 'simplex-rpc[crypto]' ({exc})"
+            f"{__name__}.{name} needs cryptography: {install_hint('crypto')} ({exc})"
         ) from exc
     return getattr(found, name)
 

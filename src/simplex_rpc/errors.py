@@ -156,3 +156,16 @@ class ChatCoreError(SimplexRpcError):
             tags.append(str(node["type"]))
             node = next((v for k, v in node.items() if k != "type" and isinstance(v, dict)), None)
         return "/".join(tags)
+
+
+def install_hint(extra: str) -> str:
+    """How to install the optional extra ``extra``: the one wording of every message.
+
+    The package is not on PyPI yet, so the hint names both ways: the index
+    once it is there, a wheel built from the checkout (``make dist``) until then.
+    """
+    return (
+        f"pip install 'simplex-rpc[{extra}]' (until the package is on PyPI, from the wheel"
+        f" `make dist` builds: pip install \"$(ls dist/simplex_rpc-*.whl)[{extra}]\";"
+        " docs/install.md)"
+    )

@@ -36,7 +36,7 @@ from typing import Any, Final
 import nacl.bindings
 import nacl.exceptions
 
-from ..errors import AgentCryptoError
+from ..errors import AgentCryptoError, install_hint
 from . import b64 as _b64
 from . import backend as _backend
 from . import ratchet as _r
@@ -71,7 +71,7 @@ BOX_LENGTH: Final = CONFIRMATION_LENGTH + 16
 NONCE_LENGTH: Final = 24
 KEY_ID_LENGTH: Final = 16  # generateAddressRatchetKeys: randomBytes 16
 X25519_LENGTH: Final = 32
-_EXTRA_HINT: Final = "install the sntrup761 extra: pip install 'simplex-rpc[sntrup761]'"
+_EXTRA_HINT: Final = "install the sntrup761 extra: " + install_hint("sntrup761")
 
 
 # -- sntrup761, optional ---------------------------------------------------------------

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from .._wire import lazy as _lazy
+from ..errors import install_hint
 from . import _binding
 from ._binding import *  # noqa: F403 (the binding's data is the package's public API)
 
@@ -45,5 +46,5 @@ _SDK_NAMES: Final = {
 
 # The bridge and the client transport need the SDK; imported only when asked for.
 __getattr__, __dir__ = _lazy.sdk_attributes(
-    __name__, _SDK_NAMES, "the a2a-sdk: pip install 'simplex-rpc[a2a]'"
+    __name__, _SDK_NAMES, "the a2a-sdk: " + install_hint("a2a")
 )

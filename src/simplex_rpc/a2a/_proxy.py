@@ -31,21 +31,22 @@ import contextlib
 import logging
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from a2a.client.card_resolver import parse_agent_card
 from a2a.server.context import ServerCallContext
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
-from a2a.types.a2a_pb2 import AgentCard, AgentInterface
+from a2a.types.a2a_pb2 import AgentCard, AgentInterface, AgentSkill
 from a2a.utils.constants import TransportProtocol
 from google.protobuf import json_format  # type: ignore[import-untyped]
 from starlette.applications import Starlette
 
-from .._bindings import INVALID_PARAMS, INVALID_REQUEST, invalid_request
-from .._listener import ListenerPolicy, guard, listen, server_options
+from .._bindings import INVALID_PARAMS, INVALID_REQUEST, error_response, invalid_request
+from .._listener import ListenerPolicy, Stopper, guard, listen, server_options, uvicorn_server
+from .._wire import strict_json as _json
 from .._wire.keys import SigningKey
 from .._wire.redact import RedactingLogger, redact
 from ..adapter import CallRefused, ChatCore
@@ -144,7 +145,32 @@ def proxy_card(
     out.capabilities.streaming = streaming and card.capabilities.streaming
     out.capabilities.push_notifications = False
     out.capabilities.extended_agent_card = False
+    # A2A 1.0 requires version and skills (section 5.7); a bot's card without them is
+    # completed, so that every client (and the SDK, which warns) takes the proxy's.
+    if not out.version:
+        out.version = UNKNOWN_VERSION
+    if not out.skills:
+        out.skills.append(_message_skill(out.name or "the bot", (), ()))
     return out
+
+
+UNKNOWN_VERSION: Final = "unknown"
+"""The card's ``version`` when the bot's own is not known (over Service RPC its card
+cannot be asked for)."""
+
+
+def _message_skill(name: str, versions: tuple[str, ...], serves: Sequence[str]) -> AgentSkill:
+    """The one skill a proxy's card can state from what the address declares: messages
+    to the bot, with its A2A versions and the peer types it serves as tags."""
+    said = f" (A2A {', '.join(versions)})" if versions else ""
+    return AgentSkill(
+        id="message",
+        name="Message",
+        description=f"Send a message to {name} over SimpleX{said}",
+        tags=["simplex", *serves],
+        input_modes=["text/plain"],
+        output_modes=["text/plain"],
+    )
 
 
 def _simplex_versions(card: AgentCard) -> tuple[str, str | None]:
@@ -206,6 +232,7 @@ async def _card_over_rpc(core: ChatCore, settings: ProxySettings, *, auto: bool)
     """
     name = ""
     versions: tuple[str, ...] = ()
+    serves: Sequence[str] = ()
     try:
         declared = await core.link_declarations(settings.user_id, settings.target)
     except ChatCoreError as exc:
@@ -223,15 +250,17 @@ async def _card_over_rpc(core: ChatCore, settings: ProxySettings, *, auto: bool)
                 " and use --via chat with the contact's ChatRef"
             )
         name = declared.name or ""
+        serves = declared.serves or ()
         if entry is not None:
             versions = tuple(v for v in entry.versions if binding._major_minor(v) == v)
     card = AgentCard(
         name=name or "SimpleX bot",
         description="A bot over SimpleX, reached through simplex-rpc a2a-proxy",
-        version="",
+        version=UNKNOWN_VERSION,
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
     )
+    card.skills.append(_message_skill(name or "the bot", versions, serves))
     for version in versions or ("1.0",):
         card.supported_interfaces.append(
             json_format.ParseDict(
@@ -289,8 +318,9 @@ def _versions(card: AgentCard) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found)) or ("1.0",)
 
 
-def build_app(card: AgentCard, transport: SimplexA2aTransport) -> Starlette:
-    """The SDK's card and JSON-RPC routes, with the forwarding handler over ``transport``."""
+def build_app(card: AgentCard, transport: SimplexA2aTransport) -> Any:
+    """The SDK's card and JSON-RPC routes, with the forwarding handler over ``transport``
+    (an ASGI app: a request without ``A2A-Version`` gets an error that names the header)."""
     handler = ForwardingHandler(
         transport,
         card,
@@ -299,7 +329,61 @@ def build_app(card: AgentCard, transport: SimplexA2aTransport) -> Starlette:
         push=True,  # the bot answers them itself (PushNotificationNotSupportedError)
         what="the SimpleX bot",
     )
-    return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
+    app = Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
+    return _version_header_named(app, _versions(card))
+
+
+_VERSION_NOT_SUPPORTED: Final = -32009
+"""A2A's ``VersionNotSupportedError`` (A2A section 5.4)."""
+
+
+def _version_header_named(app: Any, versions: tuple[str, ...]) -> Any:
+    """``app``, where a JSON-RPC POST without the ``A2A-Version`` header is answered with
+    an error that names the header.
+
+    A2A section 3.6 reads a missing ``A2A-Version`` as 0.3, and the SDK answers
+    "version '0.3' is not supported": a version the caller never sent. The answer
+    is the same error (``-32009``), worded for the caller who forgot the header.
+    """
+    wanted = ", ".join(versions)
+
+    async def named(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or any(
+            key.lower() == b"a2a-version" for key, _ in scope["headers"]
+        ):
+            await app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        try:
+            parsed = _json.loads(body)
+        except _json.JsonError:
+            parsed = None
+        request_id = parsed.get("id") if isinstance(parsed, dict) else None
+        error = error_response(
+            request_id,
+            _VERSION_NOT_SUPPORTED,
+            f"the request has no A2A-Version header, which A2A reads as version 0.3; this"
+            f" agent speaks A2A {wanted}: send the header 'A2A-Version: {versions[-1]}'",
+        )
+        payload = _json.dumps(error)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(payload)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+    return named
 
 
 def check_message(message: object) -> tuple[int, str] | None:
@@ -335,7 +419,11 @@ def _url(sock: socket.socket) -> str:
 
 
 async def run_proxy(
-    core: ChatCore, settings: ProxySettings, *, on_ready: Callable[[str], None] | None = None
+    core: ChatCore,
+    settings: ProxySettings,
+    *,
+    on_ready: Callable[[str], None] | None = None,
+    stopper: Stopper | None = None,
 ) -> None:
     """Serve the proxy until cancelled: read the card, listen, print ``listening: URL``.
 
@@ -344,6 +432,8 @@ async def run_proxy(
     JSON, :func:`check_message`), under uvicorn with the listener's connection
     cap and header timeout. An address other machines reach without a token, or
     one that cannot be bound, raises :class:`~simplex_rpc._listener.ListenerError`.
+    ``stopper`` asks for uvicorn's graceful shutdown (the process's signals are the
+    caller's: uvicorn installs none).
     """
     import uvicorn
 
@@ -365,7 +455,7 @@ async def run_proxy(
     config = uvicorn.Config(
         app, lifespan="off", timeout_graceful_shutdown=5, **server_options(policy)
     )
-    server = uvicorn.Server(config)
+    server = uvicorn_server(config, stopper)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:

@@ -14,6 +14,9 @@ the only part of the library that does I/O. Its parts:
   rules (the envelope a frame carries cut out and read on its own).
 * :mod:`._errors`: the adapter's errors (:class:`ChatCoreClosed`,
   :class:`ChatCoreTimeout`) and the strict JSON reading of a core message.
+* :mod:`._explain`: what a failure means, in one table: a sentence and a hint for
+  the core's errors a user meets, and what was found at an address that could not
+  be connected to.
 * :mod:`._core`: ``ChatCore``'s commands and events, over a small pool of
   connections to one core (the core runs one command at a time per connection
   and gives each event to one connection: ``apps/simplex-chat/Server.hs``).

@@ -24,6 +24,7 @@ from .._wire import strict_json as _json
 from .._wire.redact import RedactingLogger, redact, redact_tree, show
 from ..errors import ChatCoreError, SimplexRpcError
 from ._errors import ChatCoreClosed, ChatCoreTimeout, _AnswerLost
+from ._explain import explain_core_error
 from ._frames import Frame, read_frame
 from ._pool import BLOCKING_COMMANDS, _Lanes
 from ._transports import (
@@ -100,11 +101,8 @@ def check_seconds(value: object, name: str) -> float:
 def _core_error(what: str, chat_error: object) -> ChatCoreError:
     safe = redact_tree(chat_error) if isinstance(chat_error, dict) else None
     err = ChatCoreError("", chat_error=safe)
-    path = err.type_path or "unknown error"
-    message = f"chat core refused {what}: {path}"
-    detail = _error_detail(safe)
-    if detail:
-        message += f" ({detail})"
+    # One sentence and a hint for the errors a user meets (the one table: _explain).
+    message = explain_core_error(what, err.type_path, _error_detail(safe))
     err.args = (redact(message),)
     return err
 

@@ -20,8 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from .._wire.redact import RedactingLogger, redact, redact_tree, show
-from ..errors import ChatCoreError
+from ..errors import ChatCoreError, install_hint
 from ._errors import ChatCoreClosed, _loads_core
+from ._explain import connection_failure
 
 #: The json module's string encoder without ASCII escaping (what json.dumps uses for a str).
 _encode_string = json.JSONEncoder(ensure_ascii=False).encode
@@ -115,13 +116,10 @@ class _WebSocketTransport:
 
         try:
             self._ws = await connect(self.url, logger=_ws_log, **self._options)
-        except (OSError, TimeoutError) as exc:
+        except Exception as exc:  # OSError, TimeoutError, ssl and websockets' handshake errors
+            # What was found at the address, and what to do (the one table: _explain).
             raise ChatCoreClosed(
-                f"cannot connect to the chat core at {self.description}: {type(exc).__name__}"
-            ) from None
-        except Exception as exc:  # websockets' handshake errors
-            raise ChatCoreClosed(
-                f"cannot connect to the chat core at {self.description}: {type(exc).__name__}"
+                redact(connection_failure(self.url, self.description, exc))
             ) from None
         self._reader = asyncio.create_task(self._read(core), name="simplex-rpc-core-reader")
         if self.ping_interval is not None:
@@ -304,7 +302,7 @@ class _NativeTransport:
 class LibsimplexHandle:
     """A :class:`NativeHandle` over libsimplex, as the ``simplex-chat`` package loads it.
 
-    Install with ``pip install 'simplex-rpc[native]'``. That package downloads
+    Install the ``native`` extra (docs/install.md). That package downloads
     its native library at run time, from outside the package registries (its
     ``simplex_chat._native`` fetches a release archive on first use and
     caches it; ``SIMPLEX_LIBS_DIR`` points it at a local copy instead).
@@ -340,8 +338,7 @@ class LibsimplexHandle:
             native = importlib.import_module("simplex_chat._native")
         except ImportError:
             raise ChatCoreError(
-                "the native transport needs the simplex-chat package:"
-                " pip install 'simplex-rpc[native]'"
+                "the native transport needs the simplex-chat package: " + install_hint("native")
             ) from None
         lib = native.lib_for(backend)
         free = native.libc().free

@@ -10,14 +10,21 @@ only when the command runs.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 from typing import Any
 
 from .._wire.keys import SigningKey
 from ..errors import SimplexRpcError
-from ._common import EXIT_OK, CliError, core_url, load_sign_key, positive_seconds, whole_number
+from ._common import (
+    CliError,
+    add_core_option,
+    install_hint,
+    load_sign_key,
+    positive_seconds,
+    run_until_signal,
+    whole_number,
+)
 from ._listener_options import add_listener_options, check_before_start, listener_policy
 
 VIAS = ("rpc", "chat", "auto")
@@ -38,11 +45,11 @@ def _listen(text: str) -> tuple[str, int]:
 
 
 def _load_sign_key(spec: str) -> SigningKey:
-    # The messages never contain the key; a key file others can read is warned about.
+    # The messages never contain the key; a key file others can read is refused.
     return load_sign_key(spec)
 
 
-async def _run(args: argparse.Namespace, settings: Any) -> None:
+async def _run(args: argparse.Namespace, settings: Any, stopper: Any, where: list[str]) -> None:
     from ..a2a import _proxy
     from ..adapter import ChatCore
 
@@ -50,14 +57,14 @@ async def _run(args: argparse.Namespace, settings: Any) -> None:
         if args.start:
             # A core that is running already answers chatRunning and is unchanged.
             await core.start(service_requests=False)
-        await _proxy.run_proxy(core, settings)
+        await _proxy.run_proxy(core, settings, on_ready=where.append, stopper=stopper)
 
 
 def _cmd_a2a_proxy(args: argparse.Namespace) -> int:
     try:
         from ..a2a import _proxy
     except ImportError as exc:
-        raise CliError(f"needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})") from None
+        raise CliError(f"needs the a2a-sdk: {install_hint('a2a')} ({exc})") from None
     from ..adapter._chat import check_chat_ref
 
     if args.via == "chat":
@@ -90,13 +97,19 @@ def _cmd_a2a_proxy(args: argparse.Namespace) -> int:
         stream=sys.stderr,
         format="simplex-rpc a2a-proxy: %(message)s",
     )
-    from .._listener import ListenerError
+    from .._listener import ListenerError, Stopper
 
+    stopper = Stopper()
+    where: list[str] = []
     try:
-        asyncio.run(_run(args, settings))
+        return run_until_signal(
+            _run(args, settings, stopper, where),
+            stop=stopper.stop,
+            stopped=lambda: "simplex-rpc a2a-proxy: stopped"
+            + (f"; no longer listening on {where[0]}" if where else ""),
+        )
     except ListenerError as exc:
         raise CliError(str(exc)) from None
-    return EXIT_OK
 
 
 def register(subparsers: Any) -> None:
@@ -110,13 +123,7 @@ def register(subparsers: Any) -> None:
         " as server-sent events. Prints 'listening: http://HOST:PORT' on stdout once ready."
         " Needs the a2a extra.",
     )
-    p.add_argument(
-        "--core",
-        required=True,
-        type=core_url,
-        metavar="URL",
-        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225",
-    )
+    add_core_option(p)
     p.add_argument(
         "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
     )

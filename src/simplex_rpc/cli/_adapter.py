@@ -43,15 +43,15 @@ from ..adapter import (
     raw_request_command,
 )
 from ..adapter._chat import check_chat_ref
-from ..errors import EnvelopeError
+from ..errors import EnvelopeError, install_hint
 from ._common import (
     EXIT_INVALID,
     EXIT_OK,
     CliError,
     RedactingFormatter,
+    add_core_option,
     add_ready_option,
     chosen_log_level,
-    core_url,
     emit_json,
     env_file,
     header_option,
@@ -128,7 +128,13 @@ async def run_call(args: argparse.Namespace) -> int:
             max_retry_after=args.max_retry_after,
         )
     emit_json(response.to_dict())
-    return EXIT_OK if response.ok else EXIT_INVALID
+    return EXIT_OK if response.ok and not is_jsonrpc_error(response.response) else EXIT_INVALID
+
+
+def is_jsonrpc_error(answer: Any) -> bool:
+    """Whether ``answer`` is a JSON-RPC error response (the bot's server refused the
+    request): the raw commands print it as it came, with exit status 1."""
+    return isinstance(answer, dict) and answer.get("jsonrpc") == "2.0" and "error" in answer
 
 
 async def _run_call_raw(args: argparse.Namespace) -> int:
@@ -163,7 +169,7 @@ async def _run_call_raw(args: argparse.Namespace) -> int:
 
 
 def _cmd_call(args: argparse.Namespace) -> int:
-    return asyncio.run(run_call(args))
+    return run_until_signal(run_call(args), stopped="simplex-rpc call: stopped before the response")
 
 
 # -- serve --------------------------------------------------------------------
@@ -258,7 +264,7 @@ def _upstream(args: argparse.Namespace) -> Any:
     try:
         from ..mcp import Upstream
     except ImportError as exc:
-        raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
+        raise CliError(f"needs the mcp SDK: {install_hint('mcp')} ({exc})") from None
     logger = logging.getLogger("simplex_rpc.mcp.upstream")
     for old in list(logger.handlers):
         if getattr(old, "_simplex_rpc_cli", False):
@@ -422,6 +428,22 @@ def prepare_serve(args: argparse.Namespace) -> _Service:
         @contextlib.asynccontextmanager
         async def upstream_open(link: str) -> AsyncIterator[tuple[Any, Any]]:
             async with upstream:
+                # Fail fast: a server that never answered once (a typo in the command, a
+                # child that exits before the handshake, a URL that does not answer) is
+                # one line and exit 2 before the ready lines. Once it has answered, its
+                # restarts with backoff are the upstream's own.
+                if upstream.state != "running":
+                    what = "--mcp-stdio" if args.mcp_stdio else "--mcp-url"
+                    reason = upstream.failure.removeprefix("stopped (").removesuffix(")")
+                    raise CliError(
+                        f"{what}: the MCP server never answered: {reason}"
+                        + (
+                            " (check the command after --, and that it runs an MCP server on"
+                            " its stdin and stdout; npx needs -y)"
+                            if args.mcp_stdio
+                            else " (check the URL, and that an MCP server answers there)"
+                        )
+                    )
                 yield upstream.rpc_handler, upstream
 
         return _Service(_protocols(args, "mcp"), upstream_open)
@@ -430,7 +452,7 @@ def prepare_serve(args: argparse.Namespace) -> _Service:
         try:
             from ..a2a import _gateway  # noqa: F401 - the extra is named before connecting
         except ImportError as exc:
-            raise CliError(f"needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})") from None
+            raise CliError(f"needs the a2a-sdk: {install_hint('a2a')} ({exc})") from None
         handler = None if args.a2a_module is None else load_object(args.a2a_module, "--a2a-module")
 
         @contextlib.asynccontextmanager
@@ -445,7 +467,7 @@ def prepare_serve(args: argparse.Namespace) -> _Service:
         # fails on its own `import mcp`.
         from ..mcp import McpBridge
     except ImportError as exc:
-        raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
+        raise CliError(f"needs the mcp SDK: {install_hint('mcp')} ({exc})") from None
     server = _mcp_server(args.mcp_module)
     try:
         bridge = McpBridge(server, conversation_tools=args.conversation_tool)
@@ -478,7 +500,7 @@ async def _a2a_bridge(
     try:
         from ..a2a import _gateway
     except ImportError as exc:
-        raise CliError(f"needs the a2a-sdk: pip install 'simplex-rpc[a2a]' ({exc})") from None
+        raise CliError(f"needs the a2a-sdk: {install_hint('a2a')} ({exc})") from None
     # A one-shot task over Service RPC waits up to 160 s, or less under a shorter
     # --deadline, so that conversation_required arrives before the handler is cut.
     rpc_deadline = min(_gateway.DEFAULT_RPC_DEADLINE, 0.9 * args.deadline)
@@ -517,37 +539,72 @@ async def run_serve(
         "grace": args.grace,
     }
     outcome: list[ServeOutcome] = []
+    served = False
+    delay = CORE_BACKOFF_MIN
     try:
-        async with ChatCore.connect(args.core) as core:
-            if args.start != "off":
-                await core.start(service_requests=True, restart=args.start == "restart")
-            link = ""
-            if args.address or service.needs_link:
-                address = await core.service_address(args.user)
-                link = address.link
-            async with service.open(link) as (rpc_handler, chat_handler):
+        # The service (the upstream, the bridge) is opened once, with the first
+        # connection, and kept: a core that goes away is connected to again with
+        # backoff, and serving resumes with the same address and the same handlers.
+        async with contextlib.AsyncExitStack() as held:
+            handlers: tuple[Any, Any] | None = None
+            while True:
+                try:
+                    async with ChatCore.connect(args.core) as core:
+                        if args.start != "off":
+                            await core.start(
+                                service_requests=True, restart=args.start == "restart"
+                            )
+                        link = ""
+                        if args.address or service.needs_link:
+                            address = await core.service_address(args.user)
+                            link = address.link
+                        if handlers is None:
+                            handlers = await held.enter_async_context(service.open(link))
+                        rpc_handler, chat_handler = handlers
 
-                def on_serving() -> None:
-                    # Printed once serving: a caller that waits for these lines can call.
-                    shown = link if args.address else None
-                    ready(args, address=shown, serving=service.protocols)
-                    if on_ready is not None:
-                        on_ready(link)
+                        def on_serving(link: str = link) -> None:
+                            nonlocal served, delay
+                            if served:
+                                _serve_log.warning("serving again: the chat core is back")
+                                delay = CORE_BACKOFF_MIN
+                                return
+                            served = True
+                            # Printed once: a caller that waits for these lines can call.
+                            shown = link if args.address else None
+                            ready(args, address=shown, serving=service.protocols)
+                            if on_ready is not None:
+                                on_ready(link)
 
-                await _serving(
-                    core,
-                    args,
-                    rpc_handler,
-                    chat_handler,
-                    service.protocols,
-                    options,
-                    on_serving,
-                    outcome,
-                )
+                        await _serving(
+                            core,
+                            args,
+                            rpc_handler,
+                            chat_handler,
+                            service.protocols,
+                            options,
+                            on_serving,
+                            outcome,
+                        )
+                except ChatCoreClosed as exc:
+                    if not served:
+                        raise  # never served: the core's address or state is wrong
+                    _serve_log.warning(
+                        "lost the chat core (%s); connecting again in %g s", exc, delay
+                    )
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, CORE_BACKOFF_MAX)
     finally:
         if outcome:
             print(f"simplex-rpc serve: {_stop_line(outcome[0])}", file=sys.stderr, flush=True)
     return EXIT_OK  # pragma: no cover - serve returns only by raising
+
+
+CORE_BACKOFF_MIN = 0.5
+"""Seconds before serve connects again to a core that went away; doubled each time."""
+CORE_BACKOFF_MAX = 30.0
+"""The longest wait between two attempts to reach the core again."""
+
+_serve_log = logging.getLogger("simplex_rpc.cli.serve")
 
 
 # -- call-chat ------------------------------------------------------------------
@@ -564,7 +621,7 @@ async def run_call_chat(args: argparse.Namespace) -> int:
         check_protocol_name(args.protocol, "PROTOCOL")
     except EnvelopeError as exc:
         raise CliError(str(exc)) from None
-    count = 0
+    count = errors = 0
     async with ChatCore.connect(args.core) as core:
         if args.start:
             await core.start(service_requests=False)
@@ -580,12 +637,26 @@ async def run_call_chat(args: argparse.Namespace) -> int:
             line = {"sender": str(reply.sender), "ends": reply.ends, "text": reply.text}
             if reply.message is not None:
                 line["message"] = reply.message
+                # A JSON-RPC error, or the binding's envelope error in a conversation.
+                if is_jsonrpc_error(reply.message) or _is_envelope_error(reply.message):
+                    errors += 1
             print(json.dumps(line, ensure_ascii=False, separators=(",", ":")), flush=True)
-    return EXIT_OK if count else EXIT_INVALID
+    return EXIT_OK if count and not errors else EXIT_INVALID
+
+
+def _is_envelope_error(message: Any) -> bool:
+    return (
+        isinstance(message, dict)
+        and "jsonrpc" not in message
+        and isinstance(message.get("error"), dict)
+        and isinstance(message["error"].get("code"), str)
+    )
 
 
 def _cmd_call_chat(args: argparse.Namespace) -> int:
-    return asyncio.run(run_call_chat(args))
+    return run_until_signal(
+        run_call_chat(args), stopped="simplex-rpc call-chat: stopped (the replies so far are above)"
+    )
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -628,6 +699,13 @@ async def run_simulator(
         raise CliError(f"--port: {args.port} is not a port (0 to 65535)") from None
     except socket.gaierror as exc:
         raise CliError(f"--host: cannot resolve {args.host!r}: {exc.strerror}") from None
+    except UnicodeError:
+        # The IDNA codec refuses the name before any lookup: an empty label, or one longer
+        # than 63 characters (RFC 1035 section 2.3.4).
+        raise CliError(
+            f"--host: {args.host[:80]!r} is not a host name: each dot-separated label is 1 to"
+            " 63 characters"
+        ) from None
     except OSError as exc:
         reason = exc.strerror or str(exc)
         if exc.errno == errno.EADDRINUSE:
@@ -641,7 +719,10 @@ async def run_simulator(
             flush=True,
         )
         if world is not None:
-            print(_json.dumps(simulator.load_world(world)).decode("utf-8"), flush=True)
+            # The ready line's key of every listener (`--json`'s {"listening": URL}) first,
+            # then the world: programs find the URL under the same key either way.
+            built = {"listening": simulator.url, **simulator.load_world(world)}
+            print(_json.dumps(built).decode("utf-8"), flush=True)
         else:
             ready(args, listening=simulator.url)
         if on_ready is not None:
@@ -653,7 +734,12 @@ async def run_simulator(
 
 
 def _cmd_simulator(args: argparse.Namespace) -> int:
-    return run_until_signal(run_simulator(args))
+    where: list[str] = []
+    return run_until_signal(
+        run_simulator(args, on_ready=where.append),
+        stopped=lambda: "simplex-rpc simulator: stopped"
+        + (f"; {where[0]} closed" if where else ""),
+    )
 
 
 def _command_delay(text: str) -> tuple[str | None, float]:
@@ -687,15 +773,7 @@ def _port(text: str) -> int:
 
 
 def _core_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--core",
-        required=True,
-        type=core_url,
-        metavar="URL",
-        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225"
-        " (simplex-chat -p 5225 -m; no path needed: the simulator alone uses the path, to"
-        " pick one of its simulated cores)",
-    )
+    add_core_option(p)
     p.add_argument(
         "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
     )
@@ -740,7 +818,7 @@ def register(subparsers: Any) -> None:
         "--sign-key",
         metavar="KEY",
         help="sign with this private key: use @FILE (a 0600 file, as keygen -o writes;"
-        " a file others can read is warned about); also sign_key= text or -, but a key"
+        " a file others can read is refused, as ssh does); also sign_key= text or -, but a key"
         " on the command line is visible to other users of the machine",
     )
     p.add_argument(
@@ -946,15 +1024,7 @@ def register(subparsers: Any) -> None:
         " answer ends or --wait seconds pass. Exit status 0 with replies, 1 without, 2 when"
         " the command is refused (too large, a credential in a group) or the core refuses it.",
     )
-    p.add_argument(
-        "--core",
-        required=True,
-        type=core_url,
-        metavar="URL",
-        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225"
-        " (simplex-chat -p 5225 -m; no path needed: the simulator alone uses the path, to"
-        " pick one of its simulated cores)",
-    )
+    add_core_option(p)
     p.add_argument(
         "--user",
         type=_positive_int,

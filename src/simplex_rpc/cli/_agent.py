@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Any
 
-from ..errors import BadSignature, ServiceRejected
+from ..errors import BadSignature, ServiceRejected, install_hint
 from ._common import (
     EXIT_INVALID,
     EXIT_OK,
@@ -26,7 +26,7 @@ from ._common import (
     fail,
     read_input,
     read_signing_key,
-    warn_if_readable_by_others,
+    refuse_if_readable_by_others,
 )
 
 _INPUTS = "Inputs: a literal argument, @PATH for a file, or - for stdin (one input at most)."
@@ -37,7 +37,7 @@ def _crypto() -> Any:
     try:
         from .._wire import agent_crypto
     except ImportError as exc:
-        fail(f"the agent's cryptography needs: pip install 'simplex-rpc[sntrup761]' ({exc})")
+        fail(f"the agent's cryptography needs: {install_hint('sntrup761')} ({exc})")
     return agent_crypto
 
 
@@ -47,11 +47,11 @@ def _one_stdin(*specs: str | None) -> None:
 
 
 def _private(spec: str, what: str, decode: Any) -> Any:
-    """Private material from ``spec``, decoded; a file others can read is warned about
-    once it is known to hold it (as the core's keys are)."""
+    """Private material from ``spec``, decoded; a file others can read is refused, as
+    ssh does, once it is known to hold it (as the core's keys are)."""
     value = decode(_text(spec, what))
     if spec.startswith("@"):
-        warn_if_readable_by_others(spec[1:], what)
+        refuse_if_readable_by_others(spec[1:], what)
     return value
 
 

@@ -38,7 +38,15 @@ from .._wire.envelope import Request
 from .._wire.keys import SigningKey, session_tag
 from .._wire.padding import PADDED_LENGTH
 from . import _bench_agent
-from ._common import EXIT_OK, add_json_option, emit_json, fail, whole_number
+from ._common import (
+    EXIT_OK,
+    add_json_option,
+    emit_json,
+    fail,
+    install_hint,
+    run_interruptible,
+    whole_number,
+)
 from ._machine import machine
 
 __all__ = [
@@ -783,6 +791,198 @@ def format_table(
     return "\n".join(lines)
 
 
+_FLOOR_KINDS: Final = ("memcpy", "libsodium", "json.loads", "verify+loads", "floor", "1 worker")
+"""The baselines a measure's subject is held against, as ``Result.ratios`` names them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One measure in the narrow table: its subject (the C side) against pure and floor."""
+
+    measure: str
+    subject: Result
+    pure: Result | None
+    floor: Result | None
+    ratio: float
+    against: str  # the ratio's baseline: "pure" or a floor kind
+    target: Target | None
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1.0)
+
+
+def narrow_rows(results: Sequence[Result], targets: Sequence[Target]) -> list[Row]:
+    """One row per measure: the subject (the first contender with a ratio against pure,
+    else the first with any ratio), the pure contender of the same name, the floor (the
+    baseline with no ratios) and the subject's ratio against the floor (else against
+    pure); the target whose value is that measure's ratio (or its inverse)."""
+    by_measure: dict[str, list[Result]] = {}
+    for r in results:
+        by_measure.setdefault(r.measure, []).append(r)
+    rows = []
+    for measure, group in by_measure.items():
+        subject = next((r for r in group if "pure" in r.ratios), None) or next(
+            (r for r in group if r.ratios), None
+        )
+        if subject is None:
+            continue
+        name = subject.contender.removeprefix("c ")
+        pure = next((r for r in group if r.contender == f"python {name}"), None)
+        floor = next(
+            (r for r in group if not r.ratios and not r.contender.startswith("python ")), None
+        )
+        against = next((k for k in _FLOOR_KINDS if k in subject.ratios), "pure")
+        ratio = subject.ratios.get(against, subject.ratios.get("pure", 0.0))
+        target = None
+        # The measure's target, and the ratio it is about (against pure or the floor).
+        for t in targets:
+            for r in group:
+                for kind, v in r.ratios.items():
+                    if v > 0 and (_close(t.value, v) or _close(t.value, 1 / v)):
+                        target, against, ratio = t, kind, v
+                        subject = r
+                        break
+                if target is not None:
+                    break
+            if target is not None:
+                break
+        rows.append(Row(measure, subject, pure, floor, ratio, against, target))
+    return rows
+
+
+def format_narrow(
+    results: Sequence[Result],
+    targets: Sequence[Target],
+    info: dict[str, Any],
+    settings: dict[str, Any],
+) -> str:
+    """The report for people, within 100 columns: per measure the C time, the pure time,
+    the floor's time, the ratio and the target met or not. ``--wide`` and ``--json``
+    have every contender and figure."""
+    lines = [
+        f"machine: {info['cpus']} CPU(s), Python {info['python']}, load {info['load_average']}",
+        f"{settings['rounds']} rounds; ratio = time / baseline (below 1 is faster);"
+        " every figure: --wide or --json",
+        "",
+    ]
+    header = ("measure", "C", "pure", "floor", "ratio", "target")
+    table = [header]
+    for row in narrow_rows(results, targets):
+        target = ""
+        if row.target is not None:
+            target = f"{row.target.goal[:18]} {'ok' if row.target.met else 'NO'}"
+        against = "pure" if row.against == "pure" else "floor"
+        table.append(
+            (
+                row.measure[:26],
+                _time_text(row.subject.ns_per_op),
+                "" if row.pure is None else _time_text(row.pure.ns_per_op),
+                "" if row.floor is None else _time_text(row.floor.ns_per_op),
+                f"{row.ratio:.2f}x {against}",
+                target,
+            )
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for r in table:
+        cells = [r[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(r[1:-1], widths[1:-1], strict=True)
+        ]
+        lines.append(("  ".join(cells) + "  " + r[-1]).rstrip())
+    missed = [t for t in targets if not t.met]
+    if missed:
+        lines += ["", "targets missed:"]
+        for t in missed:
+            lines.append(f"  {t.name}: {t.shown}")
+            lines.append(f"    {t.reason}" if len(t.reason) <= 96 else f"    {t.reason[:93]}...")
+    return "\n".join(lines)
+
+
+def plot_svg(report: dict[str, Any], path: str) -> None:
+    """Draw the run into the SVG file ``path``: each measure's ratio against its target and
+    floor (left), and the batch measures' throughput against the batch size (right).
+    Needs matplotlib (the ``plot`` extra)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("svg")
+        from matplotlib import pyplot as plt
+    except ImportError as exc:
+        fail(f"--plot needs matplotlib: {install_hint('plot')} ({exc})")
+    results: list[Result] = report["results"]
+    rows = narrow_rows(results, report["targets"])
+    figure, (left, right) = plt.subplots(1, 2, figsize=(13, max(4, 0.32 * len(rows) + 1.5)))
+    names = [r.measure for r in rows]
+    ratios = [r.ratio for r in rows]
+    positions = list(range(len(rows)))
+    bars = left.barh(positions, ratios, color="#4c72b0", label="measured ratio")
+    for bar, name in zip(bars.patches, names, strict=True):
+        bar.set_gid(f"ratio-{name}")  # each measured bar named in the SVG
+    left.axvline(1.0, color="#555555", linestyle="--", linewidth=1, label="floor (1x)")
+    goals = [(i, _goal_value(r.target)) for i, r in enumerate(rows) if r.target is not None]
+    goals = [(i, g) for i, g in goals if g is not None]
+    if goals:
+        marks = left.scatter(
+            [g for _, g in goals], [i for i, _ in goals], marker="|", s=250, color="#c44e52",
+            label="target",
+        )  # fmt: skip
+        marks.set_gid("targets")
+    left.set_yticks(positions, names, fontsize=7)
+    left.invert_yaxis()
+    left.set_xlabel("time / baseline (below 1 is faster)")
+    left.set_title("ratios against their floors and targets")
+    left.legend(fontsize=7, loc="lower right")
+    # Throughput against batch size: one item per call (pad, unpad) and BATCH items per
+    # call (pad_many, unpad_many), per backend.
+    batch = int(report["settings"].get("batch", BATCH))
+    for name in ("pad", "unpad"):
+        for side in ("c", "python"):
+            one = _find(results, name, f"{side} {name}")
+            many = _find(results, f"{name}_many", f"{side} {name}_many")
+            if one is None or many is None:
+                continue
+            (line,) = right.plot(
+                [1, batch],
+                [1e9 / one.ns_per_op, 1e9 / many.ns_per_op],
+                marker="o",
+                label=f"{side} {name}",
+            )
+            line.set_gid(f"throughput-{side}-{name}")
+    right.set_xscale("log")
+    right.set_yscale("log")
+    right.set_xlabel("batch size (items per call)")
+    right.set_ylabel("items per second")
+    right.set_title("throughput against batch size")
+    right.legend(fontsize=7)
+    figure.tight_layout()
+    try:
+        figure.savefig(path, format="svg")
+    except OSError as exc:
+        fail(f"--plot: cannot write {path!r}: {exc.strerror}")
+    finally:
+        plt.close(figure)
+
+
+def _find(results: Sequence[Result], measure: str, contender: str) -> Result | None:
+    return next((r for r in results if r.measure == measure and r.contender == contender), None)
+
+
+def _goal_value(target: Target | None) -> float | None:
+    """The number in a target's goal ("within 1.5x", "at most 1.05x"), as a ratio of
+    time; a goal of speed ("at least 3x faster") is its inverse; "not slower" is 1."""
+    if target is None:
+        return None
+    if target.goal == "not slower":
+        return 1.0
+    import re
+
+    found = re.search(r"([0-9.]+)x", target.goal)
+    if found is None:
+        return None
+    value = float(found.group(1))
+    return 1 / value if "at least" in target.goal else value
+
+
 class _Progress:
     """One line per measure on stderr; a live percentage when stderr is a terminal."""
 
@@ -886,11 +1086,21 @@ def report_json(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def report_text(report: dict[str, Any]) -> str:
-    return format_table(report["results"], report["targets"], report["machine"], report["settings"])
+def report_text(report: dict[str, Any], *, wide: bool = False) -> str:
+    """The narrow table (within 100 columns), or with ``wide`` every contender and figure."""
+    form = format_table if wide else format_narrow
+    return form(report["results"], report["targets"], report["machine"], report["settings"])
 
 
 def _handle(args: argparse.Namespace) -> int:
+    # Ctrl-C or SIGTERM: one line, exit 0, no traceback (docs/cli.md, stopping).
+    name = f"bench {args.suite}" if args.suite else "bench"
+    return run_interruptible(
+        lambda: _run(args), stopped=f"simplex-rpc {name}: stopped; the run was cut short"
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.suite == "adapter":  # the responder under load and faults: _bench_adapter
         from . import _bench_adapter
 
@@ -900,11 +1110,18 @@ def _handle(args: argparse.Namespace) -> int:
 
         return _bench_gateway.handle(args)
     only = [k for k in (args.only or "").split(",") if k]
+    if args.plot is not None:
+        try:
+            import matplotlib  # noqa: F401 - checked before the run, not after it
+        except ImportError as exc:
+            fail(f"--plot needs matplotlib: {install_hint('plot')} ({exc})")
     report = run_bench(quick=args.quick, rounds=args.rounds, only=only)
     if args.json:
         emit_json(report_json(report))
     else:
-        sys.stdout.write(report_text(report) + "\n")
+        sys.stdout.write(report_text(report, wide=args.wide) + "\n")
+    if args.plot is not None:
+        plot_svg(report, args.plot)
     return EXIT_OK
 
 
@@ -939,13 +1156,6 @@ def register(subparsers: Any) -> None:
         " responder under load and faults instead.",
         formatter_class=_HelpFormatter,
     )
-    parser.add_argument(
-        "suite",
-        nargs="?",
-        choices=("adapter", "gateway"),
-        help="adapter: the Service RPC responder under load and faults instead; gateway: an"
-        " MCP tools/call through serve --mcp-stdio against the SDK client's direct call",
-    )
     parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
     add_json_option(parser, "machine-readable output")
     parser.add_argument(
@@ -957,7 +1167,58 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--only",
         metavar="KEYS",
-        help=f"comma-separated measures to run ({', '.join(MEASURES)}); with 'adapter',"
-        " the scenarios to run (%(scenarios)s)",
+        help=f"comma-separated measures to run ({', '.join(MEASURES)})",
     )
-    parser.set_defaults(handler=_handle)
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="every contender and figure (time, ops/s, MB/s, each ratio) instead of the"
+        " narrow table",
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="FILE.svg",
+        help="also draw the run into an SVG file: the ratios against their targets and"
+        " floors, and throughput against batch size (needs the plot extra: matplotlib)",
+    )
+    parser.set_defaults(handler=_handle, suite=None)
+    # The suites are subcommands, each with its own --help. Their options leave the
+    # values given before the suite's name alone (SUPPRESS), as `bench --quick adapter`.
+    suites = parser.add_subparsers(dest="suite", metavar="SUITE")
+    adapter = suites.add_parser(
+        "adapter",
+        help="the Service RPC responder under load and faults",
+        description="Run the Service RPC responder (ChatCore.serve) through the simulator"
+        " under load and faults: unsigned and signed bursts, handlers that raise, hang or"
+        " answer too much, overflow, repeated requestIds and a dropped connection; print one"
+        " row per scenario. A fault row counts what the fault is meant to cause (errors,"
+        " shed, lost after the drop): only lost, duplicated or wrong answers while the"
+        " responder had its connection fail the run (exit status 1).",
+        formatter_class=_HelpFormatter,
+    )
+    _suite_options(adapter)
+    adapter.add_argument(
+        "--only",
+        metavar="SCENARIOS",
+        default=argparse.SUPPRESS,
+        help="comma-separated scenarios to run (%(scenarios)s)",
+    )
+    gateway = suites.add_parser(
+        "gateway",
+        help="an MCP tools/call through serve --mcp-stdio against the SDK's direct call",
+        description="Time an MCP tools/call through serve --mcp-stdio and the simulator"
+        " against the MCP SDK client's direct call to the same server, interleaved; print"
+        " the ratio against its target. Needs the mcp extra. Exit status 1 if a call failed.",
+    )
+    _suite_options(gateway)
+
+
+def _suite_options(p: argparse.ArgumentParser) -> None:
+    """``--quick`` and ``--json`` of a suite (``bench adapter --quick`` as ``bench --quick
+    adapter``)."""
+    p.add_argument(
+        "--quick", action="store_true", default=argparse.SUPPRESS, help="a smoke run"
+    )
+    p.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
+    )

@@ -856,6 +856,13 @@ def report_text(report: dict[str, Any]) -> str:
 
     lines += [fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     lines += [fmt(r) for r in rows]
+    lines += [
+        "",
+        "A fault row counts what its fault is meant to cause: errors (raising, cancelled,"
+        " hanging, oversized handlers), shed (over the queue) and, in drop, lost after the"
+        " connection was dropped. Only lost, duplicated or wrong answers while the responder"
+        " held its connection fail the run.",
+    ]
     notes = [f"{o.scenario}: {o.note}" for o in outcomes if o.note]
     if notes:
         lines += ["", *notes]

@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from ..adapter import ChatCore
 from ..testing import CoreSimulator
-from ._common import EXIT_INVALID, EXIT_OK, emit_json, fail
+from ._common import EXIT_INVALID, EXIT_OK, emit_json, fail, install_hint
 from ._machine import machine
 
 __all__ = ["TARGET", "WAYS", "handle", "run_gateway_bench"]
@@ -207,7 +207,7 @@ def handle(args: argparse.Namespace) -> int:
     try:
         import mcp  # noqa: F401
     except ImportError as exc:
-        fail(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})")
+        fail(f"needs the mcp SDK: {install_hint('mcp')} ({exc})")
     calls = QUICK_CALLS if args.quick else FULL_CALLS
     report = asyncio.run(run_gateway_bench(calls))
     if args.json:

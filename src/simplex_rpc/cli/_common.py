@@ -266,8 +266,20 @@ def forget_log_choices() -> None:
     _secrets.clear()
 
 
-def run_until_signal(main: Coroutine[Any, Any, int]) -> int:
+def run_until_signal(
+    main: Coroutine[Any, Any, Any],
+    *,
+    stopped: str | Callable[[], str | None] | None = None,
+    stop: Callable[[], None] | None = None,
+) -> int:
     """Run ``main`` in a new event loop; SIGTERM and SIGINT stop it gracefully: exit 0.
+
+    ``stopped`` is the summary line printed on stderr after a stop by signal
+    (or a function that returns it, called after the graceful stop): every
+    long-running command ends a stop with one such line (docs/cli.md).
+    ``stop``, when given, is the command's own graceful stop: the first signal
+    calls it (``main`` then ends by itself) instead of cancelling ``main``.
+    ``main``'s result is the exit status when it is an int (else 0).
 
     A signal cancels ``main``, which runs its graceful stop (the adapter's ``serve``
     does, on cancellation) and ends; the command then exits 0, as docker and
@@ -282,25 +294,39 @@ def run_until_signal(main: Coroutine[Any, Any, int]) -> int:
         assert task is not None
         signals: list[int] = []
 
-        def stop(signum: int) -> None:
+        def on_signal(signum: int) -> None:
             signals.append(signum)
-            task.cancel()
+            if stop is not None and len(signals) == 1:
+                stop()
+            else:
+                task.cancel()
 
         installed: list[int] = []
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGTERM, signal.SIGINT):
                 try:
-                    loop.add_signal_handler(signum, stop, signum)
+                    loop.add_signal_handler(signum, on_signal, signum)
                     installed.append(signum)
                 except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover
                     pass
-        try:
-            return await main
-        except asyncio.CancelledError:
-            if not signals:
-                raise
-            task.uncancel()
+
+        def summary() -> int:
+            line = stopped() if callable(stopped) else stopped
+            if line:
+                print(line, file=sys.stderr, flush=True)
             return EXIT_OK
+
+        try:
+            try:
+                result = await main
+            except asyncio.CancelledError:
+                if not signals:
+                    raise
+                task.uncancel()
+                return summary()
+            if signals:
+                return summary()
+            return result if isinstance(result, int) else EXIT_OK
         finally:
             for installed_signal in installed:
                 loop.remove_signal_handler(installed_signal)
@@ -308,33 +334,65 @@ def run_until_signal(main: Coroutine[Any, Any, int]) -> int:
     return asyncio.run(runner())
 
 
-def warn_if_readable_by_others(path: str, what: str) -> None:
-    """Warn on stderr, as ssh does, when the key file ``path`` is readable by group or others.
+def run_interruptible(run: Callable[[], int], *, stopped: str) -> int:
+    """Run the synchronous command ``run``; SIGTERM and SIGINT stop it: ``stopped`` on
+    stderr, exit 0 (the stop convention of docs/cli.md, for a command that runs
+    event loops one after another, such as ``bench``).
 
-    The warning names the file and its mode, never the key.
+    A signal raises ``KeyboardInterrupt`` where the command is (SIGTERM is passed on
+    as SIGINT); each ``asyncio.run`` cancels its tasks on the way out. Tasks left
+    with an exception that nobody will read any more (a core connection closed by
+    the stop) are collected with asyncio's log silenced: the stop is not an error.
+    """
+    import gc
+
+    installed = threading.current_thread() is threading.main_thread()
+    previous: Any = None
+    if installed:
+        # SIGTERM as SIGINT: inside asyncio.run, its runner's SIGINT handler cancels the
+        # main task and the loop closes in order; elsewhere KeyboardInterrupt is raised.
+        previous = signal.signal(
+            signal.SIGTERM, lambda signum, frame: signal.raise_signal(signal.SIGINT)
+        )
+    try:
+        return run()
+    except KeyboardInterrupt:
+        logging.getLogger("asyncio").disabled = True
+        gc.collect()
+        print(stopped, file=sys.stderr, flush=True)
+        return EXIT_OK
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def refuse_if_readable_by_others(path: str, what: str) -> None:
+    """Refuse, as ssh does, the private key file ``path`` when group or others can read it.
+
+    ssh will not use such a key ("UNPROTECTED PRIVATE KEY FILE"): the key may already
+    be another user's. The message names the file, its mode and the fix, never the key.
     """
     try:
         mode = os.stat(path).st_mode
     except OSError:
-        return  # the read that follows names the problem
+        return  # the read names the problem
     if stat.S_ISREG(mode) and mode & 0o077:
-        print(
-            f"simplex-rpc: warning: {what} file {path!r} is readable by others"
-            f" (mode {stat.S_IMODE(mode):04o}); a private key file should be private:"
-            f" chmod 600 {path}",
-            file=sys.stderr,
+        fail(
+            f"{what}: the private key file {path!r} is readable by others (mode"
+            f" {stat.S_IMODE(mode):04o}); a private key must be private, as ssh requires:"
+            f" chmod 600 {path}"
         )
 
 
 def read_signing_key(spec: str, *, what: str) -> SigningKey:
     """The private key of ``spec`` (text, ``@FILE`` or ``-``).
 
-    A key read from a file that group or others can read is warned about, as ssh
-    does (once it is known to hold a private key).
+    A key file that group or others can read is refused, as ssh does (once it is
+    known to hold a private key: a public key in it gets its own message).
     """
     key = decode_signing_key(read_input(spec, what=what), what=what)
     if spec.startswith("@"):
-        warn_if_readable_by_others(spec[1:], what)
+        refuse_if_readable_by_others(spec[1:], what)
     return key
 
 
@@ -388,8 +446,39 @@ def decode_public_key(data: bytes, *, what: str) -> PublicKey:
 
 
 def load_sign_key(spec: str, *, what: str = "--sign-key") -> SigningKey:
-    """``--sign-key``: text, ``@FILE`` (warned about when others can read it) or ``-``."""
+    """``--sign-key``: text, ``@FILE`` (refused when others can read it) or ``-``."""
     return read_signing_key(spec, what=what)
+
+
+CORE_ENV: Final = "SIMPLEX_RPC_CORE"
+"""The environment variable that gives ``--core`` its default."""
+
+
+def add_core_option(p: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """Give a subcommand ``--core URL`` (``args.core``), defaulting to ``$SIMPLEX_RPC_CORE``.
+
+    Read when the parser is built: a command that needs a core and has neither
+    is a usage error naming both.
+    """
+    default = os.environ.get(CORE_ENV) or None
+    p.add_argument(
+        "--core",
+        required=required and default is None,
+        default=default,
+        type=core_url,
+        metavar="URL",
+        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225 (simplex-chat"
+        f" -p 5225 -m; the simulator alone uses a path, to pick one of its simulated cores);"
+        f" default ${CORE_ENV}"
+        + (f" (now {redact(default)})" if default else ""),
+    )
+
+
+def install_hint(extra: str) -> str:
+    """How to install the extra ``extra`` (:func:`simplex_rpc.errors.install_hint`)."""
+    from ..errors import install_hint as hint
+
+    return hint(extra)
 
 
 def core_url(text: str) -> str:

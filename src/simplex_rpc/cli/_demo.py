@@ -40,7 +40,7 @@ from .._wire.agent_block import SMPQueueInfo, SMPServer
 from .._wire.envelope import Request, Response, check_request_key
 from .._wire.keys import PublicKey, SigningKey, session_tag
 from .._wire.padding import PADDED_LENGTH
-from ..errors import BadSignature, SimplexRpcError
+from ..errors import BadSignature, SimplexRpcError, install_hint
 from ..vectors._examples import mcp_tools_call_request, mcp_tools_call_response
 
 __all__ = [
@@ -119,8 +119,8 @@ def _x448_from_label(label: bytes) -> bytes:
         from cryptography.hazmat.primitives.asymmetric import x448
     except ImportError:
         raise SimplexRpcError(
-            "demo AD: X448 keys of labels other than the demo's need cryptography:"
-            " pip install 'simplex-rpc[crypto]'"
+            "demo AD: X448 keys of labels other than the demo's need cryptography: "
+            + install_hint("crypto")
         ) from None
     secret = hashlib.shake_256(label).digest(56)
     return x448.X448PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw()
@@ -894,7 +894,7 @@ def render_sdk(demo: SdkDemo) -> str:
     """The human-readable account of the SDK client part."""
     lines = ["The MCP SDK's own client (mcp.Client) through SimplexTransport", ""]
     if not demo.installed:
-        lines.append("13. Skipped: the mcp SDK is not installed (pip install 'simplex-rpc[mcp]')")
+        lines.append(f"13. Skipped: the mcp SDK is not installed ({install_hint('mcp')})")
         return "\n".join(lines) + "\n"
     lines += [
         "13. mcp.Client(SimplexTransport(core, 1, <acme's address>)): each request is one"

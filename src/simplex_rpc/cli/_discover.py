@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from ..adapter import ChatCore, LinkDeclarations
 from ..declarations import ProtocolDeclaration
-from ..errors import ChatCoreError, SimplexRpcError
+from ..errors import ChatCoreError, SimplexRpcError, install_hint
 from ..llms_txt import CommunicationAddress, check_address, link_kind, parse_communications
 from ._common import (
     EXIT_INVALID,
@@ -109,7 +109,7 @@ async def fetch_llms_txt(
     try:
         import httpx
     except ImportError:
-        raise CliError("discover needs httpx: pip install 'simplex-rpc[discover]'") from None
+        raise CliError("discover needs httpx: " + install_hint("discover")) from None
     verify: ssl.SSLContext | bool = True
     if cacert is not None:
         try:

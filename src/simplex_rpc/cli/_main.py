@@ -15,8 +15,20 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from ..errors import SimplexRpcError
-from . import _a2a_proxy, _adapter, _agent, _bench, _chat, _core, _discover, _proxy
+from . import (
+    _a2a_proxy,
+    _adapter,
+    _agent,
+    _bench,
+    _calls,
+    _chat,
+    _core,
+    _discover,
+    _doctor,
+    _proxy,
+)
 from ._common import (
+    CORE_ENV,
     EXIT_OK,
     EXIT_USAGE,
     LOG_LEVELS,
@@ -31,8 +43,10 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     _core,
     _agent,
     _adapter,
+    _calls,
     _chat,
     _discover,
+    _doctor,
     _bench,
     _proxy,
     _a2a_proxy,
@@ -43,6 +57,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error as one line on stderr (exit status 2)."""
 
     def error(self, message: str) -> NoReturn:
+        if message.startswith("the following arguments are required: --core"):
+            message += f" (or set {CORE_ENV}=ws://HOST:PORT)"
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
@@ -126,7 +142,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace, handler: Callable[[argparse.Namespace], int]) -> int:
     try:
-        return handler(args)
+        try:
+            return handler(args)
+        except BaseExceptionGroup as group:
+            # anyio's task groups wrap what a command raises: one error is its own line.
+            leaf: BaseException = group
+            while isinstance(leaf, BaseExceptionGroup) and len(leaf.exceptions) == 1:
+                leaf = leaf.exceptions[0]
+            if isinstance(leaf, (CliError, SimplexRpcError, KeyboardInterrupt)):
+                raise leaf from None
+            raise
     except (CliError, SimplexRpcError) as exc:
         print(f"simplex-rpc {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE

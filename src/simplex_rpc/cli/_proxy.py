@@ -16,12 +16,13 @@ from typing import Any
 
 from .._wire.keys import SigningKey
 from ._common import (
-    EXIT_OK,
     CliError,
-    core_url,
+    add_core_option,
+    install_hint,
     listen_address,
     load_sign_key,
     positive_seconds,
+    run_until_signal,
     whole_number,
 )
 from ._listener_options import add_listener_options, check_before_start, listener_policy
@@ -42,11 +43,9 @@ def _load_sign_key(spec: str) -> SigningKey:
 
 def _cmd_mcp_proxy(args: argparse.Namespace) -> int:
     try:
-        import anyio
-
         from ..mcp import _proxy as _mcp_proxy
     except ImportError as exc:
-        raise CliError(f"needs the mcp SDK: pip install 'simplex-rpc[mcp]' ({exc})") from None
+        raise CliError(f"needs the mcp SDK: {install_hint('mcp')} ({exc})") from None
     policy = None
     if args.listen is not None:
         policy = listener_policy(args, *args.listen)
@@ -71,19 +70,32 @@ def _cmd_mcp_proxy(args: argparse.Namespace) -> int:
         format="simplex-rpc mcp-proxy: %(message)s",
     )
     if policy is None:
-        anyio.run(_mcp_proxy.run_proxy, connect, args.target)
-        return EXIT_OK
-    from .._listener import ListenerError
+        # A signal stops reading stdin, as its end does: what was read is still answered.
+        outcome = _mcp_proxy.StdioOutcome()
+        return run_until_signal(
+            _mcp_proxy.run_proxy(connect, args.target, outcome=outcome, drain=args.timeout + 5),
+            stop=outcome.stop,
+            stopped=lambda: f"simplex-rpc mcp-proxy: {outcome.line()}",
+        )
+    from .._listener import ListenerError, Stopper
+
+    where: list[str] = []
 
     def listening(url: str) -> None:
         # The line a host's launcher (or a test) waits for: the URL to configure.
+        where.append(url)
         print(f"listening: {url}", flush=True)
 
+    stopper = Stopper()
     try:
-        anyio.run(_mcp_proxy.run_proxy_http, connect, args.target, policy, listening)
+        return run_until_signal(
+            _mcp_proxy.run_proxy_http(connect, args.target, policy, listening, stopper=stopper),
+            stop=stopper.stop,
+            stopped=lambda: "simplex-rpc mcp-proxy: stopped"
+            + (f"; no longer listening on {where[0]}" if where else ""),
+        )
     except ListenerError as exc:
         raise CliError(str(exc)) from None
-    return EXIT_OK
 
 
 def register(subparsers: Any) -> None:
@@ -97,13 +109,7 @@ def register(subparsers: Any) -> None:
         " revision, the initialize handshake of revisions before 2026-07-28 included."
         " Needs the mcp extra.",
     )
-    p.add_argument(
-        "--core",
-        required=True,
-        type=core_url,
-        metavar="URL",
-        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225",
-    )
+    add_core_option(p)
     p.add_argument(
         "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
     )
@@ -129,7 +135,7 @@ def register(subparsers: Any) -> None:
         "--sign-key",
         metavar="KEY",
         help="sign every request with this private key: use @FILE (a 0600 file, as keygen"
-        " -o writes; a file others can read is warned about); sign_key= text works too, but"
+        " -o writes; a file others can read is refused, as ssh does); sign_key= text works too, but"
         " a key on the command line is visible to other users of the machine",
     )
     p.add_argument(

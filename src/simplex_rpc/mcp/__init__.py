@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from .._wire import lazy as _lazy
+from ..errors import install_hint
 from . import _binding
 from ._binding import *  # noqa: F403 (the binding's data is the package's public API)
 
@@ -42,5 +43,5 @@ _SDK_NAMES: Final = {
 
 # The bridge and the client transport need the SDK; imported only when asked for.
 __getattr__, __dir__ = _lazy.sdk_attributes(
-    __name__, _SDK_NAMES, "the mcp SDK: pip install 'simplex-rpc[mcp]'"
+    __name__, _SDK_NAMES, "the mcp SDK: " + install_hint("mcp")
 )

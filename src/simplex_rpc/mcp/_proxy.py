@@ -40,15 +40,17 @@ from pydantic import ValidationError
 
 from .. import __version__
 from .._bindings import INVALID_REQUEST, invalid_request, json_type, valid_id
-from .._listener import ListenerPolicy, guard, listen, server_options
+from .._listener import ListenerPolicy, Stopper, guard, listen, server_options, uvicorn_server
 from .._wire.keys import SigningKey
 from .._wire.redact import RedactingLogger, redact
 from ..adapter import ChatCore
 from ._client import SimplexTransport, Via
 from ._sessions import DEFAULT_IDLE_TIMEOUT, SessionGuard
+from ._stdin import StdinLines
 
 __all__ = [
     "PROXY_NAME",
+    "StdioOutcome",
     "Upstream",
     "build_server",
     "check_message",
@@ -421,15 +423,88 @@ def connector(
     return connect
 
 
-async def run_proxy(connect: Connect, target: str) -> None:
-    """Serve the host on stdin and stdout until it closes them."""
+class StdioOutcome:
+    """What a stdio proxy did: the host's requests it answered, and those left unanswered
+    when it stopped (the drain's bound ran out). ``stop()`` ends reading at once, as end
+    of file does: the requests already read are still answered."""
+
+    def __init__(self) -> None:
+        self.answered = 0
+        self.unanswered = 0
+        self._stdin: StdinLines | None = None
+        self._stopped = False
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._stdin is not None:
+            self._stdin.close()
+
+    def line(self) -> str:
+        return f"stopped: {self.answered} answered, {self.unanswered} unanswered"
+
+
+async def run_proxy(
+    connect: Connect, target: str, *, outcome: StdioOutcome | None = None, drain: float = 60.0
+) -> StdioOutcome:
+    """Serve the host on stdin and stdout until it closes stdin, or ``outcome.stop()``.
+
+    Every request read before the end is answered before the proxy returns (the
+    SDK's server would cancel them when its input ends): the input the server sees
+    ends only once each such request has its response on stdout, or after
+    ``drain`` seconds (then counted in ``unanswered``).
+    """
+    outcome = outcome if outcome is not None else StdioOutcome()
+    stdin = StdinLines(0)
+    outcome._stdin = stdin
+    if outcome._stopped:
+        stdin.close()
     upstream = Upstream(connect, target)
     server = build_server(upstream)
+    pending: set[types.RequestId] = set()
+    settled = anyio.Event()
+    inner_send, inner_read = anyio.create_memory_object_stream[Any](0)
+    out_send, out_read = anyio.create_memory_object_stream[Any](0)
+
+    async def pump_in(read_stream: Any) -> None:
+        nonlocal settled
+        async with inner_send:
+            async for item in read_stream:
+                message = getattr(item, "message", None)
+                if isinstance(message, types.JSONRPCRequest):
+                    pending.add(message.id)
+                    settled = anyio.Event()
+                elif isinstance(message, types.JSONRPCNotification) and (
+                    message.method == "notifications/cancelled"
+                ):
+                    pending.discard((message.params or {}).get("requestId"))
+                await inner_send.send(item)
+            # The end of the input: the server keeps it open until the answers are out.
+            with anyio.move_on_after(drain):
+                while pending:
+                    await settled.wait()
+            outcome.unanswered = len(pending)
+
+    async def pump_out(write_stream: Any) -> None:
+        async with write_stream, out_read:
+            async for item in out_read:
+                message = getattr(item, "message", None)
+                if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+                    if message.id in pending:
+                        pending.discard(message.id)
+                        outcome.answered += 1
+                        if not pending:
+                            settled.set()
+                await write_stream.send(item)
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(upstream.run)
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+            tg.start_soon(pump_in, read_stream)
+            tg.start_soon(pump_out, write_stream)
+            async with out_send:
+                await server.run(inner_read, out_send, server.create_initialization_options())
         tg.cancel_scope.cancel()
+    return outcome
 
 
 def _url_host(host: str) -> str:
@@ -482,6 +557,8 @@ async def run_proxy_http(
     target: str,
     policy: ListenerPolicy,
     on_listening: Callable[[str], None],
+    *,
+    stopper: Stopper | None = None,
 ) -> None:
     """Serve the proxy as a Streamable HTTP MCP server at ``http://HOST:PORT/mcp``.
 
@@ -494,8 +571,8 @@ async def run_proxy_http(
     address other machines reach without a token, or one that cannot be bound,
     raises :class:`~simplex_rpc._listener.ListenerError` before anything starts.
     ``on_listening`` gets the endpoint's URL once uvicorn accepts connections.
-    Runs until cancelled, or until uvicorn stops on SIGINT or SIGTERM (it then
-    raises the signal again, as the command's own).
+    Runs until cancelled, or until ``stopper`` asks for uvicorn's graceful
+    shutdown (the process's signals are the caller's: uvicorn installs none).
     """
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -517,7 +594,7 @@ async def run_proxy_http(
     sessions = SessionGuard(app, idle_timeout=DEFAULT_IDLE_TIMEOUT)
     guarded = guard(sessions, policy, check=check_message)
     config = uvicorn.Config(guarded, lifespan="on", **server_options(policy))
-    http = uvicorn.Server(config)
+    http = uvicorn_server(config, stopper)
     url = f"http://{_url_host(requested)}:{policy.port}/mcp"
 
     async def announce() -> None:

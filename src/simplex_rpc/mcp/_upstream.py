@@ -521,6 +521,14 @@ class Upstream:
         """``stopped``, ``starting``, ``running`` or ``restarting``."""
         return self._state
 
+    @property
+    def failure(self) -> str:
+        """Why the last attempt ended, for the operator (``""`` while running): after
+        ``async with upstream:`` a state other than ``running`` means the server never
+        answered once, and this says why (the command not found, an exit before the
+        MCP handshake, no answer from the URL in time)."""
+        return "" if self._state == "running" else self._reason
+
     async def handle(
         self, message: object, *, on_notification: NotificationSink | None = None
     ) -> dict[str, Any]:

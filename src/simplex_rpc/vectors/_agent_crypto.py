@@ -26,7 +26,7 @@ from .._wire.agent_block import SMPQueueInfo, SMPServer
 from .._wire.backend import Backend
 from .._wire.keys import SigningKey
 from .._wire.seal import max_request_payload, max_response_payload
-from ..errors import AgentCryptoError, ServiceRejected, SimplexRpcError
+from ..errors import AgentCryptoError, ServiceRejected, SimplexRpcError, install_hint
 from ._common import Case, Document, VectorError, _Checker, _derived, _document, _h, _pattern
 from ._examples import MCP_TOOLS_CALL_REQUEST_TEXT, MCP_TOOLS_CALL_RESPONSE_TEXT
 
@@ -49,7 +49,7 @@ def missing_extra() -> str | None:
         import cryptography  # noqa: F401
         from pqcrypto.kem import sntrup_761  # noqa: F401
     except ImportError as exc:
-        return f"the agent's cryptography needs pip install 'simplex-rpc[sntrup761]' ({exc})"
+        return f"the agent's cryptography needs {install_hint('sntrup761')} ({exc})"
     return None
 
 

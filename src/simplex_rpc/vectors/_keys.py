@@ -6,6 +6,7 @@ from typing import Final
 
 from .._wire.backend import Backend
 from .._wire.keys import PKCS8_PREFIX, SPKI_PREFIX, PublicKey, SigningKey
+from ..errors import install_hint
 from ._common import (
     RFC8032_KEYS,
     Case,
@@ -88,8 +89,7 @@ def _foreign_der_from_numbers() -> dict[str, bytes]:
         from cryptography.hazmat.primitives.asymmetric import ec, rsa
     except ImportError:
         raise VectorError(
-            "vectors: building RSA and P-256 keys needs cryptography:"
-            " pip install 'simplex-rpc[crypto]'"
+            "vectors: building RSA and P-256 keys needs cryptography: " + install_hint("crypto")
         ) from None
 
     spki = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
