@@ -79,9 +79,9 @@ class AnvilAgent(AgentExecutor):
             )
             return
         if word == "slow":
-            await asyncio.sleep(30)  # longer than a test's Service RPC deadline
+            await asyncio.sleep(30)  # the behaviour under test: past a Service RPC deadline
         elif word != "instant":
-            await asyncio.sleep(0.05)  # a stream has time to carry the working state first
+            await asyncio.sleep(0.05)  # the behaviour under test: a task that works a while
         await updater.add_artifact([new_text_part(ANSWER)])
         await updater.complete()
 
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
             if task.done():
                 task.result()
                 return
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # uvicorn has no started event: a poll, ended above
         print(f"listening: {url}", flush=True)
         await task
 

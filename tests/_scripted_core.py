@@ -158,6 +158,17 @@ async def scripted_serving(
                 await task
 
 
+def responder_of(core: ChatCore) -> Any:
+    """The core's one responder (the request sink of its ``serve``), for tests to observe."""
+    (responder,) = core._request_sinks
+    return responder
+
+
+def taken(core: ChatCore) -> int:
+    """How many requests the core's responder has taken, each stamped as it was read."""
+    return len(responder_of(core).seen)
+
+
 def request_event(
     request_id: str, request: Any = None, *, protocol: str = "mcp", user_id: Any = 1
 ) -> dict[str, Any]:

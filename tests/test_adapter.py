@@ -19,6 +19,7 @@ import pytest
 
 import simplex_rpc as sx
 from _scripted_core import ScriptedCore, request_event
+from _waiting import until
 from simplex_rpc import ErrorCode, Request, Response
 from simplex_rpc.adapter import (
     ChatCore,
@@ -299,7 +300,7 @@ def test_answers_are_matched_by_corr_id() -> None:
             slow = asyncio.create_task(core.command("/slow"))
             assert await fake.commands.get() == "/slow"
             fast = asyncio.create_task(core.command("/fast"))
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # the behaviour under test: /fast waits (an absence)
             assert not slow.done() and not fast.done()  # /fast waits behind /slow
             # An answer to no pending command, and odd messages, are ignored.
             await fake.send_raw(json.dumps({"corrId": "999", "resp": {"type": "late"}}))
@@ -346,8 +347,10 @@ def test_a_connection_whose_command_is_never_answered_is_dropped_and_replaced(
                 behind = asyncio.create_task(core.command("/other"))
                 with pytest.raises(ChatCoreClosed, match="unanswered"):
                     await behind
-                while len(fake.connections) != 1 or core._transport.retired:
-                    await asyncio.sleep(0.01)
+                await until(
+                    lambda: len(fake.connections) == 1 and not core._transport.retired,
+                    "the stuck connection replaced",
+                )
             assert await core.command("/other") == {"type": "cmdOk"}
             assert not core.closed
             stream = core.events()
@@ -414,16 +417,20 @@ def test_an_answer_never_acknowledged_has_the_answers_connection_replaced(
             background_serve(core, echo, protocols=("mcp",)),
         ):
             core._overdue_margin = 0.2
-            while len(fake.connections) < 2 or core._answers is None:
-                await asyncio.sleep(0.01)
+            await until(
+                lambda: len(fake.connections) >= 2 and core._answers is not None,
+                "serve's answers' connection",
+            )
             first = core._answers
             fake.silent.add("/_service_response")
             with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
                 await fake.event(request_event("r1", {"n": 1}))
                 await answered(fake, "r1")
                 fake.silent.discard("/_service_response")
-                while core._answers is None or core._answers is first:
-                    await asyncio.sleep(0.01)
+                await until(
+                    lambda: core._answers is not None and core._answers is not first,
+                    "a new answers' connection",
+                )
                 await fake.event(request_event("r2", {"n": 2}))
                 await answered(fake, "r2")
             assert not core.closed
@@ -446,7 +453,10 @@ def test_the_connection_dropped_mid_request_fails_every_pending_command() -> Non
                 for i in range(5)
             ]
             events = p.alice.events()
-            await asyncio.sleep(0.2)
+            await until(
+                lambda: sum(t.in_flight for t in p.alice._transports()) >= 5,
+                "the five requests sent",
+            )
             # The pool: the first connection, and one per service request in flight.
             assert await p.sim.drop_connections("alice") == 6
             results = await asyncio.gather(*calls, return_exceptions=True)
@@ -488,7 +498,7 @@ def test_clean_close() -> None:
             async with ChatCore.connect(fake.url) as core:
                 pending = asyncio.create_task(core.command("/wait"))
                 events = core.events()
-                await asyncio.sleep(0.05)
+                assert await fake.commands.get() == "/wait"
             with pytest.raises(ChatCoreClosed):
                 await pending
             assert [e async for e in events] == []
@@ -506,7 +516,7 @@ def test_the_core_closing_the_connection_fails_pending_commands() -> None:
         async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
             fake.silent.add("/wait")
             pending = asyncio.create_task(core.command("/wait"))
-            await asyncio.sleep(0.05)
+            assert await fake.commands.get() == "/wait"
             await fake.close_connection(code=1000)
             with pytest.raises(ChatCoreClosed, match="code 1000"):
                 await pending

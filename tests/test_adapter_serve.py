@@ -21,12 +21,15 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
+from _scripted_core import responder_of, taken
+from _waiting import until
 from simplex_rpc import ErrorCode, Request, Response
 from simplex_rpc.adapter import ChatCore, RateLimit, ServiceRequest, _Limiter
 from simplex_rpc.errors import SimplexRpcError
 from test_adapter_support import (
     FakeCore,
     Held,
+    background_serve,
     fake_serving,
     pair,
     run,
@@ -234,14 +237,17 @@ def test_the_deadline_counts_from_arrival_not_from_a_free_slot() -> None:
                 # the margins are wide so that a loaded machine cannot blur the two.
                 time.sleep(2.5)
                 return "one"
-            await asyncio.sleep(0)
             return "two"
 
-        async with fake_serving(handler, concurrency=1, handler_timeout=2.0) as (fake, _):
+        async with (
+            FakeCore() as fake,
+            ChatCore.connect(fake.url) as core,
+            background_serve(core, handler, protocols=("mcp",), concurrency=1, handler_timeout=2.0),
+        ):
             await fake.event(service_request_event("first"))
             await started.wait()
             await fake.event(service_request_event("second"))
-            await asyncio.sleep(0.2)  # the responder reads the second event
+            await until(lambda: taken(core) >= 2, "the second event read")
             release.set()
             answers = dict([await answer_of(fake), await answer_of(fake)])
         assert answers["first"] == {"response": "one"}
@@ -364,7 +370,7 @@ def test_200_requests_in_flight_each_answered_once_and_correctly() -> None:
         active += 1
         peak = max(peak, active)
         try:
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # the behaviour under test: handlers that overlap
             n = request.request.request["n"]
             handled.append(n)
             return {"n": n, "square": n * n}
@@ -470,10 +476,14 @@ def test_unusable_events_are_ignored_and_logged_as_data(caplog: pytest.LogCaptur
 def test_a_request_id_in_flight_is_answered_once() -> None:
     async def main() -> None:
         slow = Held("one")
-        async with fake_serving(slow) as (fake, _):
+        async with (
+            FakeCore() as fake,
+            ChatCore.connect(fake.url) as core,
+            background_serve(core, slow, protocols=("mcp",)),
+        ):
             await fake.event(service_request_event("same"))
             await fake.event(service_request_event("same"))
-            await asyncio.sleep(0.1)
+            await until(lambda: responder_of(core).outcome.repeats >= 1, "the repeat read")
             slow.release.set()
             request_id, payload = await answer_of(fake)
             assert (request_id, payload) == ("same", {"response": "one"})
@@ -501,7 +511,7 @@ def test_a_refused_answer_is_logged_and_the_loop_goes_on(caplog: pytest.LogCaptu
             with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
                 await fake.event(service_request_event("late"))
                 await answer_of(fake)
-                await asyncio.sleep(0.05)
+                await until(lambda: "refused the answer" in caplog.text, "the refusal logged")
             assert not serving.done()
 
     run(main)

@@ -32,6 +32,9 @@ from simplex_rpc.agent import (
 )
 from simplex_rpc.vectors._agent_messages import _padded, _queue_of
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 VECTORS = json.loads(
     (Path(__file__).resolve().parents[1] / "vectors/agent_messages.json").read_text()
 )["cases"]

@@ -22,6 +22,9 @@ from simplex_rpc._wire import agent_crypto as ac
 from simplex_rpc.agent import SMPQueueInfo, SMPServer, max_request_payload, max_response_payload
 from simplex_rpc.errors import AgentCryptoError, FrameError, PaddingError, ServiceRejected
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 # (has a KEM, PQ support): the three combinations simplexmq makes (IKUsePQ, IKPQOn, IKPQOff)
 SETTINGS = [(True, True), (False, True), (False, False)]
 

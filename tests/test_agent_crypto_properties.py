@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pqcrypto.kem import sntrup_761
@@ -19,6 +20,9 @@ from simplex_rpc._wire import agent_crypto as ac
 from simplex_rpc._wire import backend
 from simplex_rpc.agent import SMPQueueInfo, SMPServer, max_request_payload, max_response_payload
 from simplex_rpc.errors import AgentCryptoError, SimplexRpcError
+
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
 
 # sntrup761 key generation takes tens of milliseconds: a few pairs serve every example.
 _PAIRS = [tuple(bytes(x) for x in reversed(sntrup_761.keygen())) for _ in range(3)]

@@ -15,6 +15,9 @@ import _agent_crypto_standin as standin
 from simplex_rpc._wire import backend
 from simplex_rpc.vectors._files import verify_document
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 VECTORS = Path(__file__).resolve().parent.parent / "vectors" / "agent_crypto.json"
 DOC = json.loads(VECTORS.read_bytes())
 REQUESTS = [c for c in DOC["cases"] if c["type"] == "request"]

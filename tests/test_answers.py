@@ -287,7 +287,7 @@ def test_a_concurrent_repeat_waits_for_the_first_run(make: MakeStore) -> None:
     async def main() -> None:
         first = asyncio.create_task(gate.answer(A, REQUEST, handler))
         repeats = [asyncio.create_task(gate.answer(A, REQUEST, handler)) for _ in range(3)]
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # the behaviour under test: repeats come during the run
         assert runs == 1
         release.set()
         assert (await first).how == "ran"
@@ -321,7 +321,7 @@ def test_a_failed_run_lets_a_waiter_run(make: MakeStore) -> None:
     async def main() -> None:
         first = asyncio.create_task(gate.answer(A, REQUEST, failing))
         repeat = asyncio.create_task(gate.answer(A, REQUEST, working))
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # the behaviour under test: the repeat comes during the run
         release.set()
         with pytest.raises(RuntimeError):
             await first
@@ -341,7 +341,7 @@ def test_a_transient_answer_reaches_the_waiters_and_is_not_kept(make: MakeStore)
     async def busy() -> tuple[bytes, bool]:
         nonlocal runs
         runs += 1
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # the behaviour under test: a run the repeat can join
         return b'{"type":"error","code":"busy","retryAfter":5}', False
 
     async def main() -> None:
@@ -365,7 +365,7 @@ def test_cancelling_a_waiter_leaves_the_run_alone(make: MakeStore) -> None:
     async def main() -> None:
         first = asyncio.create_task(gate.answer(A, REQUEST, slow))
         waiter = asyncio.create_task(gate.answer(A, REQUEST, slow))
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # the behaviour under test: the waiter joins the run
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter

@@ -20,6 +20,9 @@ import pytest
 import simplex_rpc as sx
 from simplex_rpc._wire import backend as _backend
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 FUNCTIONS = (
     "pad",
     "unpad",

@@ -20,6 +20,9 @@ from _queues import QUEUE
 from simplex_rpc._wire import backend as _backend
 from simplex_rpc._wire import batch as _batch
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 AD = bytes(range(112))
 OTHER_AD = bytes(range(1, 113))
 KEY = sx.SigningKey.from_seed(bytes(range(32)))

@@ -22,6 +22,9 @@ import pytest
 from simplex_rpc import backend_info
 from simplex_rpc.cli._bench import Result, Target, format_narrow, narrow_rows
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 ROOT = Path(__file__).resolve().parent.parent
 INFO = {"cpus": 2, "python": "3.11", "load_average": [1.0, 1.0, 1.0], "cpu": "x", "system": "y"}
 SETTINGS = {"rounds": 9, "sample_ms": 1.0, "quick": True, "batch": 1000, "payload_bytes": 1}

@@ -18,6 +18,9 @@ import simplex_rpc as sx
 from _queues import QUEUE
 from simplex_rpc._wire import backend as _backend
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 AD = bytes(range(112))
 KEY = sx.SigningKey.from_seed(bytes(range(32)))
 

@@ -20,6 +20,9 @@ import simplex_rpc as sx
 from simplex_rpc.cli import _bench as _cli_bench
 from simplex_rpc.cli import _bench_agent, main
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 
 def test_rule_every_contender_of_a_measure_works_on_the_same_bytes() -> None:
     measures = {m.key: m for m in _cli_bench.build_measures(sx.backends)}

@@ -23,6 +23,9 @@ from _queues import QUEUE, THREE_HOSTS
 from simplex_rpc._wire import backend as _backend
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 PURE = sx.backends["python"]
 SIG_AT = 2 + 2 + len(QUEUE.encode())  # a padded block's Maybe tag
 HEAD_BYTES = [SIG_AT - 2, SIG_AT - 1, SIG_AT, SIG_AT + 1, SIG_AT + 46]

@@ -28,6 +28,9 @@ from simplex_rpc._wire import backend as _backend
 from simplex_rpc._wire.agent_block import parse_request_head
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature, SMPQueueInfo, SMPServer
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 PURE = sx.backends["python"]
 AD = bytes(range(112))
 KEY = sx.SigningKey.from_seed(bytes(range(1, 33)))

@@ -13,6 +13,7 @@ import logging
 
 import pytest
 
+from _waiting import until
 from simplex_rpc.adapter import ChatCoreClosed, IncomingCall
 from simplex_rpc.adapter._chat import ReplySink
 from test_adapter_support import run
@@ -66,7 +67,8 @@ def test_serve_calls_ends_at_once_when_the_connection_is_lost() -> None:
                 for _ in range(3)
             ]
             await started.wait()
-            await asyncio.sleep(0.3)  # the other commands reach the bot and wait for the slot
+            # the other commands reach the bot and wait for the slot
+            await until(lambda: w.sim.stats.messages >= 3, "the three calls at the bot")
             assert await w.sim.drop_connections("bot") == 1
             with pytest.raises(ChatCoreClosed):
                 async with asyncio.timeout(10):  # generous: the rule is "at once"
@@ -83,12 +85,13 @@ def test_serve_calls_ends_after_a_lost_connection_even_if_a_handler_ignores_canc
 ) -> None:
     """The lost connection ends serve_calls soon, whatever runs: a handler that swallows
     its cancellation cannot hold it, and is named in one line."""
-    released = asyncio.Event()
+    released, entered = asyncio.Event(), asyncio.Event()
 
     async def handler(call: IncomingCall, send: ReplySink) -> str:
+        entered.set()
         while not released.is_set():
             try:
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.05)  # the behaviour under test: cancellation swallowed
             except asyncio.CancelledError:
                 continue
         return ""
@@ -101,7 +104,7 @@ def test_serve_calls_ends_after_a_lost_connection_even_if_a_handler_ignores_canc
                 await ready.wait()
                 caller = asyncio.create_task(w.alice.call(f"@{w.direct}", "mcp", PING, wait=30))
                 try:
-                    await asyncio.sleep(0.5)  # the command reaches the bot's handler
+                    await until(entered.is_set, "the command at the bot's handler")
                     assert await w.sim.drop_connections("bot") == 1
                     await asyncio.wait({task}, timeout=15)  # generous: the rule is "at once"
                     assert task.done(), "serve_calls still runs 15 s after the connection closed"

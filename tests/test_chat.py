@@ -25,6 +25,9 @@ from simplex_rpc.chat import (
 from simplex_rpc.errors import CallSyntaxError, SimplexRpcError
 from simplex_rpc.vectors._examples import MCP_TOOLS_LIST_COMMAND_TEXT
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 # ---------------------------------------------------------------- commands
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from _waiting import until
 from simplex_rpc.adapter import CallRefused, ChatCore, IncomingCall
 from simplex_rpc.adapter._chat import ReplySink
 from simplex_rpc.errors import SimplexRpcError
@@ -160,7 +161,7 @@ def test_group_mention_is_answered_by_the_mentioned_member_only() -> None:
                 replies = await w.alice.call(f"#{w.group}", "mcp", PING, member="bot", wait=10)
                 assert [r.sender for r in replies] == ["bot"]
                 assert bot.calls[0].member == "bot"
-                await asyncio.sleep(0.2)  # carol had the chance to answer and did not
+                await asyncio.sleep(0.2)  # the behaviour under test: carol does not answer
                 assert carol.calls == []
                 assert [i["text"] for i in drain(w.raw)].count(replies[0].text) == 1
 
@@ -281,9 +282,11 @@ def test_a_call_that_does_not_parse_gets_the_parse_error_and_other_text_is_left_
                 chat = f"@{w.direct}"
                 await send_text(w.alice, chat, "hello bot")
                 bad = await send_text(w.alice, chat, '/_call mcp {"jsonrpc": ')
-                async with asyncio.timeout(10):
-                    while not (replies := [i for i in drain(w.raw) if i["quoted"] == bad]):
-                        await asyncio.sleep(0.02)
+                replies = await until(
+                    lambda: [i for i in drain(w.raw) if i["quoted"] == bad],
+                    "the reply to the broken /_call",
+                    within=10,
+                )
                 (reply,) = replies
                 message = json.loads(reply["text"])
                 assert message["error"]["code"] == -32700 and message["id"] is None
@@ -302,11 +305,13 @@ def test_a_broken_command_for_another_member_is_left_to_that_member() -> None:
             other = await send_text(w.alice, chat, '/_call @carol mcp {"broken": ')
             mine = await send_text(w.alice, chat, '/_call @bot mcp {"broken": ')
             received: list[dict[str, Any]] = []
-            async with asyncio.timeout(10):
-                while not any(i["quoted"] == mine for i in received):
-                    received += drain(w.raw)
-                    await asyncio.sleep(0.02)
-            await asyncio.sleep(0.2)
+
+            def answered() -> bool:
+                received.extend(drain(w.raw))
+                return any(i["quoted"] == mine for i in received)
+
+            await until(answered, "the reply to the /_call mentioning bot", within=10)
+            await asyncio.sleep(0.2)  # the behaviour under test: no reply to carol's
             received += drain(w.raw)
             (reply,) = [i for i in received if i["quoted"] == mine]
             assert json.loads(reply["text"])["error"]["code"] == -32700
@@ -485,9 +490,11 @@ def test_a_broken_call_whose_mention_is_a_quoted_name_gets_the_parse_error() -> 
     async def main() -> None:
         async with world() as w, serving(w.bot, {"mcp": Recorder("bot")}):
             bad = await send_text(w.alice, f"@{w.direct}", "/_call @'b o t' mcp {bad json")
-            async with asyncio.timeout(10):
-                while not (replies := [i for i in drain(w.raw) if i["quoted"] == bad]):
-                    await asyncio.sleep(0.02)
+            replies = await until(
+                lambda: [i for i in drain(w.raw) if i["quoted"] == bad],
+                "the reply to the broken /_call",
+                within=10,
+            )
             (reply,) = replies
             assert json.loads(reply["text"])["error"]["code"] == -32700
 
@@ -544,9 +551,7 @@ def test_user_and_item_ids_are_integers_of_the_core_never_booleans() -> None:
                     variant(2001),  # the control: answered, after every event before it
                 ):
                     await w.sim.send_event("bot", event)
-                async with asyncio.timeout(10):
-                    while len(bot.calls) < 2:
-                        await asyncio.sleep(0.02)
+                await until(lambda: len(bot.calls) >= 2, "the control's call", within=10)
                 assert [c.item_id for c in bot.calls][1:] == [2001]
 
     run(main)
@@ -614,9 +619,7 @@ def test_a_stalled_bot_keeps_reading_and_bounds_its_backlog(
                 async with asyncio.timeout(10):
                     await stream.read.wait()  # every event read while the handler stalls
                 release.set()
-                async with asyncio.timeout(10):
-                    while len(answered) < 3:
-                        await asyncio.sleep(0.02)
+                await until(lambda: len(answered) >= 3, "three answers", within=10)
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task

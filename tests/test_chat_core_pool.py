@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from _waiting import until
 from simplex_rpc import Request, Response
 from simplex_rpc.adapter import ChatCore, ChatCoreTimeout, ServiceRequest, _transports
 from simplex_rpc.testing import CoreSimulator
@@ -79,8 +80,7 @@ def test_a_bot_that_calls_and_serves_answers_while_32_of_its_calls_wait() -> Non
                     asyncio.create_task(bob.service_request(1, carol_link, _request(n)))
                     for n in range(32)
                 ]
-                while sim.stats.delivered < 32:  # all 32 at carol's handler, held there
-                    await asyncio.sleep(0.01)
+                await until(lambda: sim.stats.delivered >= 32, "all 32 at carol's handler")
                 for n in range(20):
                     response = await alice.service_request(1, bob_link, _request(n))
                     assert response.response == {"n": n}
@@ -111,12 +111,11 @@ def test_with_one_connection_a_call_holds_the_answers_behind_it() -> None:
             bob_link = (await bob.service_address(1)).link
             async with serving(carol, held), serving(bob, _echo):
                 call = asyncio.create_task(bob.service_request(1, carol_link, _request(0)))
-                while sim.stats.delivered < 1:
-                    await asyncio.sleep(0.01)
+                await until(lambda: sim.stats.delivered >= 1, "bob's call at carol")
                 answer = asyncio.create_task(alice.service_request(1, bob_link, _request(1)))
-                while sim.stats.delivered < 2:  # bob has the request, its answer is queued
-                    await asyncio.sleep(0.01)
-                await asyncio.sleep(0.3)
+                # bob has the request, its answer is queued
+                await until(lambda: sim.stats.delivered >= 2, "alice's request at bob")
+                await asyncio.sleep(0.3)  # the behaviour under test: the answer stays queued
                 assert not answer.done()
                 held.release.set()
                 assert (await answer).response == {"n": 1}
@@ -165,8 +164,7 @@ def test_events_reach_their_consumer_whichever_pooled_connection_carries_them(
                     asyncio.create_task(bob.service_request(1, carol_link, _request(n)))
                     for n in range(4)
                 ]
-                while sim.stats.delivered < 4:
-                    await asyncio.sleep(0.01)
+                await until(lambda: sim.stats.delivered >= 4, "bob's four calls at carol")
                 bob_connections = {id(t) for t in bob._transports()}
                 assert len(bob_connections) == 6  # commands, answers, four calls
                 carried.clear()
@@ -246,9 +244,8 @@ def test_requests_in_flight_are_bounded_by_the_pool_and_wait_in_order() -> None:
                     asyncio.create_task(alice.service_request(1, link, _request(n)))
                     for n in range(5)
                 ]
-                while sim.stats.delivered < 2:
-                    await asyncio.sleep(0.01)
-                await asyncio.sleep(0.3)
+                await until(lambda: sim.stats.delivered >= 2, "two requests at bob")
+                await asyncio.sleep(0.3)  # the behaviour under test: no third one goes
                 assert sim.stats.delivered == 2  # the pool's bound: two in flight
                 assert alice._lanes is not None and alice._lanes.busy == 2
                 held.release.set()
@@ -277,15 +274,14 @@ def test_the_keepalive_never_closes_a_connection_whose_command_runs() -> None:
             link = (await bob.service_address(1)).link
             async with serving(bob, held):
                 call = asyncio.create_task(alice.service_request(1, link, _request(0)))
-                while sim.stats.delivered < 1:
-                    await asyncio.sleep(0.01)
+                await until(lambda: sim.stats.delivered >= 1, "alice's request at bob")
                 queued = [asyncio.create_task(alice.command("/user")) for _ in range(5)]
-                await asyncio.sleep(1.5)
+                await asyncio.sleep(1.5)  # the behaviour under test: busy past 7 keepalives
                 held.release.set()
                 assert (await call).response == "late"
                 for command in queued:
                     assert (await command)["type"] == "activeUser"
-                await asyncio.sleep(0.5)  # idle: pinged, and answered
+                await asyncio.sleep(0.5)  # the behaviour under test: idle, pinged, answered
                 assert not alice.closed
                 assert (await alice.command("/user"))["type"] == "activeUser"
 
@@ -314,7 +310,7 @@ def test_a_lane_stays_taken_past_the_callers_wait_until_the_core_answers() -> No
                     await alice.command(cmd, timeout=0.3)
                 assert alice._lanes is not None and alice._lanes.busy == 1
                 second = asyncio.create_task(alice.service_request(1, link, _request(2)))
-                await asyncio.sleep(0.3)
+                await asyncio.sleep(0.3)  # the behaviour under test: it waits for the lane
                 assert sim.stats.delivered == 1 and not second.done()  # waits for the lane
                 held.release.set()
                 assert (await second).response == "late"
@@ -345,8 +341,8 @@ def test_serves_answers_never_wait_behind_a_slow_command(connections: int) -> No
             sim.set_command_delay(60 if connections >= 3 else 2, "/_connect")
             async with serving(bob, _echo):
                 slow = asyncio.create_task(bob.command(f"/_connect 1 plan {bob_link}"))
-                while bob._transport.in_flight < 1:  # sent: the core holds its connection
-                    await asyncio.sleep(0.01)
+                # sent: the core holds its connection
+                await until(lambda: bob._transport.in_flight >= 1, "the slow command sent")
                 calls = [
                     asyncio.create_task(alice.service_request(1, bob_link, _request(n)))
                     for n in range(20)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from _waiting import until
 from simplex_rpc.adapter import ChatCore, IncomingCall, LinkDeclarations
 from simplex_rpc.adapter._chat import ReplySink
 from simplex_rpc.declarations import ProtocolDeclaration
@@ -148,9 +149,11 @@ def test_serve_and_serve_calls_declare_what_they_serve() -> None:
                     )
                 )
             ]
-            async with asyncio.timeout(10):
-                while "protocols" not in sim.profile("bot").get("preferences", {}):
-                    await asyncio.sleep(0.01)
+            await until(
+                lambda: "protocols" in sim.profile("bot").get("preferences", {}),
+                "the declaration in bot's profile",
+                within=10,
+            )
             assert await bot.declared(1) == {
                 "mcp": ProtocolDeclaration(versions=("2026-07-28",), rpc=True)
             }
@@ -161,9 +164,10 @@ def test_serve_and_serve_calls_declare_what_they_serve() -> None:
                     )
                 )
             )
-            async with asyncio.timeout(10):
-                while not (await bot.declared(1))["mcp"].chat:
-                    await asyncio.sleep(0.01)
+            async def chat_declared() -> bool:
+                return (await bot.declared(1))["mcp"].chat
+
+            await until(chat_declared, "the chat part declared", within=10)
             assert await bot.declared(1) == {"mcp": MCP}
             for task in tasks:
                 task.cancel()
@@ -250,9 +254,10 @@ def test_serve_and_serve_calls_declaring_together_keep_both_transports() -> None
                     bot.serve_calls(1, {"mcp": _echo}, declare=True, versions=versions)
                 ),
             ]
-            async with asyncio.timeout(10):
-                while (await bot.declared(1)).get("mcp") != MCP:
-                    await asyncio.sleep(0.01)
+            async def both_declared() -> bool:
+                return (await bot.declared(1)).get("mcp") == MCP
+
+            await until(both_declared, "both parts declared", within=10)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -290,9 +295,11 @@ def test_a_bridge_declares_the_versions_it_serves() -> None:
         async with two_cores() as (_sim, bot, _):
             bridge = McpBridge(_mcp_server(f"{EXAMPLE}:build_server"))
             task = asyncio.create_task(bot.serve_calls(1, {"mcp": bridge}, declare=True))
-            async with asyncio.timeout(10):
-                while "mcp" not in (declared := await bot.declared(1)):
-                    await asyncio.sleep(0.01)
+            async def mcp_declared() -> dict[str, ProtocolDeclaration]:
+                found = await bot.declared(1)
+                return found if "mcp" in found else {}
+
+            declared = await until(mcp_declared, "the bridge's declaration", within=10)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -424,6 +431,12 @@ def test_serve_declaring_answers_a_request_that_arrives_while_it_declares() -> N
         async with two_cores() as (sim, bot, alice):
             link = (await bot.service_address(1)).link
             asked: list[asyncio.Task[Any]] = []
+            handled: list[Any] = []
+
+            def handler(r: Any) -> Any:
+                handled.append(r.request.request)
+                return {"echo": r.request.request}
+
             # The declarations part reads the profile before writing it: slowed down here.
             declared = bot._declarations.declared
 
@@ -436,26 +449,22 @@ def test_serve_declaring_answers_a_request_that_arrives_while_it_declares() -> N
                         )
                     )
                 )
-                async with asyncio.timeout(10):
-                    while sim.stats.delivered < 1:
-                        await asyncio.sleep(0.01)
-                await asyncio.sleep(0.2)
+                await until(lambda: handled, "the request read and handled", within=10)
                 return await declared(user_id)
 
             bot._declarations.declared = slow_declared  # type: ignore[method-assign]
             serving = asyncio.create_task(
                 bot.serve(
                     1,
-                    lambda r: {"echo": r.request.request},
+                    handler,
                     protocols=["mcp"],
                     declare=True,
                     versions={"mcp": ["2026-07-28"]},
                 )
             )
             try:
+                await until(lambda: asked, "the request sent", within=15)
                 async with asyncio.timeout(15):
-                    while not asked:
-                        await asyncio.sleep(0.01)
                     response = await asked[0]
                 assert response.response == {"echo": {"n": 1}}
                 assert sim.stats.requester_timeouts == 0

@@ -22,6 +22,9 @@ import pytest
 import simplex_rpc as sx
 from _queues import QUEUE
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 URI = QUEUE.uri()
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "vectors"

@@ -28,7 +28,7 @@ DECLARED = {"protocols": {"mcp": {"versions": ["2026-07-28"], "transports": {"ch
 
 def answering(name: str, delay: float = 0.0) -> Any:
     async def handler(call: IncomingCall, send: ReplySink) -> str:
-        await asyncio.sleep(delay)
+        await asyncio.sleep(delay)  # the behaviour under test: a slower answerer
         return json.dumps({"jsonrpc": "2.0", "id": call.request.get("id"), "result": name})
 
     return handler

@@ -22,6 +22,7 @@ from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import a2a_pb2 as pb
 from mcp.server.mcpserver import MCPServer
 
+from _waiting import until
 from simplex_rpc import a2a, mcp
 from simplex_rpc.a2a import A2aBridge, Caller
 from simplex_rpc.adapter import ChatCore, ServiceRequest
@@ -118,9 +119,12 @@ def test_serve_calls_declares_the_versions_the_a2a_bridge_serves() -> None:
             bridge = a2a_bridge(supported_versions=("1.1",))
             task = asyncio.create_task(bot.serve_calls(1, {"a2a": bridge}, declare=True))
             try:
-                async with asyncio.timeout(20):
-                    while "a2a" not in (declared := await bot.declared(1)):
-                        await asyncio.sleep(0.01)
+
+                async def a2a_declared() -> dict[str, Any]:
+                    found = await bot.declared(1)
+                    return found if "a2a" in found else {}
+
+                declared = await until(a2a_declared, "the a2a declaration", within=20)
                 assert declared["a2a"].versions == ("1.1",)
             finally:
                 task.cancel()

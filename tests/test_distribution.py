@@ -36,6 +36,9 @@ from simplex_rpc._wire import backend as _backend
 from simplex_rpc.cli import _demo, main
 from simplex_rpc.vectors import _keys as _vector_keys
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
 

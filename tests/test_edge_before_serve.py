@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from _scripted_core import ScriptedCore, request_event
+from _waiting import until
 from simplex_rpc import Request, Response
 from simplex_rpc.adapter import ChatCore, IncomingCall, ReplySink, ServiceRequest
 from simplex_rpc.testing import CoreSimulator
@@ -62,9 +63,9 @@ def test_a_request_between_start_and_serve_is_answered_by_serve() -> None:
             asking = asyncio.create_task(
                 alice.service_request(1, link, Request(protocol="mcp", request={"n": 1}))
             )
-            while sim.stats.delivered < 1:  # the request reached bob, nobody serving yet
-                await asyncio.sleep(0.01)
-            await asyncio.sleep(0.2)  # and bob's connection has read it
+            # the request reached bob, nobody serving yet, and bob's connection has read it
+            await until(lambda: sim.stats.delivered >= 1, "the request at bob")
+            await until(lambda: len(bob._held_requests) >= 1, "the request held for serve")
             serving = asyncio.create_task(bob.serve(1, echo, protocols=["mcp"]))
             try:
                 response = await asyncio.wait_for(asking, 20)
@@ -86,7 +87,8 @@ def test_requests_held_for_serve_keep_their_order_and_are_answered_once() -> Non
             await start_requests(fake, core)
             for n in range(10):
                 await fake.event(request_event(f"early{n}", {"n": n}))
-            await asyncio.sleep(0.3)  # read by the core before serve starts
+            # read by the core before serve starts
+            await until(lambda: len(core._held_requests) >= 10, "ten requests held for serve")
             serving = asyncio.create_task(core.serve(1, echo, protocols=["mcp"]))
             try:
                 order = await fake.wait_answers(10)
@@ -170,9 +172,9 @@ def test_a_call_before_serve_calls_is_answered_by_serve_calls() -> None:
             direct, _ = sim.connect("alice", "bot")
             ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
             calling = asyncio.create_task(alice.call(f"@{direct}", "mcp", ping, wait=20))
-            while sim.stats.messages < 1:  # the /_call reached the bot, nobody serving yet
-                await asyncio.sleep(0.01)
-            await asyncio.sleep(0.2)
+            # the /_call reached the bot, nobody serving yet, and the bot's connection read it
+            await until(lambda: sim.stats.messages >= 1, "the /_call at the bot")
+            await until(lambda: len(bot._held_calls) >= 1, "the /_call held for serve_calls")
             serving = asyncio.create_task(bot.serve_calls(1, {"mcp": handler}))
             try:
                 replies = await calling

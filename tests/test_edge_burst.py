@@ -31,7 +31,7 @@ BURST = 20_000
 
 
 async def echo(request: ServiceRequest) -> Any:
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # the behaviour under test: a handler that yields to the loop
     return request.request.request
 
 
@@ -68,7 +68,7 @@ def test_a_burst_of_20000_requests_is_answered_exactly_once(
             try:
                 await send_burst(fake, BURST)
                 await fake.wait_answers(BURST, within=240)
-                await asyncio.sleep(0.5)  # a second answer, if any, would come now
+                await asyncio.sleep(0.5)  # the behaviour under test: no second answer comes
             finally:
                 serving.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -106,7 +106,7 @@ def test_a_burst_into_one_slot_and_no_queue_is_shed_not_lost() -> None:
             try:
                 await send_burst(fake, count)
                 await fake.wait_answers(count, within=120)
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(0.5)  # the behaviour under test: no second answer comes
             finally:
                 serving.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -52,7 +52,7 @@ def test_a_handler_that_swallows_cancellation_is_answered_at_its_deadline() -> N
 
         async def stubborn(request: ServiceRequest) -> str:
             try:
-                await asyncio.sleep(60)
+                await asyncio.sleep(60)  # the behaviour under test: a handler past its deadline
             except asyncio.CancelledError:
                 # Swallows the cancellation and goes on (for at most 8 s: a hung test
                 # must still end).
@@ -69,7 +69,7 @@ def test_a_handler_that_swallows_cancellation_is_answered_at_its_deadline() -> N
             assert answer["error"]["code"] == "internal"
             release.set()
             await returned.wait()
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # the behaviour under test: the late result sends nothing
             assert len(fake.answers["s1"]) == 1
 
     run(main)
@@ -86,7 +86,7 @@ def test_a2a_swallowing_handler_is_answered_conversation_required_at_the_deadlin
             give_up = loop.time() + 8  # a hung test must still end
             while not release.is_set() and loop.time() < give_up:
                 with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.sleep(0.2)  # every cancellation swallowed
+                    await asyncio.sleep(0.2)  # the behaviour under test: cancellation swallowed
             return "late"
 
         async with scripted_serving(stubborn, handler_timeout=1.0) as (fake, _core, _task):

@@ -121,9 +121,15 @@ def test_no_log_line_at_any_level_and_no_repr_holds_a_credential_or_key(
             link = (await bob.service_address(1)).link
             assert await alice.start(service_requests=False)
             direct, _ = sim.connect("alice", "bob")
-            serving = asyncio.create_task(bob.serve(1, rpc_handler, protocols=["mcp", "a2a"]))
-            calls = asyncio.create_task(bob.serve_calls(1, {"a2a": call_handler}))
-            await asyncio.sleep(0.05)
+            serving_ready, calls_ready = asyncio.Event(), asyncio.Event()
+            serving = asyncio.create_task(
+                bob.serve(1, rpc_handler, protocols=["mcp", "a2a"], ready=serving_ready)
+            )
+            calls = asyncio.create_task(
+                bob.serve_calls(1, {"a2a": call_handler}, ready=calls_ready)
+            )
+            await serving_ready.wait()
+            await calls_ready.wait()
             try:
                 # unsigned and signed MCP requests
                 for n in range(3):

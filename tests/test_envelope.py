@@ -32,6 +32,9 @@ from simplex_rpc.vectors._examples import (
     MCP_TOOLS_CALL_RESPONSE_TEXT,
 )
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 KEY = SigningKey.from_seed(bytes(range(32))).public_key
 OTHER = SigningKey.from_seed(b"\x01" * 32).public_key
 

@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
+from _waiting import until
 from simplex_rpc.adapter import (
     TYPED_ERRORS,
     AnswerStore,
@@ -148,8 +149,7 @@ def test_a_concurrent_repeat_does_not_start_a_second_run(caplog: pytest.LogCaptu
             await entered.wait()
             second = asyncio.create_task(call(w, request))
             (responder,) = w.bob._request_sinks
-            while len(responder.running) < 2:  # both requests taken by the responder
-                await asyncio.sleep(0.01)
+            await until(lambda: len(responder.running) >= 2, "both requests at the responder")
             await asyncio.sleep(0.1)  # the repeat's task reaches its wait
             release.set()
             answers = await asyncio.gather(first, second)
@@ -296,7 +296,7 @@ def test_the_caller_repeats_the_identical_request_after_a_timeout() -> None:
         nonlocal first_run
         if first_run:
             first_run = False
-            await asyncio.sleep(2.5)  # past the caller's 1 s timeout
+            await asyncio.sleep(2.5)  # the behaviour under test: past the caller's 1 s timeout
         result: dict[str, Any] = await service.handle(raw)
         return result
 
@@ -340,11 +340,11 @@ def test_the_caller_repeats_after_retry_after_and_not_past_max_retry_after() -> 
 
     async def main() -> None:
         async with world() as w:
-            stop = asyncio.Event()
+            stop, ready = asyncio.Event(), asyncio.Event()
             task = asyncio.create_task(
-                w.bob.serve_raw(1, busy_once, errors=TYPED_ERRORS, stop=stop)
+                w.bob.serve_raw(1, busy_once, errors=TYPED_ERRORS, stop=stop, ready=ready)
             )
-            await asyncio.sleep(0)
+            await ready.wait()
             answer = await w.alice.service_request_raw(
                 1, w.link, {"n": 1}, timeout=10, retries=1, errors=TYPED_ERRORS
             )

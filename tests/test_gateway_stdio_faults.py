@@ -24,11 +24,12 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
+from _waiting import until
 from simplex_rpc import mcp as mcp_binding
 from simplex_rpc.mcp import SERVICE_RPC_ERROR, Upstream
 from simplex_rpc.mcp._stdio import EXCERPT, LINE_LIMIT, Dropped, LineSplitter
 from test_adapter_support import run
-from test_mcp_upstream import alive, http_server, pids, scene, stdio, text_of, transport, until
+from test_mcp_upstream import alive, http_server, pids, scene, stdio, text_of, transport
 
 
 def messages(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
@@ -173,8 +174,8 @@ def test_a_blocked_server_fails_its_ping_and_is_restarted(
             with pytest.raises(MCPError) as caught:
                 await client.call_tool("freeze", {})
             assert "internal" in caught.value.error.message
-            await until(lambda: len(pids(marks)) == 2, "the restart", limit=60)
-            await until(lambda: up.state == "running", "running again", limit=60)
+            await until(lambda: len(pids(marks)) == 2, "the restart", within=60)
+            await until(lambda: up.state == "running", "running again", within=60)
             assert pids(marks)[0] == first[0]
             assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
 
@@ -203,8 +204,8 @@ def test_requests_cut_by_their_deadline_n_times_in_a_row_restart_the_server(
             assert len(pids(marks)) == 1  # one miss, one answer, one miss: not in a row
             with pytest.raises(MCPError):
                 await client.call_tool("hang", {})
-            await until(lambda: len(pids(marks)) == 2, "the restart", limit=60)
-            await until(lambda: up.state == "running", "running again", limit=60)
+            await until(lambda: len(pids(marks)) == 2, "the restart", within=60)
+            await until(lambda: up.state == "running", "running again", within=60)
             assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
 
     run(main)

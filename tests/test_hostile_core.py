@@ -27,6 +27,9 @@ from simplex_rpc._wire import backend as _backend
 from simplex_rpc._wire.keys import SPKI_PREFIX
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature, decode_message
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 SEED = bytes(range(32))
 KEY = sx.SigningKey.from_seed(SEED)
 PUBLIC = KEY.public_key

@@ -16,6 +16,9 @@ from types import ModuleType
 
 import pytest
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ = ROOT / "fuzz"
 

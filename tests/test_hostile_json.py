@@ -20,6 +20,9 @@ import pytest
 
 import simplex_rpc as sx
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 KEY = sx.SigningKey.from_seed(bytes(range(32))).public_key
 REQUEST = (
     b'{"protocol":"mcp","request":{"jsonrpc":"2.0","id":1,"method":"tools/call",'

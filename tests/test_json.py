@@ -18,6 +18,9 @@ import pytest
 from simplex_rpc import EnvelopeError, Request, Response
 from simplex_rpc._wire.strict_json import MAX_DEPTH, MAX_INT_DIGITS, JsonError, dumps, loads
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 
 def _in_request(value_text: str) -> str:
     return '{"protocol":"p","request":' + value_text + "}"

@@ -27,6 +27,9 @@ from simplex_rpc._wire import backend as _backend
 from simplex_rpc._wire import strict_json as _json
 from simplex_rpc._wire.strict_json import JsonError
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 PURE = sx.backends["python"]
 
 SETTINGS = settings(

@@ -18,6 +18,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, x25519
 import simplex_rpc as sx
 from simplex_rpc import KeyFormatError, PublicKey, SigningKey, SimplexRpcError
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")
 PKCS8_PREFIX = bytes.fromhex("302e020100300506032b657004220420")
 

@@ -18,6 +18,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from _waiting import until
 from simplex_rpc.mcp._sessions import SessionGuard
 
 
@@ -116,8 +117,7 @@ def test_when_every_session_is_busy_a_new_one_is_503() -> None:
             first, second = await _open(http), await _open(http)
             assert first and second
             busy = [asyncio.create_task(_use(http, s, **{"x-hold": "1"})) for s in (first, second)]
-            while sdk.held < 2:
-                await asyncio.sleep(0.01)
+            await until(lambda: sdk.held >= 2, "both requests held by the SDK")
             reply = await http.post("/mcp", content=b"{}")
             assert reply.status_code == 503
             assert reply.json()["error"]["message"] == "too many open sessions for this client"
@@ -138,10 +138,7 @@ def test_an_unfinished_handshake_expires_a_finished_one_stays() -> None:
                 finished, unfinished = await _open(http), await _open(http)
                 assert finished and unfinished
                 assert await _use(http, finished) == 200
-                for _ in range(600):  # bounded wait, not a timing claim
-                    if unfinished in sdk.deleted:
-                        break
-                    await asyncio.sleep(0.05)
+                await until(lambda: unfinished in sdk.deleted, "the unfinished one expired")
                 assert sdk.deleted == [unfinished]
                 assert finished in sdk.open and await _use(http, finished) == 200
         finally:

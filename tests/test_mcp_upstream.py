@@ -34,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, TextContent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from _waiting import until
 from simplex_rpc import Request, Response
 from simplex_rpc import mcp as mcp_binding
 from simplex_rpc.adapter import ChatCore
@@ -61,13 +62,22 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def http_server(port: int | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The fixture server under uvicorn in its own process; its URL once it answers."""
+def http_server(
+    port: int | None = None, marks: Path | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The fixture server under uvicorn in its own process; its URL once it answers.
+
+    ``marks``: the file its tools write their marks to (``$UPSTREAM_MARKS``).
+    """
     port = port or free_port()
+    env = dict(os.environ)
+    if marks is not None:
+        env["UPSTREAM_MARKS"] = str(marks)
     proc = subprocess.Popen(
         [sys.executable, str(SERVER), "--http", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=env,
     )
     try:
         deadline = time.monotonic() + 30
@@ -162,12 +172,9 @@ def alive(pid: int) -> bool:
     return True
 
 
-async def until(condition: Any, what: str, limit: float = 20.0) -> None:
-    """Wait (bounded) for ``condition()``; fail naming ``what``."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not within {limit} s"
-        await asyncio.sleep(0.05)
+def hanging(marks: Path) -> bool:
+    """Whether a ``hang`` call has reached the fixture server's tool."""
+    return marks.exists() and "hanging" in marks.read_text().splitlines()
 
 
 # -- listed and called, both transports ---------------------------------------------------
@@ -327,10 +334,12 @@ def test_serve_and_serve_calls_declare_the_upstreams_served_versions() -> None:
                 d = declared.get("mcp")
                 return d is not None and d.chat and d.rpc
 
+            async def declared_both() -> dict[str, Any]:
+                found = await bot.declared(1)
+                return found if both(found) else {}
+
             try:
-                async with asyncio.timeout(10):
-                    while not both(declared := await bot.declared(1)):
-                        await asyncio.sleep(0.02)
+                declared = await until(declared_both, "both parts declared", within=10)
             finally:
                 for task in tasks:
                     task.cancel()
@@ -489,7 +498,7 @@ def test_an_upstream_killed_mid_request_is_answered_restarted_and_serving_again(
             async with Client(transport(s, "chat")) as chat, Client(transport(s, "rpc")) as rpc:
                 # A request in flight (hang) and the one that kills the child (crash).
                 hung = asyncio.create_task(rpc.call_tool("hang", {}))
-                await asyncio.sleep(0.5)
+                await until(lambda: hanging(marks), "the hang call at the tool")
                 with pytest.raises(MCPError) as caught:
                     await chat.call_tool("crash", {})
                 assert caught.value.error.code == INTERNAL_ERROR
@@ -500,17 +509,13 @@ def test_an_upstream_killed_mid_request_is_answered_restarted_and_serving_again(
                 # Restarted: a new child, serving again.
                 await until(lambda: len(pids(marks)) == 2, "the restart")
 
-                async def echo() -> str:
-                    return text_of(await chat.call_tool("echo", {"text": "again"}))
-
-                deadline = time.monotonic() + 20
-                while True:
+                async def echo() -> str | None:
                     try:
-                        assert await echo() == "again"
-                        break
+                        return text_of(await chat.call_tool("echo", {"text": "again"}))
                     except MCPError:
-                        assert time.monotonic() < deadline, "not serving again within 20 s"
-                        await asyncio.sleep(0.2)
+                        return None  # not serving yet
+
+                assert await until(echo, "serving again", within=20, every=0.2) == "again"
 
     run(main)
 
@@ -565,8 +570,7 @@ def test_no_child_runs_after_the_upstream_stops(tmp_path: Path) -> None:
         async with up:
             call = mcp_binding.make_request("tools/call", {"name": "hang", "arguments": {}}, id=1)
             task = asyncio.create_task(up.handle(call))
-            await until(lambda: bool(pids(marks)), "the child's start")
-            await asyncio.sleep(0.3)
+            await until(lambda: hanging(marks), "the hang call at the tool")
         (pid,) = pids(marks)
         assert not alive(pid)
         answer = await task
@@ -594,32 +598,32 @@ def test_the_childs_stderr_goes_to_the_log_bounded(caplog: pytest.LogCaptureFixt
     assert any("70 lines of standard error dropped" in r.getMessage() for r in caplog.records)
 
 
-def test_an_http_upstream_that_refuses_is_answered_and_reached_again() -> None:
+def test_an_http_upstream_that_refuses_is_answered_and_reached_again(tmp_path: Path) -> None:
     """ "If ... the URL refuses, every request in flight is answered": the server goes away
     in the middle of a request; when it is back on its port, the gateway serves again."""
     port = free_port()
+    marks = tmp_path / "marks"
 
     async def main() -> None:
-        with http_server(port) as (url, proc):
+        with http_server(port, marks) as (url, proc):
             up = Upstream.http(url)
             async with scene(up) as s, Client(transport(s, "chat")) as client:
                 hung = asyncio.create_task(client.call_tool("hang", {}))
-                await asyncio.sleep(1.0)
+                await until(lambda: hanging(marks), "the hang call at the tool")
                 proc.kill()
                 proc.wait(10)
                 with pytest.raises(MCPError) as caught:
                     await hung
                 assert caught.value.error.code == INTERNAL_ERROR
                 with http_server(port):
-                    deadline = time.monotonic() + 30
-                    while True:
+
+                    async def echo() -> str | None:
                         try:
-                            result = await client.call_tool("echo", {"text": "back"})
-                            assert text_of(result) == "back"
-                            break
+                            return text_of(await client.call_tool("echo", {"text": "back"}))
                         except MCPError:
-                            assert time.monotonic() < deadline, "not reached again within 30 s"
-                            await asyncio.sleep(0.3)
+                            return None  # not reached yet
+
+                    assert await until(echo, "reached again", within=30, every=0.3) == "back"
 
     run(main, limit=90)
 

@@ -14,6 +14,9 @@ import simplex_rpc as sx
 from simplex_rpc import PADDED_LENGTH, PaddingError, SimplexRpcError
 from simplex_rpc._wire.backend import Backend
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 MAX_MSG_LEN = 2**16 - 3  # simplexmq maxMsgLen
 
 

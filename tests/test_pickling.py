@@ -33,6 +33,9 @@ from simplex_rpc.adapter import ChatCoreClosed, ChatCoreTimeout, RateLimit, Serv
 from simplex_rpc.agent import decode_message
 from simplex_rpc.vectors import VectorError
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 AD = bytes(range(56)) + bytes(range(100, 156))
 OTHER_AD = bytes(112)
 KEY = sx.SigningKey.from_seed(bytes(range(32)))

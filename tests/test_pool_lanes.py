@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from _waiting import until
 from simplex_rpc.adapter import ChatCoreClosed
 from simplex_rpc.adapter._pool import BLOCKING_COMMANDS, _Lanes
 from test_adapter_support import run
@@ -51,7 +52,7 @@ def test_lanes_open_when_needed_up_to_the_size_then_requests_wait_in_order() -> 
         first, second = await pool.take(), await pool.take()
         assert (first, second) == (opened[0], opened[1]) and pool.busy == 2
         waiters = [asyncio.create_task(pool.take()) for _ in range(3)]
-        await asyncio.sleep(0)
+        await until(lambda: len(pool._waiters) == 3, "the 3 takers waiting")
         assert len(opened) == 2 and not any(w.done() for w in waiters)
         pool.give_back(second)
         assert await waiters[0] is second  # the oldest waiter first
@@ -73,7 +74,7 @@ def test_a_waiter_cancelled_as_its_lane_is_handed_over_gives_it_back() -> None:
         pool, _ = lanes(1)
         lane = await pool.take()
         waiter = asyncio.create_task(pool.take())
-        await asyncio.sleep(0)
+        await until(lambda: len(pool._waiters) == 1, "the taker waiting")
         pool.give_back(lane)  # handed to the waiter ...
         waiter.cancel()  # ... which is cancelled before it runs
         with pytest.raises(asyncio.CancelledError):
@@ -89,7 +90,7 @@ def test_when_the_core_is_lost_every_waiter_fails() -> None:
         pool, _ = lanes(1)
         await pool.take()
         waiters = [asyncio.create_task(pool.take()) for _ in range(2)]
-        await asyncio.sleep(0)
+        await until(lambda: len(pool._waiters) == 2, "the 2 takers waiting")
         pool.lost(ChatCoreClosed("the connection to the chat core closed"))
         for waiter in waiters:
             with pytest.raises(ChatCoreClosed):
@@ -116,14 +117,14 @@ def test_a_retired_lane_is_no_lane_and_the_oldest_waiter_gets_a_new_one() -> Non
         pool, opened = lanes(1)
         stuck = await pool.take()
         waiters = [asyncio.create_task(pool.take()) for _ in range(2)]
-        await asyncio.sleep(0)
+        await until(lambda: len(pool._waiters) == 2, "the 2 takers waiting")
         pool.retire(stuck)
         assert stuck not in pool.lanes
         fresh = await waiters[0]
         assert fresh is opened[1] and fresh is not stuck
         assert not waiters[1].done()  # the pool's size still holds: one lane
         pool.give_back(stuck)  # a late answer on the dropped lane gives nothing back
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # the behaviour under test: nothing is handed over
         assert not waiters[1].done()
         pool.give_back(fresh)
         assert await waiters[1] is fresh
@@ -144,7 +145,7 @@ def test_a_lane_that_cannot_be_replaced_fails_the_oldest_waiter() -> None:
         pool = _Lanes(open_lane, 1)
         stuck = await pool.take()
         waiter = asyncio.create_task(pool.take())
-        await asyncio.sleep(0)
+        await until(lambda: len(pool._waiters) == 1, "the taker waiting")
         pool.retire(stuck)
         with pytest.raises(ChatCoreClosed, match="cannot connect"):
             await waiter

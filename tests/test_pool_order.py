@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from _scripted_core import ScriptedCore, request_event, scripted_serving
+from _waiting import until
 from simplex_rpc.adapter import IncomingCall, ServiceRequest, _chat
 from simplex_rpc.adapter._chat import ReplySink
 from test_adapter_support import run
@@ -62,8 +63,7 @@ def _received(item_id: int, text: str, quoted: int | None = None) -> dict[str, A
 
 
 async def _two_connections(fake: ScriptedCore) -> None:
-    while len(fake.connections) < 2:  # serve's answers opened theirs
-        await asyncio.sleep(0.01)
+    await until(lambda: len(fake.connections) >= 2, "serve's answers' own connection")
 
 
 async def _echo(request: ServiceRequest) -> Any:
@@ -102,8 +102,7 @@ def test_a_callers_replies_come_in_the_cores_order_whatever_connection_carries_t
             )
             watch = core.events()
             replies = asyncio.create_task(core.call("@5", "mcp", PING, wait=30))
-            while "/_send" not in [c.split(" ", 1)[0] for c in list(fake.commands._queue)]:
-                await asyncio.sleep(0.01)
+            await _call_sent(fake)
             await fake.event(_received(12, result, quoted=10), connection=1)
             while (await anext(watch)).get("type") != "newChatItems":
                 pass  # the result was read first
@@ -194,8 +193,10 @@ def _send_answer(corr_id: str, cmd: str) -> str:
 
 
 async def _call_sent(fake: ScriptedCore) -> None:
-    while "/_send" not in [c.split(" ", 1)[0] for c in list(fake.commands._queue)]:
-        await asyncio.sleep(0.01)
+    await until(
+        lambda: "/_send" in [c.split(" ", 1)[0] for c in list(fake.commands._queue)],
+        "the call's /_send",
+    )
 
 
 def test_a_reply_with_no_id_missing_before_it_is_not_held(

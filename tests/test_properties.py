@@ -38,6 +38,9 @@ from simplex_rpc.agent import (
     max_request_payload,
 )
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 SETTINGS = settings(
     max_examples=100,
     deadline=None,

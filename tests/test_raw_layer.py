@@ -383,7 +383,7 @@ def test_a_run_past_its_deadline_lets_the_waiting_repeat_run() -> None:
         ) as (fake, _):
             await fake.event(event("first", {"q": 1}, signer))
             # Later than the first: its own deadline, from its own arrival, is later too.
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.5)  # the behaviour under test: a later arrival
             await fake.event(event("repeat", {"q": 1}, signer))
             await fake.wait_answers(2)
             assert fake.answers["first"][0]["code"] == "internal"

@@ -22,7 +22,14 @@ from typing import Any
 
 import pytest
 
-from _scripted_core import ScriptedCore, request_event, scripted_serving
+from _scripted_core import (
+    ScriptedCore,
+    request_event,
+    responder_of,
+    scripted_serving,
+    taken,
+)
+from _waiting import until
 from simplex_rpc import Request, Response, SimplexRpcError
 from simplex_rpc.adapter import (
     ChatCore,
@@ -46,10 +53,6 @@ def answer_code(envelope: dict[str, Any]) -> str | None:
     return error["code"] if isinstance(error, dict) else None
 
 
-async def until(predicate: Any, step: float = 0.02) -> None:
-    """Wait until ``predicate()`` holds (the caller's ``run`` bounds the wait)."""
-    while not predicate():
-        await asyncio.sleep(step)
 
 
 @contextlib.asynccontextmanager
@@ -60,7 +63,8 @@ async def responder_and_requester(
     response_window: float = 180.0,
     **serve_options: Any,
 ) -> Any:
-    """The simulator, a responder ``bob`` serving ``handler`` and a requester ``alice``.
+    """The simulator, a responder ``bob`` serving ``handler`` and a requester ``alice``:
+    ``(sim, alice, link, serving, bob)``.
 
     ``alice``'s pool has a connection for each request of the largest burst here (the
     core runs one request at a time per connection): the bursts reach the responder at
@@ -81,7 +85,7 @@ async def responder_and_requester(
         )
         await ready.wait()
         try:
-            yield sim, alice, link, serving
+            yield sim, alice, link, serving, bob
         finally:
             serving.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -121,12 +125,17 @@ def test_1_requests_waiting_behind_a_busy_slot_are_not_answered_after_their_dead
                 time.sleep(2.5)  # holds the slot and the loop: every deadline below passes
             return "done"
 
-        async with scripted_serving(handler, concurrency=1, handler_timeout=1.0) as (fake, _, _t):
+        async with scripted_serving(handler, concurrency=1, handler_timeout=1.0) as (
+            fake,
+            core,
+            _t,
+        ):
             await fake.event(request_event("first"))
             await started.wait()
             for n in range(2, 6):
                 await fake.event(request_event(f"r{n}"))
-            await asyncio.sleep(0.3)  # the frames are read (and so stamped) before the block
+            # the frames are read (and so stamped) before the block
+            await until(lambda: taken(core) >= 5, "the four frames read")
             release.set()
             await fake.wait_answers(5)
             assert fake.answers["first"] == [{"response": "done"}]
@@ -146,13 +155,13 @@ def test_1_queued_requests_are_answered_inside_the_core_window() -> None:
     to wait out its timeout."""
 
     async def handler(request: ServiceRequest) -> str:
-        await asyncio.sleep(0.8)
+        await asyncio.sleep(0.8)  # the behaviour under test: a slow handler
         return "slow"
 
     async def main() -> None:
         async with responder_and_requester(
             handler, response_window=6.0, concurrency=1, handler_timeout=2.0
-        ) as (sim, alice, link, _):
+        ) as (sim, alice, link, _, _bob):
             tasks = await burst(alice, link, 12, timeout=8)
             results = await asyncio.gather(*tasks, return_exceptions=True)
             assert sim.stats.late_responses == 0
@@ -183,11 +192,13 @@ def test_2_a_full_event_buffer_sheds_requests_instead_of_losing_them(
             alice,
             link,
             _,
+            bob,
         ):
             with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
                 tasks = await burst(alice, link, 100)
-                await until(lambda: sim.stats.delivered == 100)
-                await asyncio.sleep(0.5)  # the responder reads the burst while its slot is held
+                await until(lambda: sim.stats.delivered == 100, "the burst delivered")
+                # the responder reads the burst while its slot is held
+                await until(lambda: taken(bob) >= 100, "the burst read by the responder")
                 held.release.set()
                 results = await asyncio.gather(*tasks, return_exceptions=True)
             assert sim.stats.requester_timeouts == 0
@@ -222,9 +233,12 @@ def test_2_past_max_queue_requests_are_answered_rate_limited_at_once() -> None:
             alice,
             link,
             serving,
+            _bob,
         ):
             tasks = await burst(alice, link, 20)
-            await until(lambda: sum(t.done() for t in tasks) >= 15 or serving.done())
+            await until(
+                lambda: sum(t.done() for t in tasks) >= 15 or serving.done(), "15 answers"
+            )
             assert not serving.done(), serving.exception()
             early = [t.result() for t in tasks if t.done()]
             assert len(early) == 15
@@ -293,10 +307,18 @@ def test_4_serve_ends_at_once_when_the_connection_is_lost() -> None:
             await never.wait()
             return "never"
 
-        async with responder_and_requester(handler, concurrency=4) as (sim, alice, link, serving):
+        async with responder_and_requester(handler, concurrency=4) as (
+            sim,
+            alice,
+            link,
+            serving,
+            bob,
+        ):
             tasks = await burst(alice, link, 100, timeout=30)
-            await until(lambda: sim.stats.delivered == 100 and started == 4)
-            await asyncio.sleep(0.3)  # the responder has read the burst
+            await until(
+                lambda: sim.stats.delivered == 100 and started == 4, "the burst, four handlers"
+            )
+            await until(lambda: taken(bob) >= 100, "the burst read by the responder")
             assert await sim.drop_connections("bob") == 2  # its commands and its answers
             with pytest.raises(ChatCoreClosed):
                 async with asyncio.timeout(10):  # generous: the rule is "at once"
@@ -552,12 +574,12 @@ def test_10_cancelling_serve_is_a_graceful_stop(caplog: pytest.LogCaptureFixture
             return "finished"
 
         with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
-            async with scripted_serving(handler, concurrency=1, grace=30.0) as (fake, _, task):
+            async with scripted_serving(handler, concurrency=1, grace=30.0) as (fake, core, task):
                 await fake.event(request_event("inflight"))
                 await started.wait()
                 for n in range(3):
                     await fake.event(request_event(f"queued{n}"))
-                await asyncio.sleep(0.3)  # the responder reads the queued requests
+                await until(lambda: taken(core) >= 4, "the queued requests read")
                 assert not task.done(), task.exception()
                 task.cancel()
                 order = await fake.wait_answers(3)
@@ -595,9 +617,9 @@ def test_10_a_handler_still_running_after_grace_is_cancelled_and_counted(
 
     async def main() -> None:
         with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
-            async with scripted_serving(handler, grace=0.5) as (fake, _, task):
+            async with scripted_serving(handler, grace=0.5) as (fake, core, task):
                 await fake.event(request_event("stuck"))
-                await asyncio.sleep(0.3)
+                await until(lambda: responder_of(core).running, "the stuck handler running")
                 assert not task.done(), task.exception()
                 task.cancel()
                 with pytest.raises(asyncio.CancelledError):
@@ -713,11 +735,12 @@ def test_10_requests_arriving_during_the_stop_are_answered_and_a_second_cancel_s
         return "never"
 
     async def main() -> None:
-        async with scripted_serving(handler, grace=60.0) as (fake, _, task):
+        async with scripted_serving(handler, grace=60.0) as (fake, core, task):
             await fake.event(request_event("stuck"))
-            await asyncio.sleep(0.3)
+            responder = responder_of(core)
+            await until(lambda: responder.running, "the stuck handler running")
             task.cancel()
-            await asyncio.sleep(0.1)
+            await until(lambda: responder.stopping, "the graceful stop begun")
             await fake.event(request_event("late"))
             await fake.wait_answers(1)
             (answer,) = fake.answers["late"]
@@ -795,8 +818,10 @@ def test_an_answer_the_core_does_not_accept_is_logged_and_not_sent_again(
             fake.raw["/_service_response"] = other_reply
             await fake.event(request_event("r1"))
             await fake.wait_answers(1)
-            await until(lambda: "neither serviceReplyAccepted nor cmdOk" in caplog.text)
-            await asyncio.sleep(0.2)
+            await until(
+                lambda: "neither serviceReplyAccepted nor cmdOk" in caplog.text, "the warning"
+            )
+            await asyncio.sleep(0.2)  # the behaviour under test: no second answer follows
             assert fake.answer_order == ["r1"]
 
     with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from _scripted_core import request_event, scripted_serving
+from _scripted_core import request_event, responder_of, scripted_serving, taken
+from _waiting import until
 from simplex_rpc.adapter import ServiceRequest
 from test_adapter_support import run
 
@@ -43,7 +44,7 @@ def test_a_handler_raising_cancelled_error_during_the_stop_is_still_answered() -
             await fake.event(request_event("r1"))
             await started.wait()
             task.cancel()
-            await asyncio.sleep(0.2)  # the stop begins: grace for the handler in flight
+            await asyncio.sleep(0.2)  # the behaviour under test: the grace holds the stop
             assert not task.done()
             shared.cancel()  # someone else's future: the handler raises CancelledError
             with pytest.raises(asyncio.CancelledError):
@@ -111,12 +112,12 @@ def test_an_answer_posted_as_the_writer_finishes_is_still_sent() -> None:
             responder._post(f"r{n}", shed.to_dict(), "shed")
         # Runs right after the writer's steps that empty the outbox.
         asyncio.get_running_loop().call_soon(responder._post, "late", shed.to_dict(), "shed")
-        await asyncio.sleep(0.2)
+        await until(lambda: len(core.sent) >= 17, "the seventeen answers written")
         assert core.sent == [*(f"r{n}" for n in range(16)), "late"]
         assert not responder.outbox and responder.writer is None
         for future in core.acks:
             future.set_result({"type": "serviceReplyAccepted"})
-        await asyncio.sleep(0)
+        await until(responder.drained.is_set, "the acknowledgements read")
         assert responder.drained.is_set() and responder.unacked == 0
 
     run(main)
@@ -142,12 +143,14 @@ def test_at_the_outbox_bound_reading_pauses_and_nothing_is_dropped(
         with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
             for n in range(12):
                 responder._post(f"r{n}", shed.to_dict(), "shed")
-                await asyncio.sleep(0)
+                await asyncio.sleep(0)  # the behaviour under test: the writer runs between
             assert core.reading == ["paused"]
             assert responder.outcome.unanswered == 0
             responder.overload.flush()
             core.unblocked.set()
-            await asyncio.sleep(0.1)
+            await until(
+                lambda: len(core.sent) >= 12 and len(core.reading) >= 2, "every answer written"
+            )
         assert core.sent == [f"r{n}" for n in range(12)]
         assert core.reading == ["paused", "resumed"]
         lines = [r.getMessage() for r in caplog.records]
@@ -222,7 +225,7 @@ async def _stubborn(request: ServiceRequest) -> str:
     test releases it (so that the test's event loop can end)."""
     while not _released:
         try:
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # the behaviour under test: it swallows cancellation
         except asyncio.CancelledError:
             continue
     return "released"
@@ -238,9 +241,9 @@ def test_serve_ends_after_a_lost_connection_even_if_a_handler_ignores_cancellati
     async def main() -> None:
         _released.clear()
         with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
-            async with scripted_serving(_stubborn) as (fake, _, task):
+            async with scripted_serving(_stubborn) as (fake, core, task):
                 await fake.event(request_event("stuck"))
-                await asyncio.sleep(0.3)
+                await until(lambda: responder_of(core).running, "the stuck handler running")
                 await fake.close_connection()
                 try:
                     # Generous: the rule is about a second.
@@ -264,9 +267,9 @@ def test_the_graceful_stop_ends_even_if_a_handler_ignores_cancellation(
     async def main() -> None:
         _released.clear()
         with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
-            async with scripted_serving(_stubborn, grace=0.2) as (fake, _, task):
+            async with scripted_serving(_stubborn, grace=0.2) as (fake, core, task):
                 await fake.event(request_event("stuck"))
-                await asyncio.sleep(0.3)
+                await until(lambda: responder_of(core).running, "the stuck handler running")
                 task.cancel()
                 try:
                     await asyncio.wait({task}, timeout=15)
@@ -319,7 +322,7 @@ def test_a_connection_lost_during_the_graceful_stop_ends_it_at_once() -> None:
             await fake.event(request_event("busy"))
             await started.wait()
             task.cancel()
-            await asyncio.sleep(0.3)  # the stop gives the handler its grace
+            await asyncio.sleep(0.3)  # the behaviour under test: the grace holds the stop
             assert not task.done()
             await fake.close_connection()
             await asyncio.wait({task}, timeout=15)  # generous: the rule is about a second
@@ -340,7 +343,7 @@ def test_a_serve_whose_declaration_is_refused_leaves_no_responder_behind() -> No
                 await core.serve(1, lambda r: "zombie", protocols=["mcp"], declare=True)
             await fake.event(request_event("r1"))
             await fake.wait_answers(1)
-            await asyncio.sleep(0.3)  # a second answer, if any, comes too
+            await asyncio.sleep(0.3)  # the behaviour under test: no second answer comes
             assert fake.answers["r1"] == [{"response": "ok"}]
             assert not task.done()
 
@@ -363,13 +366,17 @@ def test_a_second_cancellation_during_the_stop_logs_what_it_leaves_unanswered(
             return "never"
 
         with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
-            async with scripted_serving(handler, concurrency=1, grace=120.0) as (fake, _, task):
+            async with scripted_serving(handler, concurrency=1, grace=120.0) as (
+                fake,
+                core,
+                task,
+            ):
                 fake.raw["/_service_response"] = lambda corr_id, cmd: None  # never acknowledged
                 await fake.event(request_event("busy"))
                 await started.wait()
                 for n in range(3):
                     await fake.event(request_event(f"q{n}"))
-                await asyncio.sleep(0.3)
+                await until(lambda: taken(core) >= 4, "the queued requests read")
                 task.cancel()
                 await fake.wait_answers(3)  # the queued ones were sent, never acknowledged
                 task.cancel()  # the second cancellation: at once

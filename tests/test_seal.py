@@ -39,6 +39,9 @@ from simplex_rpc import (
 )
 from simplex_rpc._wire.backend import Backend
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 AD = bytes(range(56)) + bytes(range(100, 156))
 OTHER_AD = bytes(range(100, 156)) + bytes(range(56))  # the same keys, the other order
 KEY = SigningKey.from_seed(bytes(range(32)))

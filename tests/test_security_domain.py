@@ -20,6 +20,9 @@ import simplex_rpc as sx
 from _queues import QUEUE
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 KEY = sx.SigningKey.from_seed(bytes(range(32)))
 PUBLIC = KEY.public_key
 ads = st.binary(min_size=1, max_size=160)

@@ -52,6 +52,9 @@ from _ed25519_ref import (
 from _queues import QUEUE
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 # --------------------------------------------------------------------------
 # libsodium's verdict, beside the reference ones of _ed25519_ref.
 

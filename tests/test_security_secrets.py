@@ -29,6 +29,9 @@ from _queues import QUEUE
 from simplex_rpc import cli
 from simplex_rpc._wire import keys as _keys
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 SEED = bytes.fromhex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
 KEY = sx.SigningKey.from_seed(SEED)
 TEXT = KEY.encode()

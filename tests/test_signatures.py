@@ -46,6 +46,9 @@ from _ed25519_ref import (
 from _queues import QUEUE
 from simplex_rpc import BadSignature, PublicKey, SigningKey, SimplexRpcError, session_tag
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 WYCHEPROOF = Path(__file__).resolve().parent / "data/wycheproof/ed25519_test.json"
 
 AD = bytes(range(56)) + bytes(range(100, 156))  # the agent's shape: two X448 keys

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
+from _waiting import until
 from simplex_rpc.adapter import ChatCore, ChatCoreClosed, EventStream
 from simplex_rpc.errors import ChatCoreError
 from simplex_rpc.testing import CoreSimulator
@@ -290,7 +291,7 @@ def test_a_response_after_the_window_is_refused() -> None:
     async def main() -> None:
         async with exchange(response_window=0.05) as ex:
             call, event = await ex.relay(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # the behaviour under test: the 0.05 s window passes
             with pytest.raises(ChatCoreError) as info:
                 await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
             assert info.value.type_path.endswith("ASETimeout")
@@ -439,7 +440,9 @@ def test_drop_connections_fails_pending_commands() -> None:
             call = asyncio.create_task(
                 ex.alice.command(f"/_service_request 1 {ex.link} timeout=30 {envelope()}")
             )
-            await asyncio.sleep(0.1)
+            await until(
+                lambda: sum(t.in_flight for t in ex.alice._transports()) >= 1, "the request sent"
+            )
             # ChatCore's pool: its first connection, and the request's own (a blocking
             # /_service_request never runs on the first).
             assert await ex.sim.drop_connections("alice") == 2

@@ -25,6 +25,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from _raw_core import RawCore, raw_core
+from _waiting import until
 from simplex_rpc.testing import CoreSimulator
 from test_adapter_support import run
 
@@ -137,8 +138,8 @@ def test_a_command_delay_holds_its_connection_only() -> None:
             other = await requester(s, sim, "other")
             sim.set_command_delay(3600, "/_contacts")
             held = send(slow, "/_contacts 1")
-            while sim.stats.commands < 3:  # two /_start and the delayed /_contacts began
-                await asyncio.sleep(0.01)
+            # two /_start and the delayed /_contacts began
+            await until(lambda: sim.stats.commands >= 3, "the delayed /_contacts begun")
             assert (await other.cmd("/user"))["type"] == "activeUser"
             assert not held.done()
             held.cancel()
@@ -160,12 +161,14 @@ def test_each_event_reaches_exactly_one_connection() -> None:
             for n in range(count):
                 await sim.send_event("bob", {"type": "probe", "n": n})
             seen: list[int] = []
-            async with asyncio.timeout(20):
-                while len(set(seen)) < count:
-                    for bob in bobs:
-                        while not bob.events.empty():
-                            seen.append(bob.events.get_nowait()["n"])
-                    await asyncio.sleep(0.01)
+
+            def all_seen() -> bool:
+                for bob in bobs:
+                    while not bob.events.empty():
+                        seen.append(bob.events.get_nowait()["n"])
+                return len(set(seen)) >= count
+
+            await until(all_seen, f"all {count} events read", within=20)
             assert sorted(seen) == list(range(count))  # each once: no event went to two
             assert sim.waiting_events("bob") == 0
             for bob in bobs:  # nothing more arrives
@@ -184,9 +187,11 @@ def test_a_service_request_event_goes_to_one_connection_of_the_responder() -> No
             async with AsyncExitStack() as s:
                 alice = await requester(s, sim)
                 call = send(alice, f"/_service_request 1 {link} timeout=30 {REQUEST}")
-                async with asyncio.timeout(20):
-                    while all(b.events.empty() for b in bobs):
-                        await asyncio.sleep(0.01)
+                await until(
+                    lambda: any(not b.events.empty() for b in bobs),
+                    "the serviceRequest at one of bob's connections",
+                    within=20,
+                )
                 taker = next(b for b in bobs if not b.events.empty())
                 request = await taker.event("serviceRequest")
                 await taker.ok(
@@ -196,12 +201,14 @@ def test_a_service_request_event_goes_to_one_connection_of_the_responder() -> No
                 assert (await call)["type"] == "serviceResponse"
                 # serviceReplySent is an event of bob's core too: one connection gets it.
                 seen: list[dict[str, Any]] = [request]
-                async with asyncio.timeout(20):
-                    while len(seen) < 2:
-                        for bob in bobs:
-                            while not bob.events.empty():
-                                seen.append(bob.events.get_nowait())
-                        await asyncio.sleep(0.01)
+
+                def both_seen() -> bool:
+                    for bob in bobs:
+                        while not bob.events.empty():
+                            seen.append(bob.events.get_nowait())
+                    return len(seen) >= 2
+
+                await until(both_seen, "serviceReplySent read", within=20)
                 for bob in bobs:
                     assert (await bob.cmd("/user"))["type"] == "activeUser"
                     assert bob.events.empty()
@@ -234,7 +241,8 @@ def test_events_wait_for_a_reader_and_the_output_queue_is_bounded() -> None:
         async with CoreSimulator(output_size=4) as sim:
             for n in range(10):
                 await sim.send_event("bob", {"type": "probe", "n": n})
-            await asyncio.sleep(0.05)  # let the writer fill the queue
+            queue = sim._model.core("bob").output.queue
+            await until(lambda: queue.qsize() >= 4, "the writer filled the queue")
             assert sim._model.core("bob").output.queue.qsize() == 4  # the bound
             assert sim.waiting_events("bob") == 10
             async with raw_core(sim.url_for("bob"), "bob") as bob:
@@ -379,9 +387,7 @@ def test_a_request_waits_in_the_output_queue_for_a_responder_connection() -> Non
             async with AsyncExitStack() as s:
                 alice = await requester(s, sim)
                 call = send(alice, f"/_service_request 1 {link} timeout=30 {REQUEST}")
-                async with asyncio.timeout(20):
-                    while sim.stats.delivered < 1:
-                        await asyncio.sleep(0.01)
+                await until(lambda: sim.stats.delivered >= 1, "the request delivered", within=20)
                 assert sim.waiting_events("bob") == 1
                 async with raw_core(sim.url_for("bob"), "bob-again") as bob:
                     request = await bob.event("serviceRequest")

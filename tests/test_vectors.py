@@ -26,6 +26,9 @@ from simplex_rpc import vectors as _vectors
 from simplex_rpc._wire import backend as _backend
 from simplex_rpc.vectors import _files as _vector_files
 
+# The pure run of `make test` repeats this module (tests/test_backend_marker.py).
+pytestmark = pytest.mark.backend
+
 VECTORS = Path(__file__).resolve().parent.parent / "vectors"
 SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")  # wire.md 1, written out
 FILES = ["README.md"] + [f"{k}.{ext}" for k in _vectors.KINDS for ext in ("json", "cbor")]

@@ -8,7 +8,8 @@ never import it. Its tools:
 * ``revision()``: the revision of the gateway's connection to this server;
 * ``slow(steps)``: one progress notification per step, then ``done``;
 * ``chatty()``: logs one message at info (``notifications/message``), then ``said``;
-* ``hang()``: waits until cancelled, then writes ``cancelled`` to ``$UPSTREAM_MARKS``;
+* ``hang()``: writes ``hanging`` to ``$UPSTREAM_MARKS``, waits until cancelled, then
+  writes ``cancelled`` there;
 * ``crash()``: the process exits in the middle of the request (exit status 3);
 * ``ask()``: asks the client for input (elicitation), says how it was answered;
 * ``noise(lines)``: writes that many lines to standard error;
@@ -79,8 +80,9 @@ def build_server() -> MCPServer:
 
     @server.tool(description="Waits until cancelled", structured_output=False)
     async def hang() -> str:
+        mark("hanging")  # the request is in flight: tests wait for this line
         try:
-            await anyio.sleep(3600)
+            await anyio.sleep(3600)  # the behaviour under test: a tool that never ends
         except anyio.get_cancelled_exc_class():
             mark("cancelled")
             raise

@@ -66,6 +66,11 @@ from .seal import (
     response_payload,
 )
 
+# The one private module of a third-party package that src/ imports (issue 31;
+# tests/test_private_imports.py allows it and nothing else). PyNaCl's own cffi
+# module is libsodium without the copies and checks of nacl.bindings, which would
+# cost the hot path (sign and verify in place, docs/c-backend.md). When a PyNaCl
+# release drops it, the public nacl.bindings path below takes over, slower but alike.
 try:  # PyNaCl's own cffi module: libsodium without the copies of nacl.bindings
     from nacl._sodium import lib as _sodium
 except ImportError:  # pragma: no cover - every PyNaCl release so far has it

@@ -41,7 +41,7 @@ from typing import Any, Final, Literal
 
 import anyio
 import anyio.abc
-from mcp.client._transport import TransportStreams
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 from mcp_types import (
     CONNECTION_CLOSED,
@@ -69,6 +69,16 @@ from ..adapter._client import (
 )
 from ..errors import ChatCoreError, SimplexRpcError
 from . import _binding as mcp
+
+# What the transport yields to the SDK: its read and write streams. The SDK names
+# this pair TransportStreams in a private module (mcp.client._transport), typed with
+# its own private stream protocols; the project names the concrete anyio streams it
+# creates instead, which satisfy those protocols, so the public mcp.client.Transport
+# accepts this class without any private import (issue 31).
+TransportStreams = tuple[
+    MemoryObjectReceiveStream[SessionMessage | Exception],
+    MemoryObjectSendStream[SessionMessage],
+]
 
 __all__ = ["CONVERSATION_HINT", "SERVICE_RPC_ERROR", "VIAS", "SimplexTransport", "Via"]
 

@@ -51,7 +51,6 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -68,6 +67,14 @@ __all__ = ["Upstream"]
 log = RedactingLogger(logging.getLogger("simplex_rpc.mcp.upstream"))
 
 GATEWAY_NAME: Final = "simplex-rpc-mcp-gateway"
+
+# The HTTP timeouts of the SDK's own client (mcp.shared._httpx_utils, mcp 2.3:
+# create_mcp_http_client), the project's copy because that module is private and its
+# factory takes no transport, which the gateway needs to notice a server's loss.
+HTTP_TIMEOUT: Final[float] = 30.0
+"""Seconds to connect, write and wait for the pool, as the SDK's client."""
+HTTP_STREAM_READ_TIMEOUT: Final[float] = 300.0
+"""Seconds to wait between two reads of a response stream (a server may hold it open)."""
 
 BACKOFF_MIN: Final = 0.5
 """Seconds before the first restart after a failure; doubled after each failure."""
@@ -609,7 +616,7 @@ class Upstream:
                 # transport that notices the server's loss.
                 http = httpx2.AsyncClient(
                     headers=self._headers,
-                    timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+                    timeout=httpx2.Timeout(HTTP_TIMEOUT, read=HTTP_STREAM_READ_TIMEOUT),
                     transport=_LossTransport(ended),
                 )
                 await stack.enter_async_context(http)
