@@ -161,8 +161,19 @@ _REPLY = ac.open_service_request(_SENT.message, _ADDRESS).reply
 _ANSWER = ac.seal_service_response(b'{"a":2}', _REPLY)
 
 
+# Messages of the SMP body's size are built from a short random head and a random
+# tail size, not drawn whole: 16,000 drawn bytes trip Hypothesis's data_too_large
+# health check on a loaded machine.
+_NEAR_BODY_SIZE = st.builds(
+    lambda head, fill, size: (head + bytes([fill]) * size)[: max(size, len(head))],
+    st.binary(max_size=64),
+    st.integers(0, 255),
+    st.integers(15990, 16000),
+)
+
+
 @settings(max_examples=200, deadline=None)
-@given(data=st.binary(max_size=400) | st.binary(min_size=15990, max_size=16000))
+@given(data=st.binary(max_size=400) | _NEAR_BODY_SIZE)
 def test_arbitrary_bytes_are_refused_with_the_library_errors(data: bytes) -> None:
     """Hostile input: never a crash, only the library's own errors."""
     for action in (lambda: ac.open_service_request(data, _ADDRESS),
