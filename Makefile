@@ -32,8 +32,8 @@ demo: $(STAMP)
 # The whole suite once on the default (C) backend, then again on the pure one only the
 # modules marked `backend` (the wire layer: what the two backends must do alike).
 test: $(STAMP) lint typecheck
-	@printf 'pytest (C backend): '; $(QUIET) $(PY) -m pytest -q
-	@printf 'pytest (pure backend, -m backend): '; $(QUIET) env SIMPLEX_RPC_PURE=1 $(PY) -m pytest -q -m backend
+	@printf 'pytest (C backend):\n'; $(QUIET) $(PY) -m pytest -q
+	@printf 'pytest (pure backend, -m backend):\n'; $(QUIET) env SIMPLEX_RPC_PURE=1 $(PY) -m pytest -q -m backend
 	@printf 'vectors check vectors: '; $(QUIET) $(CLI) vectors check vectors
 	@printf 'vectors check (shipped): '; $(QUIET) $(CLI) vectors check
 
