@@ -27,6 +27,9 @@ from .._wire.backend import Backend
 from .._wire.keys import SigningKey
 from .._wire.seal import max_request_payload, max_response_payload
 from ..errors import AgentCryptoError, ServiceRejected, SimplexRpcError, install_hint
+
+# The reply queue's fields are those of agent_messages.json (issue 27): one codec.
+from ._agent_messages import _queue_fields, _queue_of
 from ._common import Case, Document, VectorError, _Checker, _derived, _document, _h, _pattern
 from ._examples import MCP_TOOLS_CALL_REQUEST_TEXT, MCP_TOOLS_CALL_RESPONSE_TEXT
 
@@ -115,29 +118,6 @@ def _queue(label: str, hosts: tuple[str, ...], mode: str | None = "M") -> SMPQue
     placeholder = _X25519_PREFIX + bytes(32)  # the sealing puts the queue's new key here
     return SMPQueueInfo(4, server, _derived(f"agent crypto {label} sender id", 24),
                         placeholder, mode)  # type: ignore[arg-type]
-
-
-def _queue_fields(q: SMPQueueInfo) -> dict[str, Any]:
-    return {
-        "client_version": q.client_version,
-        "hosts": list(q.server.hosts),
-        "port": q.server.port,
-        "key_hash": q.server.key_hash.hex(),
-        "sender_id": q.sender_id.hex(),
-        "dh_public_key": q.dh_public_key.hex(),
-        "queue_mode": q.queue_mode,
-    }
-
-
-def _queue_of(fields: dict[str, Any]) -> SMPQueueInfo:
-    server = SMPServer(tuple(fields["hosts"]), fields["port"], bytes.fromhex(fields["key_hash"]))
-    return SMPQueueInfo(
-        fields["client_version"],
-        server,
-        bytes.fromhex(fields["sender_id"]),
-        bytes.fromhex(fields["dh_public_key"]),
-        fields["queue_mode"],
-    )
 
 
 def _request_randomness(label: str, keys: ac.AddressPublicKeys) -> ac.RequestRandomness:
