@@ -42,6 +42,16 @@ def c_backend() -> _backend.Backend:
     return _require("c")
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """anyio's pytest plugin runs ``@pytest.mark.anyio`` tests on asyncio alone.
+
+    The library is asyncio code (the adapter, the bridges, the listeners); trio is
+    not a backend it claims.
+    """
+    return "asyncio"
+
+
 @pytest.fixture(scope="session")
 def ad() -> bytes:
     """A 112-byte AD, the shape of the agent's: two X448 keys, sender's first."""
