@@ -22,7 +22,6 @@ from simplex_rpc.adapter._chat import ReplySink
 from simplex_rpc.declarations import ProtocolDeclaration
 from simplex_rpc.errors import ChatCoreError, DeclarationError, SimplexRpcError
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 MCP = ProtocolDeclaration(versions=("2026-07-28",), chat=True, rpc=True)
 PROFILE = {
@@ -162,33 +161,31 @@ async def test_serve_and_serve_calls_declare_what_they_serve() -> None:
                 await task
 
 
-def test_link_declarations_read_a_contact_address_without_connecting() -> None:
+@pytest.mark.anyio
+async def test_link_declarations_read_a_contact_address_without_connecting() -> None:
     """/_connect plan returns the link data: the profile's protocols, serves, business."""
 
-    async def read() -> None:
-        async with two_cores() as (sim, bot, alice):
-            address = await bot.service_address(1)
-            profile: dict[str, Any] = json.loads(json.dumps(PROFILE))
-            profile["preferences"]["protocols"] = {
-                "mcp": MCP.to_dict(),
-                "a2a": {"versions": ["1.0"]},  # breaks the schema: dropped
-            }
-            sim.set_profile("bot", profile)
-            sim.set_link_data(address.link, serves=["agent", "robot"])
-            found = await alice.link_declarations(1, address.link)
-            assert found == LinkDeclarations(
-                kind="contact",
-                name="Acme",
-                protocols={"mcp": MCP},
-                serves=["agent"],
-                audience=None,
-                business=False,
-            )
-            own = await bot.link_declarations(1, address.link)
-            assert own.own and own.protocols == {}
-            assert sim.stats.messages == 0  # nothing was sent to connect
-
-    run(read)
+    async with two_cores() as (sim, bot, alice):
+        address = await bot.service_address(1)
+        profile: dict[str, Any] = json.loads(json.dumps(PROFILE))
+        profile["preferences"]["protocols"] = {
+            "mcp": MCP.to_dict(),
+            "a2a": {"versions": ["1.0"]},  # breaks the schema: dropped
+        }
+        sim.set_profile("bot", profile)
+        sim.set_link_data(address.link, serves=["agent", "robot"])
+        found = await alice.link_declarations(1, address.link)
+        assert found == LinkDeclarations(
+            kind="contact",
+            name="Acme",
+            protocols={"mcp": MCP},
+            serves=["agent"],
+            audience=None,
+            business=False,
+        )
+        own = await bot.link_declarations(1, address.link)
+        assert own.own and own.protocols == {}
+        assert sim.stats.messages == 0  # nothing was sent to connect
 
 
 @pytest.mark.anyio
