@@ -28,7 +28,6 @@ import pytest
 from simplex_rpc import Request, SigningKey, a2a
 from simplex_rpc.adapter import ChatCore, IncomingCall, ReplySink, ServiceRequest
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 TOKEN = "tok-SECRET-4f1c9e2b7a"
 TENANT = "tenant-VALUE-9a2e51"
@@ -92,7 +91,8 @@ def secrets_of(key: SigningKey) -> list[str]:
     ]
 
 
-def test_no_log_line_at_any_level_and_no_repr_holds_a_credential_or_key(
+@pytest.mark.anyio
+async def test_no_log_line_at_any_level_and_no_repr_holds_a_credential_or_key(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     key = SigningKey.generate()
@@ -111,7 +111,7 @@ def test_no_log_line_at_any_level_and_no_repr_holds_a_credential_or_key(
         texts.append(json.dumps(call.request))
         return json.dumps({"jsonrpc": "2.0", "id": call.request.get("id"), "result": {"ok": 1}})
 
-    async def main() -> None:
+    with every_level() as captured:
         async with (
             CoreSimulator() as sim,
             ChatCore.connect(sim.url_for("bob")) as bob,
@@ -160,9 +160,6 @@ def test_no_log_line_at_any_level_and_no_repr_holds_a_credential_or_key(
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
-
-    with every_level() as captured:
-        run(main)
     assert texts and any(TOKEN in t for t in texts), "the handlers see the credential"
     assert len(captured.lines) > 20, "DEBUG lines were captured"
     assert any("websockets" in line for line in captured.lines)
