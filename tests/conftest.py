@@ -13,9 +13,14 @@ once, with the count, instead of once per test line (issue 22).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 import simplex_rpc as sx
@@ -50,6 +55,34 @@ def anyio_backend() -> str:
     not a backend it claims.
     """
     return "asyncio"
+
+
+#: Every async test's time limit, in seconds, unless ``@pytest.mark.time_limit(N)`` gives
+#: more: a hang fails the test with anyio's TimeoutError instead of stalling the run.
+ASYNC_TEST_LIMIT = 60.0
+
+
+def _limited(test: Callable[..., Awaitable[Any]], seconds: float) -> Callable[..., Any]:
+    @functools.wraps(test)
+    async def limited(**kwargs: Any) -> None:
+        with anyio.fail_after(seconds):
+            await test(**kwargs)
+
+    return limited
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put each ``@pytest.mark.anyio`` test under a time limit (anyio's plugin calls
+    ``item.obj``, so the limit is a wrapper around it; fixtures are resolved from the
+    wrapped signature, which ``functools.wraps`` keeps)."""
+    for item in items:
+        if not isinstance(item, pytest.Function) or item.get_closest_marker("anyio") is None:
+            continue
+        if not inspect.iscoroutinefunction(item.obj):
+            continue
+        marker = item.get_closest_marker("time_limit")
+        seconds = float(marker.args[0]) if marker is not None else ASYNC_TEST_LIMIT
+        item.obj = _limited(item.obj, seconds)
 
 
 @pytest.fixture(scope="session")

@@ -161,6 +161,7 @@ def leaf(exc: BaseException) -> BaseException:
 
 
 @pytest.mark.anyio
+@pytest.mark.time_limit(90)
 async def test_mcp_proxy_timeout_covers_the_connection_step(tmp_path: Path) -> None:
     """A core that never answers /_start: with --timeout 2, a request is an MCP error in
     about 2 seconds (bounded here at 30), not after the 60-second /_start timeout."""

@@ -396,6 +396,7 @@ async def scenario(sim: CoreSimulator, frames: list[tuple[str, Any]]) -> set[str
 
 
 @pytest.mark.anyio
+@pytest.mark.time_limit(120)
 async def test_every_frame_of_every_implemented_command_conforms_to_the_core_types() -> None:
     """Every response and event of a scenario that uses every implemented command checks
     against simplex-chat 7.0.2's TypedDicts: zero missing fields, zero wrong types, zero

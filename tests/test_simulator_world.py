@@ -109,6 +109,7 @@ async def simulator_process(world: Path, *extra: str) -> AsyncIterator[tuple[Any
 
 
 @pytest.mark.anyio
+@pytest.mark.time_limit(150)
 async def test_two_plain_websocket_bots_meet_and_talk_through_a_world_file(tmp_path: Path) -> None:
     """The "Done when" test: the host and the guest bots, each its own process with plain
     ``websockets``, connect by the host's address link (``/_connect plan``, ``/_connect``,
