@@ -62,6 +62,7 @@ from a2a.utils.proto_utils import parse_lenient
 from google.protobuf import json_format  # type: ignore[import-untyped]
 from google.protobuf.message import Message as ProtoMessage  # type: ignore[import-untyped]
 
+from .._bindings import a2a
 from .._wire.envelope import ErrorCode, ErrorInfo, Request
 from .._wire.keys import SigningKey
 from .._wire.redact import redact
@@ -75,7 +76,6 @@ from ..adapter._client import (
     describe_error,
 )
 from ..errors import ChatCoreError, SimplexRpcError, _rebuild
-from . import _binding as a2a
 
 __all__ = ["Conversation", "ServiceRpcError", "SimplexA2aTransport", "register_client"]
 

@@ -54,7 +54,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from .._bindings import INTERNAL_ERROR, INVALID_REQUEST, error_response
+from .._bindings import INTERNAL_ERROR, INVALID_REQUEST, error_response, mcp
 from .._wire.envelope import ErrorCode, ErrorInfo, Request
 from .._wire.keys import SigningKey
 from .._wire.redact import RedactingLogger, redact
@@ -68,7 +68,6 @@ from ..adapter._client import (
     describe_error,
 )
 from ..errors import ChatCoreError, SimplexRpcError
-from . import _binding as mcp
 
 # What the transport yields to the SDK: its read and write streams. The SDK names
 # this pair TransportStreams in a private module (mcp.client._transport), typed with
