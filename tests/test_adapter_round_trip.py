@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import json
 import pickle
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -21,9 +22,7 @@ from typing import Any
 
 import pytest
 
-from simplex_rpc import ErrorCode, Response, SigningKey
-from simplex_rpc._wire import strict_json
-from simplex_rpc._wire.envelope import ErrorInfo
+from simplex_rpc import ErrorCode, ErrorInfo, Response, SigningKey
 from simplex_rpc.adapter import ChatCore, IncomingCall, ReplySink, ServiceRequest
 from simplex_rpc.adapter._client import Failure, RoundTrip, RoundTripError, is_notification
 from simplex_rpc.declarations import ProtocolDeclaration
@@ -64,9 +63,9 @@ class Bot:
         if message["method"] == "hold":
             await self.held.wait()  # released when the test ends: no answer in time
         note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"n": 1}}
-        await send(strict_json.dumps(note).decode())
+        await send(json.dumps(note))
         answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"chat": message["method"]}}
-        return strict_json.dumps(answer).decode()
+        return json.dumps(answer)
 
 
 @dataclass

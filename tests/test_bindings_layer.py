@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 
-from simplex_rpc import _bindings, a2a, mcp
+from simplex_rpc import Request, _bindings, a2a, mcp
 from simplex_rpc._bindings import a2a as a2a_data
 from simplex_rpc._bindings import mcp as mcp_data
 from simplex_rpc._bindings import shared
-from simplex_rpc._wire.envelope import Request
 from simplex_rpc.adapter import ServiceRequest
 
 CARD: dict[str, Any] = {
