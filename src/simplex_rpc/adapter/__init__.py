@@ -30,8 +30,9 @@ the only part of the library that does I/O. Its parts:
 * :mod:`._answers`: idempotent answers: stores kept by (signer, request digest).
 * :mod:`._chat`: the chat transport, ``/_call`` sent and answered as messages.
 * :mod:`._declare`: the profile declarations, written and read through the core.
-* :mod:`._client`: the argument checks and error texts the SDK client transports
-  (``simplex_rpc.mcp``, ``simplex_rpc.a2a``) share.
+* :mod:`._client`: the caller's round trip the SDK client transports
+  (``simplex_rpc.mcp``, ``simplex_rpc.a2a``) adapt: one request to one bot over
+  Service RPC or in a conversation, and one classification of its failures.
 
 Secrets: the private key given as ``sign_key`` never appears in a log line, an
 exception message or a repr; everything logged passes through
