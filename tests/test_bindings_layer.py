@@ -122,3 +122,23 @@ def test_the_adapter_imports_no_binding_module_of_the_data_layer() -> None:
     for module in sorted(m for m in graph.modules if m.startswith("simplex_rpc.adapter")):
         imported = graph.find_modules_directly_imported_by(module)
         assert not imported & per_binding, module
+
+
+def test_both_client_transports_take_the_round_trips_options_alike() -> None:
+    """One definition of the caller's options (issue 31): both SDK client transports
+    take ``**options: Unpack[CallOptions]`` and hand them to the round trip."""
+    import inspect
+    import typing
+
+    pytest.importorskip("mcp")
+    pytest.importorskip("a2a")
+    from simplex_rpc.a2a import SimplexA2aTransport
+    from simplex_rpc.adapter import CallOptions
+    from simplex_rpc.mcp import SimplexTransport
+
+    assert set(CallOptions.__annotations__) == {"sign_key", "timeout", "max_retry_after", "member"}
+    for transport in (SimplexTransport, SimplexA2aTransport):
+        hints = typing.get_type_hints(transport.__init__)
+        options = inspect.signature(transport.__init__).parameters["options"]
+        assert options.kind is inspect.Parameter.VAR_KEYWORD
+        assert hints["options"] == typing.Unpack[CallOptions]

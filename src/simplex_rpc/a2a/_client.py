@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Unpack
 
 from a2a.client.client import ClientCallContext, ClientConfig
 from a2a.client.client_factory import ClientFactory
@@ -72,6 +72,7 @@ from ..adapter import ChatCore
 from ..adapter._chat import check_chat_ref
 from ..adapter._client import (
     DEFAULT_MAX_RETRY_AFTER,
+    CallOptions,
     Failure,
     RoundTrip,
     RoundTripError,
@@ -206,25 +207,11 @@ class SimplexA2aTransport(ClientTransport):
     """
 
     def __init__(
-        self,
-        core: ChatCore,
-        user_id: int,
-        target: str,
-        card: AgentCard,
-        *,
-        version: str = "1.0",
-        sign_key: SigningKey | None = None,
-        timeout: float = 30.0,
-        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
-        chat: str | None = None,
-        member: str | None = None,
-        via: Literal["rpc", "chat"] = "rpc",
+        self, core: ChatCore, user_id: int, target: str, card: AgentCard, *,
+        version: str = "1.0", chat: str | None = None, via: Literal["rpc", "chat"] = "rpc",
+        **options: Unpack[CallOptions],
     ) -> None:
-        if not isinstance(core, ChatCore):
-            raise TypeError(f"core: expected a ChatCore, got {type(core).__name__}")
-        if sign_key is not None and not isinstance(sign_key, SigningKey):
-            raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
-        a2a.agent_card_interface(target, version)  # checks the link and the version
+        member = options.get("member")
         self.chat: str | None = None
         self.member: str | None = None
         if chat is not None:
@@ -235,6 +222,12 @@ class SimplexA2aTransport(ClientTransport):
             raise SimplexRpcError(f"via: {str(via)[:32]!r} is not rpc or chat")
         if via == "chat" and self.chat is None:
             raise SimplexRpcError("via='chat': name the conversation with chat=")
+        # The core, the key and the times are the round trip's to check, as for MCP.
+        options["member"] = self.member  # as the conversation check wrote it
+        self._trip = RoundTrip(
+            core, user_id, a2a.PROTOCOL, target=target, chat=self.chat, via=via, **options
+        )
+        a2a.agent_card_interface(target, version)  # checks the link and the version
         self.via = via
         check_destination(user_id, target)
         self.core = core
@@ -245,21 +238,9 @@ class SimplexA2aTransport(ClientTransport):
         # carries a parameter the card's security schemes name (a credential).
         self._card_json: dict[str, Any] = json_format.MessageToDict(card)
         self.version = version
-        self._trip = RoundTrip(
-            core,
-            user_id,
-            a2a.PROTOCOL,
-            target=target,
-            chat=self.chat,
-            member=self.member,
-            via=via,
-            sign_key=sign_key,
-            timeout=timeout,
-            max_retry_after=max_retry_after,
-        )
         self.timeout = self._trip.timeout
         self.max_retry_after = self._trip.max_retry_after
-        self._sign_key = sign_key
+        self._sign_key = options.get("sign_key")
 
     def __repr__(self) -> str:
         signed = "signed" if self._sign_key is not None else "unsigned"

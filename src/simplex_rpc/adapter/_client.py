@@ -22,6 +22,7 @@ from .._wire.keys import SigningKey
 from .._wire.redact import redact
 from ..errors import ChatCoreError, SimplexRpcError
 from . import ChatCore
+from ._call_options import CallOptions
 from ._chat import CallRefused, check_chat_ref
 from ._core import check_seconds
 from ._errors import ChatCoreTimeout
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_MAX_RETRY_AFTER",
     "RETRIES",
     "VIAS",
+    "CallOptions",
     "Failure",
     "RoundTrip",
     "RoundTripError",

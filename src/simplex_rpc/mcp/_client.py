@@ -39,7 +39,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 import anyio
 import anyio.abc
@@ -58,12 +58,11 @@ from pydantic import ValidationError
 
 from .._bindings import INTERNAL_ERROR, INVALID_REQUEST, error_response, mcp
 from .._wire.envelope import ErrorCode, ErrorInfo
-from .._wire.keys import SigningKey
 from .._wire.redact import RedactingLogger, redact
 from ..adapter import ChatCore
 from ..adapter._client import (
-    DEFAULT_MAX_RETRY_AFTER,
     VIAS,
+    CallOptions,
     Failure,
     RoundTrip,
     RoundTripError,
@@ -165,29 +164,19 @@ class SimplexTransport:
     """
 
     def __init__(
-        self,
-        core: ChatCore,
-        user_id: int,
-        target: str,
-        *,
-        via: Via = "rpc",
-        sign_key: SigningKey | None = None,
-        timeout: float = 30.0,
-        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
-        member: str | None = None,
+        self, core: ChatCore, user_id: int, target: str, *, via: Via = "rpc",
+        **options: Unpack[CallOptions],
     ) -> None:
         via_chat = via == "chat"
+        # The options are the round trip's, checked there, the same for both bindings.
         self._trip = RoundTrip(
             core,
             user_id,
             mcp.PROTOCOL,
             target=None if via_chat else target,
             chat=target if via_chat else None,
-            member=member,
             via=via,
-            sign_key=sign_key,
-            timeout=timeout,
-            max_retry_after=max_retry_after,
+            **options,
         )
         self.core = core
         self.user_id = user_id
@@ -195,8 +184,8 @@ class SimplexTransport:
         self.via: Via = via
         self.timeout = self._trip.timeout
         self.max_retry_after = self._trip.max_retry_after
-        self.member = member
-        self._sign_key = sign_key
+        self.member = self._trip.member
+        self._sign_key = options.get("sign_key")
         self._cm: AbstractAsyncContextManager[TransportStreams] | None = None
 
     @staticmethod
