@@ -10,7 +10,7 @@ __all__ = ["CallOptions"]
 
 
 class CallOptions(TypedDict, total=False):
-    """The options every binding's client transport takes alike, passed to ``adapter._client.RoundTrip``.
+    """The options every binding's client transport takes alike, for the round trip.
 
     ``sign_key`` signs Service RPC requests (default: unsigned); ``timeout`` is the
     seconds the bot has for each request (default 30); an error with ``retryAfter`` is
