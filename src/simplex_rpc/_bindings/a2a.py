@@ -325,23 +325,14 @@ def _major_minor(version: str) -> str | None:
 
 
 def _check_versions(versions: Iterable[str]) -> tuple[str, ...]:
-    if isinstance(versions, str):
-        raise BindingError("supported_versions: expected a list of versions, got a string")
-    out: list[str] = []
-    for i, version in enumerate(versions):
-        if (
-            not isinstance(version, str)
-            or _VERSION.fullmatch(version) is None
-            or version.count(".") != 1
-        ):
-            raise BindingError(
-                f"supported_versions[{i}]: {version!r} is not an A2A version"
-                " in the Major.Minor form"
-            )
-        out.append(version)
-    if not out:
-        raise BindingError("supported_versions: the list is empty")
-    return tuple(out)
+    return shared.checked_list(versions, "supported_versions", "versions", _check_version)
+
+
+def _check_version(place: str, version: object) -> None:
+    if not isinstance(version, str) or _VERSION.fullmatch(version) is None or (
+        version.count(".") != 1
+    ):
+        raise BindingError(f"{place}: {version!r} is not an A2A version in the Major.Minor form")
 
 
 def agent_card_interface(contact_link: str, a2a_version: str = "1.0") -> dict[str, str]:

@@ -87,25 +87,17 @@ def check_revisions(supported: Iterable[str]) -> tuple[str, ...]:
     Raises :class:`BindingError` for an empty list, a string in place of a
     list, or a revision this binding cannot carry.
     """
-    if isinstance(supported, str):
-        raise BindingError("supported: expected a list of revisions, got a string")
-    out: list[str] = []
-    for i, revision in enumerate(supported):
-        if (
-            not isinstance(revision, str)
-            or not _REVISION.fullmatch(revision)
-            or not _is_date(revision)
-        ):
-            raise BindingError(f"supported[{i}]: {revision!r} is not an MCP revision (YYYY-MM-DD)")
-        if revision < MIN_REVISION:
-            raise BindingError(
-                f"supported[{i}]: revision {revision} is before {MIN_REVISION};"
-                " earlier revisions begin with an initialize handshake and are not carried"
-            )
-        out.append(revision)
-    if not out:
-        raise BindingError("supported: the list is empty")
-    return tuple(out)
+    return shared.checked_list(supported, "supported", "revisions", _check_revision)
+
+
+def _check_revision(place: str, revision: object) -> None:
+    if not isinstance(revision, str) or not _REVISION.fullmatch(revision) or not _is_date(revision):
+        raise BindingError(f"{place}: {revision!r} is not an MCP revision (YYYY-MM-DD)")
+    if revision < MIN_REVISION:
+        raise BindingError(
+            f"{place}: revision {revision} is before {MIN_REVISION};"
+            " earlier revisions begin with an initialize handshake and are not carried"
+        )
 
 
 def _request_id(message: object) -> Any:

@@ -16,7 +16,7 @@ looks up by protocol name.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeAlias
 
@@ -340,3 +340,23 @@ class CallPolicy(Protocol):
     def __call__(
         self, request: Mapping[str, Any], *, group: bool, agent_card: Mapping[str, Any] | None
     ) -> str | None: ...
+
+
+def checked_list(
+    values: Iterable[str], name: str, what: str, check: Callable[[str, object], None]
+) -> tuple[str, ...]:
+    """``values`` as a tuple: a list (not a string), not empty, each item passed by
+    ``check(place, item)``, which raises :class:`BindingError` naming ``name[i]``.
+
+    Both bindings' lists of supported versions are checked this way (MCP revisions,
+    A2A Major.Minor versions); only the rule for one item differs.
+    """
+    if isinstance(values, str):
+        raise BindingError(f"{name}: expected a list of {what}, got a string")
+    out: list[str] = []
+    for i, value in enumerate(values):
+        check(f"{name}[{i}]", value)
+        out.append(value)
+    if not out:
+        raise BindingError(f"{name}: the list is empty")
+    return tuple(out)
