@@ -49,7 +49,6 @@ from ._common import (
     EXIT_OK,
     CliError,
     RedactingFormatter,
-    add_core_option,
     add_ready_option,
     chosen_log_level,
     emit_json,
@@ -63,6 +62,7 @@ from ._common import (
     setup_logging,
     whole_number,
 )
+from ._options import add_core_option
 
 _positive_int = whole_number(1, "must be at least 1")
 _non_negative_int = whole_number(0, "must not be negative")
@@ -551,9 +551,7 @@ async def run_serve(
                 try:
                     async with ChatCore.connect(args.core) as core:
                         if args.start != "off":
-                            await core.start(
-                                service_requests=True, restart=args.start == "restart"
-                            )
+                            await core.start(service_requests=True, restart=args.start == "restart")
                         link = ""
                         if args.address or service.needs_link:
                             address = await core.service_address(args.user)
@@ -737,8 +735,9 @@ def _cmd_simulator(args: argparse.Namespace) -> int:
     where: list[str] = []
     return run_until_signal(
         run_simulator(args, on_ready=where.append),
-        stopped=lambda: "simplex-rpc simulator: stopped"
-        + (f"; {where[0]} closed" if where else ""),
+        stopped=lambda: (
+            "simplex-rpc simulator: stopped" + (f"; {where[0]} closed" if where else "")
+        ),
     )
 
 

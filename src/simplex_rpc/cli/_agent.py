@@ -21,13 +21,13 @@ from ..errors import BadSignature, ServiceRejected, install_hint
 from ._common import (
     EXIT_INVALID,
     EXIT_OK,
-    add_json_option,
     emit_json,
     fail,
     read_input,
     read_signing_key,
     refuse_if_readable_by_others,
 )
+from ._options import add_json_option
 
 _INPUTS = "Inputs: a literal argument, @PATH for a file, or - for stdin (one input at most)."
 

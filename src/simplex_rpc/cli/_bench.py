@@ -38,16 +38,9 @@ from .._wire.envelope import Request
 from .._wire.keys import SigningKey, session_tag
 from .._wire.padding import PADDED_LENGTH
 from . import _bench_agent
-from ._common import (
-    EXIT_OK,
-    add_json_option,
-    emit_json,
-    fail,
-    install_hint,
-    run_interruptible,
-    whole_number,
-)
+from ._common import EXIT_OK, emit_json, fail, install_hint, run_interruptible, whole_number
 from ._machine import machine
+from ._options import add_json_option
 
 __all__ = [
     "MEASURES",

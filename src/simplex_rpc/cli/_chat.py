@@ -17,7 +17,8 @@ from typing import Any
 
 from ..chat import MAX_MESSAGE_JSON, command_allowance, encoded_size, fits_message, format_call
 from ..llms_txt import CommunicationAddress, check_address, parse_communications
-from ._common import EXIT_INVALID, EXIT_OK, add_json_option, emit_json, fail, load_json, read_file
+from ._common import EXIT_INVALID, EXIT_OK, emit_json, fail, load_json, read_file
+from ._options import add_json_option
 
 
 def _read_text(path: str) -> str:

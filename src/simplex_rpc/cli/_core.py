@@ -23,13 +23,13 @@ from ..errors import BadSignature
 from ._common import (
     EXIT_INVALID,
     EXIT_OK,
-    add_json_option,
     decode_public_key,
     emit_json,
     fail,
     read_input,
     read_signing_key,
 )
+from ._options import add_json_option
 
 _HEX = re.compile(r"[0-9a-fA-F]*")
 _SIGNATURE_LENGTH = 64

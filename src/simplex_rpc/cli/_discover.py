@@ -34,16 +34,8 @@ from ..adapter import ChatCore, LinkDeclarations
 from ..declarations import ProtocolDeclaration
 from ..errors import ChatCoreError, SimplexRpcError, install_hint
 from ..llms_txt import CommunicationAddress, check_address, link_kind, parse_communications
-from ._common import (
-    EXIT_INVALID,
-    EXIT_OK,
-    CliError,
-    add_json_option,
-    core_url,
-    emit_json,
-    positive_seconds,
-    whole_number,
-)
+from ._common import EXIT_INVALID, EXIT_OK, CliError, emit_json, positive_seconds, whole_number
+from ._options import add_json_option, core_url
 
 #: The default limit on llms.txt's size: far above what a list of addresses needs.
 DEFAULT_MAX_BYTES: Final = 1024 * 1024

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..errors import ChatCoreError, install_hint
-from ._common import EXIT_INVALID, EXIT_OK, add_core_option, whole_number
+from ._common import EXIT_INVALID, EXIT_OK, whole_number
+from ._options import add_core_option
 
 _positive_int = whole_number(1, "must be at least 1")
 
@@ -123,9 +124,7 @@ async def _core_findings(url: str, user: int) -> list[Finding]:
                 findings += _probe_failure(exc, user)
             else:
                 findings.append(Finding("ok", "chat", "started"))
-                findings.append(
-                    Finding("ok", "address", "its short link has ratchet keys", "")
-                )
+                findings.append(Finding("ok", "address", "its short link has ratchet keys", ""))
                 code = response.error.code if response.error is not None else "a response"
                 findings.append(
                     Finding(

@@ -28,7 +28,6 @@ from . import (
     _proxy,
 )
 from ._common import (
-    CORE_ENV,
     EXIT_OK,
     EXIT_USAGE,
     LOG_LEVELS,
@@ -37,6 +36,7 @@ from ._common import (
     remove_logging,
     setup_logging,
 )
+from ._options import CORE_ENV
 
 #: Modules that add subcommands, in the order of ``--help``.
 COMMAND_MODULES: tuple[ModuleType, ...] = (
