@@ -13,7 +13,8 @@ import json
 
 import pytest
 
-from simplex_rpc.cli import _bench_adapter, main
+from simplex_rpc.cli import main
+from simplex_rpc.cli._bench import _adapter as _bench_adapter
 
 N = 60
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from simplex_rpc import backend_info
-from simplex_rpc.cli._bench import Result, Target, format_narrow, narrow_rows
+from simplex_rpc.cli._bench._framing import Result, Target, format_narrow, narrow_rows
 
 # The pure run of `make test` repeats this module (tests/test_backend_marker.py).
 pytestmark = pytest.mark.backend

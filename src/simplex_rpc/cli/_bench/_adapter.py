@@ -71,12 +71,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .._wire.envelope import Request, Response
-from .._wire.keys import SigningKey
-from ..adapter import ChatCore, ServiceRequest
-from ..errors import ChatCoreError, SimplexRpcError
-from ..testing import CoreSimulator
-from ._common import EXIT_INVALID, EXIT_OK, emit_json, fail
+from ..._wire.envelope import Request, Response
+from ..._wire.keys import SigningKey
+from ...adapter import ChatCore, ServiceRequest
+from ...errors import ChatCoreError, SimplexRpcError
+from ...testing import CoreSimulator
+from .._common import EXIT_INVALID, EXIT_OK, emit_json, fail
 from ._machine import machine
 
 __all__ = ["SCENARIOS", "Outcome", "handle", "run_scenarios"]
