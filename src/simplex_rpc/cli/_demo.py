@@ -27,6 +27,7 @@ Service RPC, then over ``/_call`` with a progress notification.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import hashlib
@@ -42,6 +43,7 @@ from .._wire.keys import PublicKey, SigningKey, session_tag
 from .._wire.padding import PADDED_LENGTH
 from ..errors import BadSignature, SimplexRpcError, install_hint
 from ..vectors._examples import mcp_tools_call_request, mcp_tools_call_response
+from ._options import add_json_option
 
 __all__ = [
     "DEMO_AD_LABELS",
@@ -51,6 +53,7 @@ __all__ = [
     "SdkDemo",
     "demo_ad",
     "demo_signing_key",
+    "register",
     "round_trip",
     "run_demo",
     "through_chat",
@@ -958,3 +961,19 @@ def run_demo(*, json_output: bool = False, out: TextIO | None = None) -> int:
             + ("All steps as expected.\n" if ok else "SOMETHING WENT WRONG: see above.\n")
         )
     return 0 if ok else 1
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    return run_demo(json_output=args.json)
+
+
+def register(subparsers: Any) -> None:
+    """Add ``demo`` to the ``simplex-rpc`` parser."""
+    p = subparsers.add_parser(
+        "demo",
+        help="show one Service RPC round trip, step by step",
+        description="One signed, padded Service RPC round trip with fixed demo keys:"
+        " every step shown, and a tampered block and a copied signature refused.",
+    )
+    add_json_option(p, "print a machine-readable summary")
+    p.set_defaults(handler=_cmd_demo)

@@ -20,12 +20,15 @@ from . import (
     _adapter,
     _agent,
     _bench,
+    _blocks,
     _calls,
     _chat,
-    _core,
+    _demo,
     _discover,
     _doctor,
+    _keys,
     _proxy,
+    _vectors,
 )
 from ._common import (
     EXIT_OK,
@@ -40,7 +43,10 @@ from ._options import CORE_ENV
 
 #: Modules that add subcommands, in the order of ``--help``.
 COMMAND_MODULES: tuple[ModuleType, ...] = (
-    _core,
+    _keys,
+    _blocks,
+    _vectors,
+    _demo,
     _agent,
     _adapter,
     _calls,
