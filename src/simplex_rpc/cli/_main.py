@@ -17,17 +17,19 @@ from typing import Any, NoReturn
 from ..errors import SimplexRpcError
 from . import (
     _a2a_proxy,
-    _adapter,
     _agent,
     _bench,
     _blocks,
-    _calls,
+    _call,
     _chat,
     _demo,
     _discover,
     _doctor,
     _keys,
-    _proxy,
+    _mcp_a2a,
+    _mcp_proxy,
+    _serve,
+    _simulator,
     _vectors,
 )
 from ._common import (
@@ -48,13 +50,15 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     _vectors,
     _demo,
     _agent,
-    _adapter,
-    _calls,
+    _call,
+    _serve,
+    _simulator,
+    _mcp_a2a,
     _chat,
     _discover,
     _doctor,
     _bench,
-    _proxy,
+    _mcp_proxy,
     _a2a_proxy,
 )
 
