@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import simplex_rpc as sx
+from _cli import CliResult, run_cli
 
 SEED = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
 KEY = sx.SigningKey.from_seed(bytes.fromhex(SEED))
@@ -22,10 +23,9 @@ AD = (bytes(range(56)) + bytes(range(100, 156))).hex()
 CLI = [sys.executable, "-m", "simplex_rpc"]
 
 
-def run(
-    *args: str, stdin: bytes = b"", cwd: Path | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([*CLI, *args], input=stdin, capture_output=True, cwd=cwd, timeout=120)
+def run(*args: str, stdin: bytes = b"", cwd: Path | None = None) -> CliResult:
+    """In this process; the pipes between two processes below are real ones."""
+    return run_cli(args, stdin=stdin, cwd=cwd)
 
 
 def test_keygen_private_prints_the_private_key_alone() -> None:
