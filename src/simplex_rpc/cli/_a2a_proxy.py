@@ -14,7 +14,19 @@ from collections.abc import Callable
 from typing import Any
 
 from ._common import CliError, install_hint
-from ._proxy_options import add_proxy_options, log_to_stderr, prepare, run_listening
+from ._proxy_options import add_proxy_parser, log_to_stderr, prepare, run_listening
+
+#: ``--help``'s line and the description of ``a2a-proxy``.
+_TEXTS = (
+    "serve a SimpleX bot to local A2A clients over A2A's JSON-RPC HTTP binding",
+    "A local A2A JSON-RPC HTTP server (a2a-sdk's server app): GET"
+    " /.well-known/agent-card.json gives the bot's card with a JSON-RPC interface at this"
+    " server, and each request goes to the bot at TARGET through the chat core, streams"
+    " as server-sent events. Prints 'listening: http://HOST:PORT' on stdout once ready."
+    " Needs the a2a extra.",
+)
+#: ``--listen``'s default and help.
+_LISTEN = (("127.0.0.1", 0), "where to listen (default 127.0.0.1:0, a free port)")
 
 
 def _cmd_a2a_proxy(args: argparse.Namespace) -> int:
@@ -52,21 +64,7 @@ def _cmd_a2a_proxy(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``a2a-proxy`` to the ``simplex-rpc`` parser."""
-    p = subparsers.add_parser(
-        "a2a-proxy",
-        help="serve a SimpleX bot to local A2A clients over A2A's JSON-RPC HTTP binding",
-        description="A local A2A JSON-RPC HTTP server (a2a-sdk's server app): GET"
-        " /.well-known/agent-card.json gives the bot's card with a JSON-RPC interface at this"
-        " server, and each request goes to the bot at TARGET through the chat core, streams"
-        " as server-sent events. Prints 'listening: http://HOST:PORT' on stdout once ready."
-        " Needs the a2a extra.",
-    )
-    add_proxy_options(
-        p,
-        listen_default=("127.0.0.1", 0),
-        listen_help="where to listen (default 127.0.0.1:0, a free port)",
-    )
-    p.set_defaults(handler=_cmd_a2a_proxy)
+    add_proxy_parser(subparsers, "a2a-proxy", _cmd_a2a_proxy, texts=_TEXTS, listen=_LISTEN)
 
 
 __all__ = ["register"]

@@ -13,7 +13,6 @@ import json
 from typing import Any
 
 from .._wire.envelope import UNSET, Request, check_protocol_name
-from .._wire.keys import SigningKey
 from ..adapter import (
     ENVELOPE_ERRORS,
     TYPED_ERRORS,
@@ -31,17 +30,14 @@ from ._common import (
     load_sign_key,
     positive_seconds,
     run_until_signal,
-    whole_number,
 )
-from ._options import add_core_option, add_user_option
-
-_positive_int = whole_number(1, "must be at least 1")
-_non_negative_int = whole_number(0, "must not be negative")
-
-
-def _load_sign_key(spec: str) -> SigningKey:
-    return load_sign_key(spec)
-
+from ._options import (
+    add_core_option,
+    add_start_option,
+    add_user_option,
+    non_negative_int,
+    positive_int,
+)
 
 
 async def run_call(args: argparse.Namespace) -> int:
@@ -53,7 +49,7 @@ async def run_call(args: argparse.Namespace) -> int:
     if args.errors != "envelope":
         raise CliError("--errors: only with --raw")
     request_value = load_json(args.json, what="JSON")
-    sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
+    sign_key = load_sign_key(args.sign_key) if args.sign_key is not None else None
     version: Any = UNSET if args.version is None else load_json(args.version, what="--version")
     if args.request_key and sign_key is None:
         raise CliError("--request-key: needs --sign-key")
@@ -96,7 +92,7 @@ async def _run_call_raw(args: argparse.Namespace) -> int:
     obj = load_json(args.raw, what="--raw")
     if not isinstance(obj, dict):
         raise CliError("--raw: expected a JSON object")
-    sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
+    sign_key = load_sign_key(args.sign_key) if args.sign_key is not None else None
     errors = TYPED_ERRORS if args.errors == "typed" else ENVELOPE_ERRORS
     # Checked (strict JSON, the block's size) before connecting: one line, exit 2.
     raw_request_command(args.user, args.target, obj, timeout=args.timeout, sign_key=sign_key)
@@ -119,7 +115,6 @@ async def _run_call_raw(args: argparse.Namespace) -> int:
 
 def _cmd_call(args: argparse.Namespace) -> int:
     return run_until_signal(run_call(args), stopped="simplex-rpc call: stopped before the response")
-
 
 
 async def run_call_chat(args: argparse.Namespace) -> int:
@@ -171,9 +166,13 @@ def _cmd_call_chat(args: argparse.Namespace) -> int:
     )
 
 
-
 def register(subparsers: Any) -> None:
     """Add ``call`` and ``call-chat`` to the ``simplex-rpc`` parser."""
+    _register_call(subparsers)
+    _register_call_chat(subparsers)
+
+
+def _register_call(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "call",
         help="send one Service RPC request through a chat core and print the response",
@@ -223,14 +222,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--version", metavar="JSON", help="the envelope's version (JSON)")
     p.add_argument(
         "--timeout",
-        type=_positive_int,
+        type=positive_int,
         default=30,
         metavar="S",
         help="seconds the core waits for the response (default 30)",
     )
     p.add_argument(
         "--retries",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=0,
         metavar="N",
         help="repeat a response with retryAfter up to N times (default 0); with --raw, a"
@@ -243,14 +242,11 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="do not repeat when retryAfter exceeds S seconds",
     )
-    p.add_argument(
-        "--no-start",
-        dest="start",
-        action="store_false",
-        help="do not send /_start main=on first (a running core answers chatRunning)",
-    )
+    add_start_option(p)
     p.set_defaults(handler=_cmd_call)
 
+
+def _register_call_chat(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "call-chat",
         help="send one /_call through a chat core and print the replies",
@@ -262,7 +258,7 @@ def register(subparsers: Any) -> None:
     add_core_option(p)
     p.add_argument(
         "--user",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="ID",
         help="the user whose chat it is (default: the core's active user)",
@@ -280,12 +276,7 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="seconds to wait for the replies (default 30)",
     )
-    p.add_argument(
-        "--no-start",
-        dest="start",
-        action="store_false",
-        help="do not send /_start main=on first",
-    )
+    add_start_option(p)
     p.set_defaults(handler=_cmd_call_chat)
 
 

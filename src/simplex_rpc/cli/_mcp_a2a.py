@@ -35,11 +35,8 @@ from ._common import (
     load_sign_key,
     read_input,
     run_until_signal,
-    whole_number,
 )
 from ._options import add_route_options
-
-_positive_int = whole_number(1, "must be at least 1")
 
 
 def parse_arguments(items: list[str]) -> dict[str, Any]:
@@ -322,17 +319,27 @@ def _run(coro_fn: Any, name: str) -> Any:
     return handler
 
 
+def _group(subparsers: Any, name: str, *, help: str, description: str) -> Any:
+    """The command group ``name`` (``mcp``, ``a2a``); its subcommands' parser."""
+    group = subparsers.add_parser(
+        name,
+        help=help,
+        description=description + " The chat core's URL is --core or SIMPLEX_RPC_CORE.",
+    )
+    sub = group.add_subparsers(dest=f"{name}_command", metavar="COMMAND")
+    sub.required = True
+    return sub
+
+
 def register(subparsers: Any) -> None:
     """Add the ``mcp`` and ``a2a`` groups to the ``simplex-rpc`` parser."""
-    group = subparsers.add_parser(
+    sub = _group(
+        subparsers,
         "mcp",
         help="call an MCP bot: list its tools, call one",
         description="Call an MCP bot over SimpleX as a person would: the binding's _meta is"
-        " added by the MCP SDK's client. Needs the mcp extra. The chat core's URL is"
-        " --core or SIMPLEX_RPC_CORE.",
+        " added by the MCP SDK's client. Needs the mcp extra.",
     )
-    sub = group.add_subparsers(dest="mcp_command", metavar="COMMAND")
-    sub.required = True
     p = sub.add_parser(
         "tools",
         help="list the bot's tools",
@@ -356,15 +363,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("arguments", nargs="*", metavar="KEY=VALUE", help="key=value or key:=JSON")
     p.set_defaults(handler=_run(_call, "mcp call"))
 
-    group = subparsers.add_parser(
+    sub = _group(
+        subparsers,
         "a2a",
         help="send a message to an A2A bot",
         description="Talk to an A2A bot over SimpleX as a person would: A2A-Version and the"
         " binding's service parameters are added by the library's A2A client. Needs the a2a"
-        " extra. The chat core's URL is --core or SIMPLEX_RPC_CORE.",
+        " extra.",
     )
-    sub = group.add_subparsers(dest="a2a_command", metavar="COMMAND")
-    sub.required = True
     p = sub.add_parser(
         "send",
         help="send one message; print the answer",

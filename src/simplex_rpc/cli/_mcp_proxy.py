@@ -14,7 +14,23 @@ from collections.abc import Callable
 from typing import Any
 
 from ._common import CliError, install_hint, run_until_signal
-from ._proxy_options import add_proxy_options, log_to_stderr, prepare, run_listening
+from ._proxy_options import add_proxy_parser, log_to_stderr, prepare, run_listening
+
+#: ``--help``'s line and the description of ``mcp-proxy``.
+_TEXTS = (
+    "serve a SimpleX bot's MCP tools to a local MCP host (stdio, or HTTP with --listen)",
+    "A stdio MCP server for an MCP host (desktop app, IDE), or with --listen a"
+    " Streamable HTTP one for hosts that take a URL: every request is"
+    " forwarded to the bot at TARGET through the chat core. The host may speak any MCP"
+    " revision, the initialize handshake of revisions before 2026-07-28 included."
+    " Needs the mcp extra.",
+)
+#: ``--listen``'s default and help.
+_LISTEN = (
+    None,
+    "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio, for hosts"
+    " that take a URL (port 0 picks one); prints 'listening: URL' on stdout once ready",
+)
 
 
 def _cmd_mcp_proxy(args: argparse.Namespace) -> int:
@@ -56,22 +72,7 @@ def _cmd_mcp_proxy(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``mcp-proxy`` to the ``simplex-rpc`` parser."""
-    p = subparsers.add_parser(
-        "mcp-proxy",
-        help="serve a SimpleX bot's MCP tools to a local MCP host (stdio, or HTTP with --listen)",
-        description="A stdio MCP server for an MCP host (desktop app, IDE), or with --listen a"
-        " Streamable HTTP one for hosts that take a URL: every request is"
-        " forwarded to the bot at TARGET through the chat core. The host may speak any MCP"
-        " revision, the initialize handshake of revisions before 2026-07-28 included."
-        " Needs the mcp extra.",
-    )
-    add_proxy_options(
-        p,
-        listen_default=None,
-        listen_help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio, for hosts"
-        " that take a URL (port 0 picks one); prints 'listening: URL' on stdout once ready",
-    )
-    p.set_defaults(handler=_cmd_mcp_proxy)
+    add_proxy_parser(subparsers, "mcp-proxy", _cmd_mcp_proxy, texts=_TEXTS, listen=_LISTEN)
 
 
 __all__ = ["register"]

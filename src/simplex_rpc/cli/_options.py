@@ -25,7 +25,9 @@ VIAS: Final = ("rpc", "chat", "auto")
 #: ``/_service_request`` ("Service RPC transport"), as the library's clients wait.
 DEFAULT_TIMEOUT: Final = 30.0
 
-_positive_int = whole_number(1, "must be at least 1")
+#: argparse ``type=`` for a count of 1 or more, and of 0 or more.
+positive_int = whole_number(1, "must be at least 1")
+non_negative_int = whole_number(0, "must not be negative")
 
 CORE_ENV: Final = "SIMPLEX_RPC_CORE"
 """The environment variable that gives ``--core`` its default."""
@@ -73,7 +75,7 @@ def add_json_option(parser: argparse.ArgumentParser, help: str = "print a JSON o
 def add_user_option(p: argparse.ArgumentParser) -> None:
     """``--user ID`` (``args.user``): the core's user, 1 by default."""
     p.add_argument(
-        "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
+        "--user", type=positive_int, default=1, metavar="ID", help="the user id (default 1)"
     )
 
 
@@ -145,4 +147,6 @@ __all__ = [
     "add_start_option",
     "add_user_option",
     "core_url",
+    "non_negative_int",
+    "positive_int",
 ]

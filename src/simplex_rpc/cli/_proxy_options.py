@@ -25,6 +25,23 @@ from ._listener_options import add_listener_options, check_before_start, listene
 from ._options import add_route_options
 
 
+def add_proxy_parser(
+    subparsers: Any,
+    name: str,
+    handler: Callable[[argparse.Namespace], int],
+    *,
+    texts: tuple[str, str],
+    listen: tuple[tuple[str, int] | None, str],
+) -> None:
+    """Add the proxy command ``name`` (its ``texts``: the help line and the description),
+    run by ``handler``, with the proxies' options (``listen``: ``--listen``'s default and
+    help)."""
+    help_line, description = texts
+    p = subparsers.add_parser(name, help=help_line, description=description)
+    add_proxy_options(p, listen_default=listen[0], listen_help=listen[1])
+    p.set_defaults(handler=handler)
+
+
 def add_proxy_options(
     p: argparse.ArgumentParser, *, listen_default: tuple[str, int] | None, listen_help: str
 ) -> None:
@@ -124,6 +141,7 @@ def run_listening(
 
 __all__ = [
     "add_proxy_options",
+    "add_proxy_parser",
     "check_route",
     "listening_policy",
     "log_to_stderr",

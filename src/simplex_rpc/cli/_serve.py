@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from .._wire.envelope import check_protocol_name
-from .._wire.keys import SigningKey
 from ..adapter import (
     ChatCore,
     ChatCoreClosed,
@@ -42,17 +41,12 @@ from ._common import (
     chosen_log_level,
     env_file,
     header_option,
-    load_sign_key,
     positive_seconds,
     ready,
     run_until_signal,
     setup_logging,
-    whole_number,
 )
-from ._options import add_core_option, add_user_option
-
-_positive_int = whole_number(1, "must be at least 1")
-_non_negative_int = whole_number(0, "must not be negative")
+from ._options import add_core_option, add_user_option, non_negative_int, positive_int
 
 
 def _grace(text: str) -> float:
@@ -73,12 +67,6 @@ def _rate_limit(text: str) -> RateLimit:
         raise argparse.ArgumentTypeError(
             f"{text!r}: expected REQUESTS/SECONDS, for example 10/60"
         ) from None
-
-
-
-def _load_sign_key(spec: str) -> SigningKey:
-    return load_sign_key(spec)
-
 
 
 def echo_handler(request: ServiceRequest) -> Any:
@@ -511,13 +499,10 @@ CORE_BACKOFF_MAX = 30.0
 _serve_log = logging.getLogger("simplex_rpc.cli.serve")
 
 
-
 def _cmd_serve(args: argparse.Namespace) -> int:
     setup_logging("serve")
     check_upstream_arguments(args)
     return run_until_signal(run_serve(args))
-
-
 
 
 def register(subparsers: Any) -> None:
@@ -538,6 +523,16 @@ def register(subparsers: Any) -> None:
     )
     add_core_option(p)
     add_user_option(p)
+    _add_server_options(p)
+    _add_protocol_options(p)
+    _add_admission_options(p)
+    add_ready_option(p)
+    p.set_defaults(handler=_cmd_serve)
+
+
+def _add_server_options(p: argparse.ArgumentParser) -> None:
+    """What answers: one of --echo, --mcp-module, --mcp-stdio, --mcp-url, --a2a-url,
+    --a2a-module, and what an upstream needs (headers, an environment, the command)."""
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument(
         "--echo", action="store_true", help="answer each request with its own request value"
@@ -603,6 +598,10 @@ def register(subparsers: Any) -> None:
         metavar="MOD:NAME",
         help="serve this a2a-sdk RequestHandler in process (or a function that makes one)",
     )
+
+
+def _add_protocol_options(p: argparse.ArgumentParser) -> None:
+    """What is served and declared, and how the core is started."""
     p.add_argument(
         "--protocol",
         action="append",
@@ -639,7 +638,21 @@ def register(subparsers: Any) -> None:
         " as the ready line 'address: LINK'",
     )
     p.add_argument(
-        "--concurrency", type=_positive_int, default=32, metavar="N", help="requests at once"
+        "--chat",
+        action="store_true",
+        help="also answer /_call for the same protocols in conversations, with the same handler",
+    )
+    p.add_argument(
+        "--declare",
+        action="store_true",
+        help="declare the served protocols in the profile (transports.rpc, and chat with --chat)",
+    )
+
+
+def _add_admission_options(p: argparse.ArgumentParser) -> None:
+    """How many requests run and wait, their deadline and rate, and the stop's grace."""
+    p.add_argument(
+        "--concurrency", type=positive_int, default=32, metavar="N", help="requests at once"
     )
     p.add_argument(
         "--deadline",
@@ -656,18 +669,8 @@ def register(subparsers: Any) -> None:
         help="at most N requests per S seconds for each signer key (unsigned requests share one)",
     )
     p.add_argument(
-        "--chat",
-        action="store_true",
-        help="also answer /_call for the same protocols in conversations, with the same handler",
-    )
-    p.add_argument(
-        "--declare",
-        action="store_true",
-        help="declare the served protocols in the profile (transports.rpc, and chat with --chat)",
-    )
-    p.add_argument(
         "--max-queue",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=1000,
         metavar="N",
         help="requests waiting for a slot, at most; beyond, answered rate_limited (default 1000)",
@@ -679,8 +682,6 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="on SIGTERM or Ctrl-C, seconds for the requests in flight to finish (default 5)",
     )
-    add_ready_option(p)
-    p.set_defaults(handler=_cmd_serve)
 
 
 __all__ = ["echo_handler", "load_object", "register", "run_serve"]

@@ -123,8 +123,6 @@ def _port(text: str) -> int:
     return value
 
 
-
-
 def register(subparsers: Any) -> None:
     """Add ``simulator`` to the ``simplex-rpc`` parser."""
     p = subparsers.add_parser(
