@@ -111,19 +111,30 @@ def _cmd_seal_request(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _to_open(args: argparse.Namespace, spec: str, option: str, decode: Any) -> tuple[Any, bytes]:
+    """The private material ``option`` (``spec``, decoded) and the message to open with it."""
+    check_one_stdin(spec, args.input)
+    private = _private(spec, option, decode)
+    return private, read_binary_file(args.input, as_hex=args.hex, what="message")
+
+
+def _refused(args: argparse.Namespace, document: dict[str, Any], line: str) -> int:
+    """A message that does not open (exit 1): ``document`` with ``--json``, else ``line``
+    on stderr."""
+    if args.json:
+        emit_json(document)
+    else:
+        print(f"simplex-rpc agent {line}", file=sys.stderr)
+    return EXIT_INVALID
+
+
 def _cmd_open_request(args: argparse.Namespace) -> int:
     ac = _crypto()
-    check_one_stdin(args.keys, args.input)
-    keys = _private(args.keys, "--keys", ac.AddressKeys.decode)
-    message = read_binary_file(args.input, as_hex=args.hex, what="message")
+    keys, message = _to_open(args, args.keys, "--keys", ac.AddressKeys.decode)
     try:
         got = ac.open_service_request(message, keys)
     except BadSignature as exc:
-        if args.json:
-            emit_json({"valid": False, "error": str(exc)})
-        else:
-            print(f"simplex-rpc agent open-request: invalid: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _refused(args, {"valid": False, "error": str(exc)}, f"open-request: invalid: {exc}")
     if args.reply is not None:
         write_private(args.reply, got.reply.encode(), "--reply", "private file")
     if args.json:
@@ -161,17 +172,13 @@ def _cmd_seal_response(args: argparse.Namespace) -> int:
 
 def _cmd_open_response(args: argparse.Namespace) -> int:
     ac = _crypto()
-    check_one_stdin(args.state, args.input)
-    state = _private(args.state, "--state", ac.RequesterState.decode)
-    message = read_binary_file(args.input, as_hex=args.hex, what="message")
+    state, message = _to_open(args, args.state, "--state", ac.RequesterState.decode)
     try:
         payload = ac.open_service_response(message, state)
     except ServiceRejected as exc:
-        if args.json:
-            emit_json({"rejected": True, "reason_hex": exc.reason.hex()})
-        else:
-            print(f"simplex-rpc agent open-response: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _refused(
+            args, {"rejected": True, "reason_hex": exc.reason.hex()}, f"open-response: {exc}"
+        )
     if args.json:
         emit_json({"rejected": False, "payload_hex": payload.hex()})
     else:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from .._wire.envelope import UNSET, Request, check_protocol_name
+from .._wire.keys import SigningKey
 from ..adapter import (
     ENVELOPE_ERRORS,
     TYPED_ERRORS,
@@ -39,6 +41,27 @@ from ._options import (
     positive_int,
 )
 
+T = TypeVar("T")
+
+
+async def _on_core(args: argparse.Namespace, send: Callable[[ChatCore], Awaitable[T]]) -> T:
+    """Connect to ``--core``, start its chat (unless ``--no-start``), and ``send`` on it."""
+    async with ChatCore.connect(args.core) as core:
+        if args.start:
+            # A core that is running already answers chatRunning and is unchanged.
+            await core.start(service_requests=False)
+        return await send(core)
+
+
+def _send(args: argparse.Namespace, sign_key: SigningKey | None) -> dict[str, Any]:
+    """The options of one Service RPC request: its timeout, key and retries."""
+    return {
+        "timeout": args.timeout,
+        "sign_key": sign_key,
+        "retries": args.retries,
+        "max_retry_after": args.max_retry_after,
+    }
+
 
 async def run_call(args: argparse.Namespace) -> int:
     """Send the request of ``args``; print the response; 0 for a success, 1 for an error."""
@@ -59,19 +82,10 @@ async def run_call(args: argparse.Namespace) -> int:
         version=version,
         request_key=sign_key.public_key if args.request_key and sign_key is not None else None,
     )
-    async with ChatCore.connect(args.core) as core:
-        if args.start:
-            # A core that is running already answers chatRunning and is unchanged.
-            await core.start(service_requests=False)
-        response = await core.service_request(
-            args.user,
-            args.target,
-            request,
-            timeout=args.timeout,
-            sign_key=sign_key,
-            retries=args.retries,
-            max_retry_after=args.max_retry_after,
-        )
+    response = await _on_core(
+        args,
+        lambda core: core.service_request(args.user, args.target, request, **_send(args, sign_key)),
+    )
     emit_json(response.to_dict())
     return EXIT_OK if response.ok and not is_jsonrpc_error(response.response) else EXIT_INVALID
 
@@ -96,19 +110,12 @@ async def _run_call_raw(args: argparse.Namespace) -> int:
     errors = TYPED_ERRORS if args.errors == "typed" else ENVELOPE_ERRORS
     # Checked (strict JSON, the block's size) before connecting: one line, exit 2.
     raw_request_command(args.user, args.target, obj, timeout=args.timeout, sign_key=sign_key)
-    async with ChatCore.connect(args.core) as core:
-        if args.start:
-            await core.start(service_requests=False)
-        answer = await core.service_request_raw(
-            args.user,
-            args.target,
-            obj,
-            timeout=args.timeout,
-            sign_key=sign_key,
-            retries=args.retries,
-            max_retry_after=args.max_retry_after,
-            errors=errors,
-        )
+    answer = await _on_core(
+        args,
+        lambda core: core.service_request_raw(
+            args.user, args.target, obj, errors=errors, **_send(args, sign_key)
+        ),
+    )
     emit_json(answer)
     return EXIT_OK if errors.code(answer) is None else EXIT_INVALID
 
