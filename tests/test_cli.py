@@ -423,3 +423,27 @@ def test_version_and_help() -> None:
     assert ok("--version").decode().startswith("simplex-rpc ")
     for command in ("keygen", "sign", "verify", "seal", "open", "vectors", "demo"):
         assert run(command, "--help").returncode == 0
+
+
+def test_seal_output_dash_is_stdout_as_for_keygen_and_agent(tmp_path: Path) -> None:
+    """`-o -` is standard output for every command that writes a file (issue 31: `seal`
+    wrote a file named '-')."""
+    block = ok("seal", "response", "--payload", '{"response":1}', "-o", "-", cwd=tmp_path)
+    assert sx.open_response(block) == b'{"response":1}'
+    assert not (tmp_path / "-").exists()
+
+
+def test_the_two_proxies_take_one_set_of_options_with_the_same_defaults() -> None:
+    """mcp-proxy and a2a-proxy share their options (issue 31): the same names and defaults,
+    --timeout 30 (the protocol's default wait of a requester); only --listen's default
+    differs (the MCP proxy serves stdio without it)."""
+    from simplex_rpc.cli import build_parser
+
+    parser = build_parser()
+    mcp = vars(parser.parse_args(["mcp-proxy", "--core", "ws://127.0.0.1:1", "simplex:/a#x"]))
+    a2a = vars(parser.parse_args(["a2a-proxy", "--core", "ws://127.0.0.1:1", "simplex:/a#x"]))
+    assert mcp.keys() == a2a.keys()
+    differ = {k for k in mcp if k not in ("handler", "command") and mcp[k] != a2a[k]}
+    assert differ == {"listen"}
+    assert (mcp["listen"], a2a["listen"]) == (None, ("127.0.0.1", 0))
+    assert (mcp["timeout"], mcp["via"], mcp["user"], mcp["start"]) == (30.0, "rpc", 1, True)
