@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from simplex_rpc import mcp
-from simplex_rpc.cli import _adapter as _cli_adapter
+from simplex_rpc.cli import _serve as _cli_serve
 from simplex_rpc.cli import build_parser, main
-from simplex_rpc.cli._calls import parse_arguments
 from simplex_rpc.cli._common import CliError
+from simplex_rpc.cli._mcp_a2a import parse_arguments
 from test_adapter_cli import EXAMPLE, Background
 
 pytest.importorskip("mcp.server")
@@ -43,7 +43,7 @@ def bot(*serve: str) -> Iterator[Background]:
             bg.link = link
             bg.ready.set()
 
-        await _cli_adapter.run_serve(args, on_ready=ready)
+        await _cli_serve.run_serve(args, on_ready=ready)
 
     with Background(responder) as bg:
         yield bg
