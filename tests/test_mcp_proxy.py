@@ -44,7 +44,8 @@ from simplex_rpc import Response, SigningKey
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.mcp import SERVICE_RPC_ERROR, SimplexTransport
-from simplex_rpc.mcp._proxy import Upstream, build_server, upstream_client
+from simplex_rpc.mcp._forward import build_server, upstream_client
+from simplex_rpc.mcp._proxy import BotConnection
 from simplex_rpc.testing import CoreSimulator
 from test_adapter_support import Pair
 from test_adapter_support import run as adapter_run
@@ -359,7 +360,7 @@ def rpc_connect(p: Pair, cores: list[ChatCore] | None = None) -> ProxyConnect:
 @contextlib.asynccontextmanager
 async def proxied(connect: ProxyConnect, link: str, **host: Any) -> AsyncIterator[Client]:
     """A host (the SDK's client, in process) talking to the proxy's SDK server."""
-    upstream = Upstream(connect, link)
+    upstream = BotConnection(connect, link)
     async with anyio.create_task_group() as tg:
         tg.start_soon(upstream.run)
         async with Client(build_server(upstream), cache=None, **host) as client:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._bridge import McpBridge as McpBridge
     from ._client import SERVICE_RPC_ERROR as SERVICE_RPC_ERROR
     from ._client import SimplexTransport as SimplexTransport
-    from ._upstream import Upstream as Upstream
+    from ._gateway import Upstream as Upstream
 
 __all__ = list(_binding.__all__)
 
@@ -38,7 +38,7 @@ _SDK_NAMES: Final = {
     "McpBridge": "_bridge",
     "SimplexTransport": "_client",
     "SERVICE_RPC_ERROR": "_client",
-    "Upstream": "_upstream",
+    "Upstream": "_gateway",
 }
 
 # The bridge and the client transport need the SDK; imported only when asked for.
