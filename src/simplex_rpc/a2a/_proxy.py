@@ -53,7 +53,7 @@ from ..adapter import CallRefused, ChatCore
 from ..errors import ChatCoreError, SimplexRpcError
 from . import _binding as binding
 from ._client import SimplexA2aTransport
-from ._gateway import ForwardingHandler
+from ._forward import ForwardingHandler
 
 __all__ = [
     "PROXY_VIAS",
