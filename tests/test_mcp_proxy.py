@@ -415,6 +415,39 @@ def test_after_the_core_is_lost_a_failed_reconnect_is_the_requests_error_with_it
     adapter_run(main)
 
 
+@pytest.mark.anyio
+async def test_a_failed_connection_is_made_again_by_the_next_request_and_serves_it() -> None:
+    """The proxy's keeper (simplex_rpc._keeper, on demand): a connection that could not be
+    made is not retried on its own, but when the next request asks; once the core answers
+    again, that request is served by the new connection."""
+    cores: list[ChatCore] = []
+    attempts: list[bool] = []
+    core_down = True
+    with anyio.fail_after(60):
+        async with bot() as p:
+            working = rpc_connect(p, cores)
+
+            @contextlib.asynccontextmanager
+            async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
+                attempts.append(core_down)
+                if core_down:
+                    raise SimplexRpcError("the core at ws://127.0.0.1:1 refused the connection")
+                async with working() as pair:
+                    yield pair
+
+            async with proxied(connect, p.link) as host:
+                with pytest.raises(MCPError) as caught:
+                    await host.list_tools()
+                assert "refused the connection" in caught.value.error.message
+                assert attempts == [True] or attempts == [True, True]
+                tried = len(attempts)
+                await anyio.wait_all_tasks_blocked()
+                assert len(attempts) == tried  # nobody asked: no attempt
+                core_down = False
+                assert [t.name for t in (await host.list_tools()).tools] == BOT_TOOLS
+                assert attempts[-1] is False and len(cores) == 1
+
+
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
 def test_a_tool_that_needs_the_users_input_asks_the_host(mode: str) -> None:
     """MCP input_required through the proxy: a 2026-07-28 host gets the bot's
