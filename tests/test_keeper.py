@@ -200,9 +200,10 @@ async def test_on_demand_the_next_attempt_waits_for_a_user() -> None:
 
 
 @pytest.mark.anyio
-async def test_on_demand_the_attempt_asked_for_still_waits_for_the_backoff() -> None:
-    """A user who asks before the policy's wait is over gets the attempt when it is over:
-    a stream of requests to a server that is down does not become a stream of attempts."""
+async def test_on_demand_a_user_during_the_wait_gets_no_connection_and_no_attempt() -> None:
+    """A user who asks before the policy's wait is over is answered at once (``None``) and
+    asks for nothing: a stream of requests to a server that is down does not become a
+    stream of attempts."""
     remote = Remote()
     remote.failing = True
     keeper = Keeper(
@@ -210,10 +211,10 @@ async def test_on_demand_the_attempt_asked_for_still_waits_for_the_backoff() -> 
     )
     async with anyio.create_task_group() as tg:
         await tg.start(keeper.run)
-        tg.start_soon(keeper.settle)
+        assert await keeper.settle() is None
+        assert await keeper.settle() is None
         await anyio.wait_all_tasks_blocked()
-        assert not keeper.settled  # asked for ...
-        assert remote.attempts == 1  # ... and waiting for the policy's hour
+        assert keeper.settled and remote.attempts == 1
         tg.cancel_scope.cancel()
 
 

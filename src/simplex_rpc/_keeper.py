@@ -12,9 +12,9 @@ keeps such a connection, written in two halves, h11's way:
 * :class:`Keeper`, a small anyio driver: it makes the connection (an async
   context manager from ``open``), holds it until it ends (``held``) or is
   dropped on purpose (:meth:`Keeper.drop`, made again at once), asks the policy
-  how long to wait, and tries again: at once after that wait, or, with
-  ``on_demand``, when the next user asks (:meth:`Keeper.settle`) and no sooner
-  than the wait allows.
+  how long to wait, and tries again: after that wait, or, with ``on_demand``,
+  when the next user asks (:meth:`Keeper.settle`) once the wait is over (a user
+  who asks before is answered at once that there is no connection).
 
 The keeper knows nothing of what it keeps: what a connection is, how its end
 is noticed and what is logged are the user's, through ``held`` and the
@@ -132,8 +132,8 @@ class Ended(Generic[_T]):
     dropped: bool
     """Ended on purpose (:meth:`Keeper.drop`): made again at once, not counted as a failure."""
     delay: float | None
-    """Seconds before the next attempt (with ``on_demand``: at the earliest); ``None`` when
-    the keeper stops."""
+    """Seconds before the next attempt (with ``on_demand``: before a user may ask for it);
+    ``None`` when the keeper stops."""
 
 
 async def _forever(_value: object) -> None:
@@ -153,7 +153,7 @@ class Keeper(Generic[_T]):
     seconds, else the attempt is cut), and held while ``held(value)`` runs
     (by default, until :meth:`drop`). When it ends, the policy says how long to
     wait; without ``on_demand`` the next attempt follows that wait, with it the
-    next attempt waits for a user's :meth:`settle` too. ``on_attempt(n)`` is
+    next attempt waits for a user's :meth:`settle` after that wait. ``on_attempt(n)`` is
     called as the n-th attempt (from 1) begins, ``on_up(value)`` once it is
     made, ``on_down(ended)`` once it has ended.
     """
@@ -180,6 +180,7 @@ class Keeper(Generic[_T]):
         self.attempts = 0
         self._settled = anyio.Event()
         self._wanted = anyio.Event()
+        self._resume = -math.inf  # when the wait after the last attempt is over
         self._stopping = anyio.Event()
         self._hold: anyio.CancelScope | None = None
 
@@ -240,7 +241,7 @@ class Keeper(Generic[_T]):
                 break
             if dropped:
                 continue  # at once; whoever dropped it waits for this next attempt
-            resume = anyio.current_time() + delay
+            self._resume = anyio.current_time() + delay
             if self._on_demand:
                 self._wanted = anyio.Event()
             self._settled.set()
@@ -248,8 +249,9 @@ class Keeper(Generic[_T]):
                 started = True
                 task_status.started()
             if self._on_demand:
-                await self._until(self._wanted)
-            await self._until(None, resume - anyio.current_time())
+                await self._until(self._wanted)  # asked for only once the wait is over
+            else:
+                await self._until(None, self._resume - anyio.current_time())
         self._settled.set()
         if not started:
             task_status.started()
@@ -272,10 +274,12 @@ class Keeper(Generic[_T]):
 
     async def settle(self) -> _T | None:
         """The connection once the attempt under way (or asked for) has ended: ``None``
-        when it was not made. With ``on_demand``, a keeper waiting after a failure is
-        asked for its next attempt, which this waits for."""
+        when it was not made. With ``on_demand``, a keeper whose wait after a failure is
+        over is asked for its next attempt, which this waits for; while the wait lasts
+        the answer is ``None`` at once (a burst of users is not a burst of attempts)."""
         if self.current is None and self._settled.is_set() and self._on_demand:
-            if not self._wanted.is_set() and not self.backoff.stopped:
+            over = anyio.current_time() >= self._resume
+            if over and not self._wanted.is_set() and not self.backoff.stopped:
                 self._settled = anyio.Event()
                 self._wanted.set()
         await self._settled.wait()

@@ -32,7 +32,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from .._bindings import INVALID_REQUEST, invalid_request, json_type, valid_id
-from .._keeper import Ended, Keeper
+from .._keeper import Backoff, Ended, Keeper
 from .._listener import ListenerPolicy, Stopper, guard, listen, server_options, uvicorn_server
 from .._wire.keys import SigningKey
 from .._wire.redact import RedactingLogger, redact
@@ -65,17 +65,18 @@ class BotConnection:
 
     :meth:`run` owns the connection (the core, then ``mcp.Client``), so that the
     SDK's task groups are entered and left in one task. It is made at start; a
-    failed connection is made again when the next request asks for the client
-    (no sooner than the keeper's backoff allows), and a connection whose core
-    went away is made again at once, for the request that noticed.
+    failed connection is made again when a request asks for the client after the
+    wait of ``backoff`` (0.5 s, doubled up to 30 s); a request during the wait gets
+    the last failure at once. A connection whose core went away is made again at
+    once, for the request that noticed.
     """
 
-    def __init__(self, connect: Connect, target: str) -> None:
+    def __init__(self, connect: Connect, target: str, *, backoff: Backoff | None = None) -> None:
         self._target = target
         self._failure = ""
         self._lock = anyio.Lock()
         self._keeper: Keeper[tuple[ChatCore, Client]] = Keeper(
-            connect, on_demand=True, on_up=self._up, on_down=self._down
+            connect, backoff=backoff, on_demand=True, on_up=self._up, on_down=self._down
         )
 
     def __repr__(self) -> str:
