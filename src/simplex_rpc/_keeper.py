@@ -153,9 +153,9 @@ class Keeper(Generic[_T]):
     seconds, else the attempt is cut), and held while ``held(value)`` runs
     (by default, until :meth:`drop`). When it ends, the policy says how long to
     wait; without ``on_demand`` the next attempt follows that wait, with it the
-    next attempt waits for a user's :meth:`settle` after that wait. ``on_attempt(n)`` is
-    called as the n-th attempt (from 1) begins, ``on_up(value)`` once it is
-    made, ``on_down(ended)`` once it has ended.
+    next attempt waits for a user's :meth:`settle` after that wait.
+    ``on_attempt(n)`` is called as the n-th attempt (from 1) begins,
+    ``on_up(value)`` once it is made, ``on_down(ended)`` once it has ended.
     """
 
     def __init__(
