@@ -329,18 +329,12 @@ async def run_proxy_http(
     sessions = SessionGuard(app, idle_timeout=DEFAULT_IDLE_TIMEOUT)
     guarded = guard(sessions, policy, check=check_message)
     config = uvicorn.Config(guarded, lifespan="on", **server_options(policy))
-    http = uvicorn_server(config, stopper)
     url = f"http://{_url_host(requested)}:{policy.port}/mcp"
-
-    async def announce() -> None:
-        while not http.started:
-            await anyio.sleep(0.01)
-        on_listening(url)
+    http = uvicorn_server(config, stopper, on_started=lambda: on_listening(url))
 
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(upstream.run)
-            tg.start_soon(announce)
             tg.start_soon(sessions.run)
             try:
                 await http.serve(sockets=[sock])
