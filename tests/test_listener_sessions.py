@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from _waiting import until
-from simplex_rpc.mcp._sessions import SessionGuard
+from simplex_rpc.mcp._proxy_sessions import SessionGuard
 
 
 class StandIn:

@@ -41,10 +41,12 @@ from mcp_types import (
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from simplex_rpc import Response, SigningKey
+from simplex_rpc._keeper import Backoff
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.mcp import SERVICE_RPC_ERROR, SimplexTransport
-from simplex_rpc.mcp._proxy import Upstream, build_server, upstream_client
+from simplex_rpc.mcp._forward import build_server, upstream_client
+from simplex_rpc.mcp._proxy import BotConnection
 from simplex_rpc.testing import CoreSimulator
 from test_adapter_support import Pair
 from test_adapter_support import run as adapter_run
@@ -357,9 +359,11 @@ def rpc_connect(p: Pair, cores: list[ChatCore] | None = None) -> ProxyConnect:
 
 
 @contextlib.asynccontextmanager
-async def proxied(connect: ProxyConnect, link: str, **host: Any) -> AsyncIterator[Client]:
+async def proxied(
+    connect: ProxyConnect, link: str, backoff: Backoff | None = None, **host: Any
+) -> AsyncIterator[Client]:
     """A host (the SDK's client, in process) talking to the proxy's SDK server."""
-    upstream = Upstream(connect, link)
+    upstream = BotConnection(connect, link, backoff=backoff)
     async with anyio.create_task_group() as tg:
         tg.start_soon(upstream.run)
         async with Client(build_server(upstream), cache=None, **host) as client:
@@ -412,6 +416,64 @@ def test_after_the_core_is_lost_a_failed_reconnect_is_the_requests_error_with_it
                 )
 
     adapter_run(main)
+
+
+@pytest.mark.anyio
+async def test_a_failed_connection_is_made_again_by_the_next_request_and_serves_it() -> None:
+    """The proxy's keeper (simplex_rpc._keeper, on demand): a connection that could not be
+    made is not retried on its own, but when the next request asks after the backoff's
+    wait (none here); once the core answers again, that request is served by the new
+    connection."""
+    cores: list[ChatCore] = []
+    attempts: list[bool] = []
+    core_down = True
+    with anyio.fail_after(60):
+        async with bot() as p:
+            working = rpc_connect(p, cores)
+
+            @contextlib.asynccontextmanager
+            async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
+                attempts.append(core_down)
+                if core_down:
+                    raise SimplexRpcError("the core at ws://127.0.0.1:1 refused the connection")
+                async with working() as pair:
+                    yield pair
+
+            # No wait after a failure: the next request may ask for the next attempt.
+            async with proxied(connect, p.link, Backoff(first=0.0, cap=0.0)) as host:
+                with pytest.raises(MCPError) as caught:
+                    await host.list_tools()
+                assert "refused the connection" in caught.value.error.message
+                assert attempts == [True] or attempts == [True, True]
+                tried = len(attempts)
+                await anyio.wait_all_tasks_blocked()
+                assert len(attempts) == tried  # nobody asked: no attempt
+                core_down = False
+                assert [t.name for t in (await host.list_tools()).tools] == BOT_TOOLS
+                assert attempts[-1] is False and len(cores) == 1
+
+
+@pytest.mark.anyio
+async def test_requests_during_the_backoff_get_the_last_failure_without_a_new_attempt() -> None:
+    """The keeper's wait after a failure: each request in it is answered at once with the
+    failure, and none of them makes an attempt (a host's burst is not a burst of attempts)."""
+    attempts = 0
+
+    @contextlib.asynccontextmanager
+    async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
+        nonlocal attempts
+        attempts += 1
+        raise SimplexRpcError("the core at ws://127.0.0.1:1 refused the connection")
+        yield  # pragma: no cover - never reached
+
+    with anyio.fail_after(60):
+        async with proxied(connect, UNKNOWN, Backoff(first=3600.0, cap=3600.0)) as host:
+            for _ in range(3):
+                with pytest.raises(MCPError) as caught:
+                    await host.list_tools()
+                assert caught.value.error.code == CONNECTION_CLOSED
+                assert caught.value.error.message.endswith("refused the connection")
+    assert attempts == 1
 
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])

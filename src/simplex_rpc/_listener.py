@@ -730,14 +730,20 @@ class Stopper:
                 callback()
 
 
-def uvicorn_server(config: Any, stopper: Stopper | None = None) -> Any:
+def uvicorn_server(
+    config: Any,
+    stopper: Stopper | None = None,
+    *,
+    on_started: Callable[[], None] | None = None,
+) -> Any:
     """A ``uvicorn.Server`` for ``config`` that leaves the process's signals alone.
 
     uvicorn installs its own SIGINT and SIGTERM handlers and raises the signal
     again after its shutdown, so the process would end 130 or 143 with no line:
     the command's stop convention (``simplex_rpc.cli._common.run_until_signal``)
     owns the signals instead, and asks for uvicorn's graceful shutdown through
-    ``stopper``.
+    ``stopper``. ``on_started`` is called once uvicorn accepts connections (its
+    startup done), so that nobody polls ``server.started``; not when it fails.
     """
     import uvicorn
 
@@ -745,6 +751,11 @@ def uvicorn_server(config: Any, stopper: Stopper | None = None) -> Any:
         @contextlib.contextmanager
         def capture_signals(self) -> Any:
             yield
+
+        async def startup(self, sockets: list[Any] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and on_started is not None:
+                on_started()
 
     server = _Server(config)
     if stopper is not None:

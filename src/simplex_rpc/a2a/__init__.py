@@ -13,6 +13,19 @@ gives the SDK's ``ClientFactory`` a transport to such a bot. They (and
 are imported on first use, and left out of ``__all__`` so that ``import *``
 works without the SDK.
 
+The SDK-backed code has one private module per role, the same names as in
+``simplex_rpc.mcp`` (the table for both is in docs/bindings.md):
+
+* ``_client``: the SDK client's transport to a SimpleX bot
+  (:class:`SimplexA2aTransport`, :func:`register_client`);
+* ``_bridge``: an agent written with the SDK, served in process (:class:`A2aBridge`);
+* ``_forward``: an SDK ``RequestHandler`` whose every method is one call of a
+  ``ClientTransport`` (``ForwardingHandler``);
+* ``_gateway``: an existing A2A agent, at its JSON-RPC URL, served over SimpleX
+  (the forward over the SDK's ``JsonRpcTransport``, behind the bridge);
+* ``_proxy``: a local A2A JSON-RPC HTTP server in front of a SimpleX bot
+  (``a2a-proxy``: the SDK's routes, the forward over the client).
+
 Error responses follow the A2A JSON-RPC binding as the SDK writes them: code,
 message, and in ``data`` a ``google.rpc.ErrorInfo`` with the A2A reason.
 """

@@ -53,7 +53,7 @@ from .._wire.redact import RedactingLogger, redact
 from ..adapter import CallRefused, ChatCore
 from ..errors import ChatCoreError, SimplexRpcError
 from ._client import SimplexA2aTransport
-from ._gateway import ForwardingHandler
+from ._forward import ForwardingHandler
 
 __all__ = [
     "PROXY_VIAS",
@@ -455,18 +455,18 @@ async def run_proxy(
     config = uvicorn.Config(
         app, lifespan="off", timeout_graceful_shutdown=5, **server_options(policy)
     )
-    server = uvicorn_server(config, stopper)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            if task.done():
-                await task
-                raise ProxyError("the HTTP server stopped before it was ready")
-            await asyncio.sleep(0.01)
+
+    def listening() -> None:
         print(f"listening: {url}", flush=True)
         if on_ready is not None:
             on_ready(url)
+
+    server = uvicorn_server(config, stopper, on_started=listening)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
         await task
+        if not server.started:
+            raise ProxyError("the HTTP server stopped before it was ready")
     finally:
         if not task.done():
             server.should_exit = True

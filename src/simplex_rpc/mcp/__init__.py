@@ -12,8 +12,23 @@ need a conversation.
 the official ``mcp`` SDK behind both transports; :class:`SimplexTransport`
 is the SDK client's transport to such a bot; :class:`Upstream` serves any
 MCP server, a command over stdio or a Streamable HTTP URL, the same way. They
-are imported on first
-use, and left out of ``__all__`` so that ``import *`` works without the SDK.
+are imported on first use, and left out of ``__all__`` so that ``import *``
+works without the SDK.
+
+The SDK-backed code has one private module per role, the same names as in
+``simplex_rpc.a2a`` (the table for both is in docs/bindings.md):
+
+* ``_client``: the SDK client's transport to a SimpleX bot (:class:`SimplexTransport`);
+* ``_bridge``: a server written with the SDK, served in process (:class:`McpBridge`);
+* ``_forward``: each request of an SDK ``Server`` relayed through an ``mcp.Client``;
+* ``_gateway``: an existing MCP server served over SimpleX (:class:`Upstream`:
+  the forwards behind the bridge), with ``_gateway_stdio``, its child's stdio;
+* ``_proxy``: a local stdio or Streamable HTTP server in front of a SimpleX
+  bot (``mcp-proxy``: the forwards over the client), with ``_proxy_stdin``
+  and ``_proxy_sessions``.
+
+The gateway's connection to its server and the proxy's to the bot are kept by
+the one reconnecting keeper below both bindings (``simplex_rpc._keeper``).
 """
 
 from __future__ import annotations
@@ -29,7 +44,7 @@ if TYPE_CHECKING:
     from ._bridge import McpBridge as McpBridge
     from ._client import SERVICE_RPC_ERROR as SERVICE_RPC_ERROR
     from ._client import SimplexTransport as SimplexTransport
-    from ._upstream import Upstream as Upstream
+    from ._gateway import Upstream as Upstream
 
 __all__ = list(_binding.__all__)
 
@@ -38,7 +53,7 @@ _SDK_NAMES: Final = {
     "McpBridge": "_bridge",
     "SimplexTransport": "_client",
     "SERVICE_RPC_ERROR": "_client",
-    "Upstream": "_upstream",
+    "Upstream": "_gateway",
 }
 
 # The bridge and the client transport need the SDK; imported only when asked for.

@@ -21,39 +21,34 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from contextvars import ContextVar
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp import Client
-from mcp.client.context import ClientRequestContext
-from mcp.server import Server
-from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
-from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 
-from .. import __version__
 from .._bindings import INVALID_REQUEST, invalid_request, json_type, valid_id
+from .._keeper import Backoff, Ended, Keeper
 from .._listener import ListenerPolicy, Stopper, guard, listen, server_options, uvicorn_server
 from .._wire.keys import SigningKey
 from .._wire.redact import RedactingLogger, redact
 from ..adapter import ChatCore
 from ._client import SimplexTransport, Via
-from ._sessions import DEFAULT_IDLE_TIMEOUT, SessionGuard
-from ._stdin import StdinLines
+from ._forward import PROXY_NAME, build_server, leaf, upstream_client
+from ._proxy_sessions import DEFAULT_IDLE_TIMEOUT, SessionGuard
+from ._proxy_stdin import StdinLines
 
 __all__ = [
     "PROXY_NAME",
+    "BotConnection",
     "StdioOutcome",
-    "Upstream",
     "build_server",
     "check_message",
+    "connector",
     "run_proxy",
     "run_proxy_http",
     "upstream_client",
@@ -61,328 +56,68 @@ __all__ = [
 
 log = RedactingLogger(logging.getLogger("simplex_rpc.mcp_proxy"))
 
-PROXY_NAME: Final = "simplex-rpc-mcp-proxy"
-
 Connect = Callable[[], AbstractAsyncContextManager[tuple[ChatCore, Client]]]
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    """The first error inside exception groups (the SDK's session wraps its errors)."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
+class BotConnection:
+    """The proxy's SDK client to the bot, kept by a :class:`~simplex_rpc._keeper.Keeper`:
+    connected by :meth:`run`, used by :meth:`client`.
 
-
-class ClientSource(Protocol):
-    """Where the forwards get their SDK client: the proxy's bot, or the gateway's upstream."""
-
-    async def client(self) -> Client: ...
-
-
-class Upstream:
-    """The proxy's SDK client to the bot: connected by :meth:`run`, used by :meth:`client`.
-
-    :meth:`run` owns the connection (the core, then ``mcp.Client``), so that
-    the SDK's task groups are entered and left in one task. A failed
-    connection is tried again when the next request asks for the client.
+    :meth:`run` owns the connection (the core, then ``mcp.Client``), so that the
+    SDK's task groups are entered and left in one task. It is made at start; a
+    failed connection is made again when a request asks for the client after the
+    wait of ``backoff`` (0.5 s, doubled up to 30 s); a request during the wait gets
+    the last failure at once. A connection whose core went away is made again at
+    once, for the request that noticed.
     """
 
-    def __init__(self, connect: Connect, target: str) -> None:
-        self._connect = connect
+    def __init__(self, connect: Connect, target: str, *, backoff: Backoff | None = None) -> None:
         self._target = target
-        self._core: ChatCore | None = None
-        self._client: Client | None = None
         self._failure = ""
-        self._wanted = anyio.Event()
-        self._wanted.set()  # connect at start: the first request need not wait for it
-        self._ready = anyio.Event()
-        self._drop = anyio.Event()
         self._lock = anyio.Lock()
+        self._keeper: Keeper[tuple[ChatCore, Client]] = Keeper(
+            connect, backoff=backoff, on_demand=True, on_up=self._up, on_down=self._down
+        )
+
+    def __repr__(self) -> str:
+        return f"BotConnection({self._target!r}, {self._keeper!r})"
+
+    def _up(self, _connection: tuple[ChatCore, Client]) -> None:
+        self._failure = ""
+        log.info("connected to the bot")
+
+    def _down(self, ended: Ended[tuple[ChatCore, Client]]) -> None:
+        failure: str | None = None
+        if ended.error is not None:
+            inner = leaf(ended.error)
+            failure = redact(str(inner) or type(inner).__name__)[:500]
+        if ended.dropped:
+            # Dropped on purpose (the core went away): made again at once; the
+            # requests waiting get that attempt's outcome.
+            if failure is not None:
+                log.debug("closing the lost connection failed: %s", failure)
+            return
+        self._failure = failure or "the connection ended"
+        log.warning("the bot could not be reached: %s", self._failure)
 
     async def run(self) -> None:
-        """Keep the connection: make it when wanted, hold it until it is dropped.
-
-        ``_ready`` is set once per attempt, when the attempt has ended (connected or
-        failed): a request that waits for it never sees the state between a dropped
-        connection and the next attempt.
-        """
-        while True:
-            await self._wanted.wait()
-            self._drop = anyio.Event()
-            failure: str | None = None
-            try:
-                async with self._connect() as (core, client):
-                    self._core, self._client = core, client
-                    self._failure = ""
-                    log.info("connected to the bot")
-                    self._ready.set()
-                    await self._drop.wait()
-            except Exception as exc:
-                leaf = _leaf(exc)
-                failure = redact(str(leaf) or type(leaf).__name__)[:500]
-            self._core = self._client = None
-            if self._drop.is_set():
-                # Dropped on purpose (the core went away): connect again now; the
-                # requests waiting on the new ``_ready`` get this attempt's outcome.
-                if failure is not None:
-                    log.debug("closing the lost connection failed: %s", failure)
-                continue
-            self._failure = failure or "the connection ended"
-            log.warning("the bot could not be reached: %s", self._failure)
-            # A failure: try again only when a request asks for the bot.
-            self._wanted = anyio.Event()
-            self._ready.set()
+        """Keep the connection (see the class's docstring); runs until cancelled."""
+        await self._keeper.run()
 
     async def client(self) -> Client:
         """The connected client; an ``MCPError`` when the bot cannot be reached."""
         async with self._lock:
-            if self._client is not None and self._core is not None and self._core.closed:
+            held = self._keeper.current
+            if held is not None and held[0].closed:
                 log.info("the connection to the chat core was lost: connecting again")
-                self._ready = anyio.Event()
-                self._drop.set()
-            elif self._client is None and self._ready.is_set():
-                self._ready = anyio.Event()
-                self._wanted.set()
-            await self._ready.wait()
-            if self._client is None:
+                self._keeper.drop()
+            held = await self._keeper.settle()
+            if held is None:
                 raise MCPError(
                     code=types.CONNECTION_CLOSED,
                     message=f"the SimpleX bot could not be reached: {self._failure}",
                 )
-            return self._client
-
-
-def _page(params: types.PaginatedRequestParams | None) -> types.PaginatedRequestParams | None:
-    """The host's pagination without its ``_meta``: the proxy's client writes its own."""
-    if params is None or params.cursor is None:
-        return None
-    return types.PaginatedRequestParams(cursor=params.cursor)
-
-
-def _progress_to_host(ctx: ServerRequestContext[Any]) -> ProgressFnT | None:
-    """Progress from the bot (over chat) passed on to the host, when the host asked for it."""
-    meta = ctx.meta or {}
-    token = meta.get("progress_token", meta.get("progressToken"))
-    if not isinstance(token, (str, int)) or isinstance(token, bool):
-        return None
-    request_id = str(ctx.request_id) if ctx.request_id is not None else None
-
-    async def forward(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.session.send_progress_notification(
-            token, progress, total, message, related_request_id=request_id
-        )
-
-    return forward
-
-
-_HOST_REQUEST: ContextVar[ServerRequestContext[Any] | None] = ContextVar(
-    "simplex_rpc_mcp_proxy_host_request", default=None
-)
-"""The host's request being forwarded, for the elicitation callback of the proxy's client."""
-
-
-async def _elicit_from_host(
-    context: ClientRequestContext, params: types.ElicitRequestParams
-) -> types.ElicitResult | types.ErrorData:
-    """The bot asked for the user's input: ask the host, within the host's request.
-
-    Used for hosts of revisions before 2026-07-28, which cannot receive an
-    ``input_required`` result: the proxy's client runs the rounds with the bot
-    and each question becomes the SDK server's ``elicitation/create`` to the host.
-    """
-    host = _HOST_REQUEST.get()
-    if host is None:
-        return types.ErrorData(
-            code=types.INVALID_REQUEST, message="no host request to ask for the input"
-        )
-    related = host.request_id
-    if isinstance(params, types.ElicitRequestURLParams):
-        if params.elicitation_id is None:
-            return types.ErrorData(
-                code=types.INVALID_PARAMS, message="a URL elicitation without elicitationId"
-            )
-        return await host.session.elicit_url(
-            params.message, params.url, params.elicitation_id, related_request_id=related
-        )
-    return await host.session.elicit_form(
-        params.message, params.requested_schema, related_request_id=related
-    )
-
-
-def upstream_client(transport: SimplexTransport) -> Client:
-    """The proxy's SDK client to the bot over ``transport``.
-
-    It declares elicitation (its callback asks the host), so that the bot's tools
-    that need the user's input answer ``input_required`` instead of refusing.
-    The host keeps its own cache; the proxy forwards every request.
-    """
-    return Client(transport, cache=None, elicitation_callback=_elicit_from_host)
-
-
-_T = TypeVar("_T")
-
-
-async def _forward(
-    method: str, ctx: ServerRequestContext[Any], call: Callable[[], Awaitable[_T]]
-) -> _T:
-    """Run one forward for the host's request ``ctx``; its failure as an MCP error.
-
-    The SDK server answers a pydantic ``ValidationError`` as "Invalid request
-    parameters", which would blame the host for the bot's answer: a bot answer
-    that is not valid MCP, or any other failure on the way, is an internal error
-    of this request, with a short text that holds no key material.
-    """
-    token = _HOST_REQUEST.set(ctx)
-    try:
-        return await call()
-    except MCPError:
-        raise
-    except Exception as exc:
-        leaf = _leaf(exc)
-        if isinstance(leaf, MCPError):
-            raise leaf from None
-        if isinstance(leaf, ValidationError):
-            raise MCPError(
-                code=types.INTERNAL_ERROR, message=f"the bot's {method} answer is not valid MCP"
-            ) from None
-        log.warning("forwarding %s failed: %s", method, redact(str(leaf))[:300])
-        text = redact(str(leaf))[:200] or type(leaf).__name__
-        raise MCPError(
-            code=types.INTERNAL_ERROR, message=f"{method} could not be forwarded: {text}"
-        ) from None
-    finally:
-        _HOST_REQUEST.reset(token)
-
-
-def _modern(ctx: ServerRequestContext[Any]) -> bool:
-    """Whether the host speaks 2026-07-28 or later (it can receive ``input_required``)."""
-    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-
-
-def build_server(upstream: ClientSource) -> Server[Any]:
-    """The SDK server the host talks to: each request forwarded through ``upstream``.
-
-    A tool, resource or prompt that needs the user's input: a 2026-07-28 host
-    receives the bot's ``input_required`` result and answers it itself (its
-    retry is forwarded); for an older host the proxy's client runs the rounds,
-    asking the host with ``elicitation/create``.
-    """
-
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        async def call() -> types.ListToolsResult:
-            return await (await upstream.client()).session.list_tools(params=_page(params))
-
-        return await _forward("tools/list", ctx, call)
-
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        async def call() -> types.CallToolResult | types.InputRequiredResult:
-            client = await upstream.client()
-            progress = _progress_to_host(ctx)
-            if not _modern(ctx):
-                return await client.call_tool(
-                    params.name, params.arguments, progress_callback=progress
-                )
-            result = await client.session.call_tool(
-                params.name,
-                params.arguments,
-                progress_callback=progress,
-                input_responses=params.input_responses,
-                request_state=params.request_state,
-                allow_input_required=True,
-            )
-            return result
-
-        return await _forward("tools/call", ctx, call)
-
-    async def list_resources(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListResourcesResult:
-        async def call() -> types.ListResourcesResult:
-            return await (await upstream.client()).session.list_resources(params=_page(params))
-
-        return await _forward("resources/list", ctx, call)
-
-    async def list_resource_templates(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListResourceTemplatesResult:
-        async def call() -> types.ListResourceTemplatesResult:
-            session = (await upstream.client()).session
-            return await session.list_resource_templates(params=_page(params))
-
-        return await _forward("resources/templates/list", ctx, call)
-
-    async def read_resource(
-        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult | types.InputRequiredResult:
-        async def call() -> types.ReadResourceResult | types.InputRequiredResult:
-            client = await upstream.client()
-            if not _modern(ctx):
-                return await client.read_resource(str(params.uri), cache_mode="bypass")
-            return await client.session.read_resource(
-                str(params.uri),
-                input_responses=params.input_responses,
-                request_state=params.request_state,
-                allow_input_required=True,
-            )
-
-        return await _forward("resources/read", ctx, call)
-
-    async def list_prompts(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListPromptsResult:
-        async def call() -> types.ListPromptsResult:
-            return await (await upstream.client()).session.list_prompts(params=_page(params))
-
-        return await _forward("prompts/list", ctx, call)
-
-    async def get_prompt(
-        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult | types.InputRequiredResult:
-        async def call() -> types.GetPromptResult | types.InputRequiredResult:
-            client = await upstream.client()
-            if not _modern(ctx):
-                return await client.get_prompt(params.name, params.arguments)
-            return await client.session.get_prompt(
-                params.name,
-                params.arguments,
-                input_responses=params.input_responses,
-                request_state=params.request_state,
-                allow_input_required=True,
-            )
-
-        return await _forward("prompts/get", ctx, call)
-
-    async def complete(
-        ctx: ServerRequestContext[Any], params: types.CompleteRequestParams
-    ) -> types.CompleteResult:
-        async def call() -> types.CompleteResult:
-            session = (await upstream.client()).session
-            context = params.context.arguments if params.context is not None else None
-            return await session.complete(
-                params.ref,
-                params.argument.model_dump(by_alias=True, exclude_none=True),
-                context_arguments=context,
-            )
-
-        return await _forward("completion/complete", ctx, call)
-
-    return Server(
-        PROXY_NAME,
-        version=__version__,
-        description="An MCP bot reached over SimpleX",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_resource_templates,
-        on_read_resource=read_resource,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
-        on_completion=complete,
-    )
+            return held[1]
 
 
 def connector(
@@ -396,7 +131,7 @@ def connector(
     start: bool,
     member: str | None = None,
 ) -> Connect:
-    """How :class:`Upstream` connects: the core at ``core_url``, then ``mcp.Client``."""
+    """How :class:`BotConnection` connects: the core at ``core_url``, then ``mcp.Client``."""
     # Checked now, so that a wrong argument fails the command instead of every request.
     SimplexTransport._check_arguments(user_id, target, via=via, timeout=timeout, member=member)
 
@@ -458,7 +193,7 @@ async def run_proxy(
     outcome._stdin = stdin
     if outcome._stopped:
         stdin.close()
-    upstream = Upstream(connect, target)
+    upstream = BotConnection(connect, target)
     server = build_server(upstream)
     pending: set[types.RequestId] = set()
     settled = anyio.Event()
@@ -579,7 +314,7 @@ async def run_proxy_http(
 
     requested = policy.address
     sock, policy = listen(policy)
-    upstream = Upstream(connect, target)
+    upstream = BotConnection(connect, target)
     server = build_server(upstream)
     # The listener's guard checks Host and Origin on every path, with the rules of
     # simplex_rpc._listener (which the SDK's lists cannot express for a wildcard
@@ -594,18 +329,12 @@ async def run_proxy_http(
     sessions = SessionGuard(app, idle_timeout=DEFAULT_IDLE_TIMEOUT)
     guarded = guard(sessions, policy, check=check_message)
     config = uvicorn.Config(guarded, lifespan="on", **server_options(policy))
-    http = uvicorn_server(config, stopper)
     url = f"http://{_url_host(requested)}:{policy.port}/mcp"
-
-    async def announce() -> None:
-        while not http.started:
-            await anyio.sleep(0.01)
-        on_listening(url)
+    http = uvicorn_server(config, stopper, on_started=lambda: on_listening(url))
 
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(upstream.run)
-            tg.start_soon(announce)
             tg.start_soon(sessions.run)
             try:
                 await http.serve(sockets=[sock])

@@ -25,7 +25,7 @@ caller's revision. What this module adds:
   restarts it when the ping is not answered within ``ping_timeout`` or when
   ``restart_after`` requests in a row were misses;
 * the child's standard output is read by the gateway's own transport
-  (``_stdio``): lines capped at ``line_limit`` bytes, invalid UTF-8 replaced.
+  (``_gateway_stdio``): lines capped at ``line_limit`` bytes, invalid UTF-8 replaced.
 """
 
 from __future__ import annotations
@@ -56,11 +56,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from .._bindings import RPC_JSON_LIMIT, BindingError, ServiceRequestLike, header_field
+from .._keeper import Backoff, Ended, Keeper
 from .._wire.envelope import ErrorCode, Response
 from .._wire.redact import RedactingLogger, redact
 from ._bridge import McpBridge, NotificationSink, ReplySink
-from ._proxy import build_server
-from ._stdio import LINE_LIMIT, StdioOptions, stdio_streams
+from ._forward import build_server
+from ._gateway_stdio import LINE_LIMIT, StdioOptions, stdio_streams
 
 __all__ = ["Upstream"]
 
@@ -76,12 +77,6 @@ HTTP_TIMEOUT: Final[float] = 30.0
 HTTP_STREAM_READ_TIMEOUT: Final[float] = 300.0
 """Seconds to wait between two reads of a response stream (a server may hold it open)."""
 
-BACKOFF_MIN: Final = 0.5
-"""Seconds before the first restart after a failure; doubled after each failure."""
-BACKOFF_MAX: Final = 30.0
-"""The longest wait between two restarts."""
-STABLE_AFTER: Final = 10.0
-"""A connection that lasted this long resets the backoff: the next failure restarts soon."""
 CONNECT_TIMEOUT: Final = 120.0
 """Seconds a connection attempt (spawn, negotiation) may take before it counts as failed:
 room for a first ``npx -y`` or ``uvx`` that downloads the server."""
@@ -427,12 +422,11 @@ class Upstream:
         self._bridge = McpBridge(
             self._server, conversation_tools=conversation_tools, rpc_limit=rpc_limit
         )
-        self._conn: _Connection | None = None
         self._state = "stopped"
         self._reason = ""
         self._public_reason = ""  # the reason as a remote caller may read it
         self._logged: tuple[str, str] | None = None
-        self._settled = anyio.Event()
+        self._keeper: Keeper[_Connection] | None = None
         self._stack: contextlib.AsyncExitStack | None = None
 
     @classmethod
@@ -564,8 +558,19 @@ class Upstream:
         tasks = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tasks.cancel_scope.cancel)  # runs first: stops the keeper, then joins it
         self._stack = stack
+        # The connection is kept with the keeper's backoff: 0.5 s after a failure, then
+        # 1, 2, ... up to 30 s; a connection that held 10 s starts the waits again.
+        self._keeper = Keeper(
+            self._open,
+            backoff=Backoff(),
+            held=lambda conn: conn.ended.wait(),
+            attempt_timeout=CONNECT_TIMEOUT,  # spawn and negotiation; a held connection is not
+            on_attempt=self._attempt,
+            on_up=self._up,
+            on_down=self._down,
+        )
         try:
-            await tasks.start(self._keep)
+            await tasks.start(self._keeper.run)
         except BaseException:
             self._stack = None
             await stack.aclose()
@@ -680,7 +685,7 @@ class Upstream:
                 return
 
     def _restart(self, conn: _Connection, why: str) -> None:
-        """End ``conn`` because the upstream stopped answering; ``_keep`` makes it again."""
+        """End ``conn`` because the upstream stopped answering; the keeper makes it again."""
         if conn.ended.is_set():
             return
         conn.failure = why
@@ -696,50 +701,33 @@ class Upstream:
         else:
             conn.probe.set()
 
-    async def _keep(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Hold a connection; make it again after a loss, with backoff; log each change once."""
-        delay = BACKOFF_MIN
-        started = False
-        first = True
-        while True:
-            self._settled = anyio.Event()
-            self._state = "starting" if first else "restarting"
-            first = False
-            began = time.monotonic()
-            reason = public = ""
-            try:
-                # The attempt (spawn, negotiation) is bounded; a held connection is not.
-                with anyio.CancelScope(deadline=anyio.current_time() + CONNECT_TIMEOUT) as scope:
-                    async with self._open() as conn:
-                        scope.deadline = float("inf")
-                        self._conn = conn
-                        self._note("running", conn.revision)
-                        self._settled.set()
-                        if not started:
-                            started = True
-                            task_status.started()
-                        await conn.ended.wait()
-                        reason = public = conn.failure or (
-                            "the server exited" if self._params is not None else "the URL refused"
-                        )
-                if scope.cancelled_caught:
-                    reason = public = f"no answer within {CONNECT_TIMEOUT:g} s"
-            except Exception as exc:
-                # The details (a URL, a host, an HTTP error of the way) are the operator's.
-                reason = _describe(exc)
-                public = "it could not be started" if self._params else "it could not be reached"
-            finally:
-                self._conn = None
-            if time.monotonic() - began >= STABLE_AFTER:
-                delay = BACKOFF_MIN
-            self._public_reason = f"stopped ({public})"
-            self._note("restarting", f"stopped ({reason})", f"; starting again in {delay:g} s")
-            self._settled.set()
-            if not started:
-                started = True
-                task_status.started()
-            await anyio.sleep(delay)
-            delay = min(delay * 2, BACKOFF_MAX)
+    @property
+    def _conn(self) -> _Connection | None:
+        """The connection while it is held (the keeper's), else ``None``."""
+        return self._keeper.current if self._keeper is not None else None
+
+    def _attempt(self, attempt: int) -> None:
+        self._state = "starting" if attempt == 1 else "restarting"
+
+    def _up(self, conn: _Connection) -> None:
+        self._note("running", conn.revision)
+
+    def _down(self, ended: Ended[_Connection]) -> None:
+        """An attempt ended: its reason for the operator and, without the details of the way
+        to the server (a URL, a host, an HTTP error), for a remote caller; each logged once."""
+        if ended.error is not None:
+            reason = _describe(ended.error)
+            public = "it could not be started" if self._params else "it could not be reached"
+        elif ended.timed_out:
+            reason = public = f"no answer within {CONNECT_TIMEOUT:g} s"
+        else:
+            failure = ended.value.failure if ended.value is not None else ""
+            reason = public = failure or (
+                "the server exited" if self._params is not None else "the URL refused"
+            )
+        self._public_reason = f"stopped ({public})"
+        wait = f"; starting again in {ended.delay:g} s" if ended.delay is not None else ""
+        self._note("restarting", f"stopped ({reason})", wait)
 
     async def client(self) -> Client:
         """The connected client (for the forwards); an error when none is up.
@@ -751,9 +739,10 @@ class Upstream:
                 code=types.CONNECTION_CLOSED,
                 message="the MCP server is not started (enter `async with upstream:` first)",
             )
-        if self._conn is None and not self._settled.is_set():
+        keeper = self._keeper
+        if keeper is not None and self._conn is None and not keeper.settled:
             with anyio.move_on_after(CONNECT_TIMEOUT):
-                await self._settled.wait()
+                await keeper.settle()
         conn = self._conn
         if conn is None or conn.ended.is_set():
             # A remote caller reads this: no URL, host or error text of the way to the server.
