@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._keeper import Backoff
 from .._wire.envelope import check_protocol_name
 from ..adapter import (
     ChatCore,
@@ -434,7 +435,9 @@ async def run_serve(
     }
     outcome: list[ServeOutcome] = []
     served = False
-    delay = CORE_BACKOFF_MIN
+    # The one keeper's policy (simplex_rpc._keeper): 0.5 s, doubled up to 30 s, and
+    # back to 0.5 s once serving again.
+    backoff = Backoff()
     try:
         # The service (the upstream, the bridge) is opened once, with the first
         # connection, and kept: a core that goes away is connected to again with
@@ -455,10 +458,10 @@ async def run_serve(
                         rpc_handler, chat_handler = handlers
 
                         def on_serving(link: str = link) -> None:
-                            nonlocal served, delay
+                            nonlocal served
                             if served:
                                 _serve_log.warning("serving again: the chat core is back")
-                                delay = CORE_BACKOFF_MIN
+                                backoff.reset()
                                 return
                             served = True
                             # Printed once: a caller that waits for these lines can call.
@@ -480,21 +483,18 @@ async def run_serve(
                 except ChatCoreClosed as exc:
                     if not served:
                         raise  # never served: the core's address or state is wrong
+                    # Each loss counts as an attempt that held no time: only serving
+                    # again (reset above) brings the wait back to its first value.
+                    delay = backoff.ended(0.0) or backoff.first
                     _serve_log.warning(
                         "lost the chat core (%s); connecting again in %g s", exc, delay
                     )
                     await asyncio.sleep(delay)
-                    delay = min(delay * 2, CORE_BACKOFF_MAX)
     finally:
         if outcome:
             print(f"simplex-rpc serve: {_stop_line(outcome[0])}", file=sys.stderr, flush=True)
     return EXIT_OK  # pragma: no cover - serve returns only by raising
 
-
-CORE_BACKOFF_MIN = 0.5
-"""Seconds before serve connects again to a core that went away; doubled each time."""
-CORE_BACKOFF_MAX = 30.0
-"""The longest wait between two attempts to reach the core again."""
 
 _serve_log = logging.getLogger("simplex_rpc.cli.serve")
 
