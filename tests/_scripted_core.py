@@ -13,7 +13,7 @@ before the next is read), and each event is sent on one connection: the first
 open one, or the one a test names (``connection=``), so that a test can deliver
 events on the connection it chooses, in the order it chooses. A raw answer of None
 is an answer lost on its way (the connection goes on with the next command);
-``FakeCore.silent`` (tests/test_adapter_support.py) is a command the core never
+``FakeCore.silent`` (tests/_support.py) is a command the core never
 finishes, which holds its connection.
 """
 

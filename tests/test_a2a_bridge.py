@@ -469,8 +469,8 @@ def test_cancel_task_in_a_conversation() -> None:
 def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
     """bridge.rpc_handler is the responder's handler: the protocol text's one-shot
     task over the simulated core, signed, and conversation_required for a stream."""
-    from test_adapter_support import pair
-    from test_adapter_support import run as run_bounded
+    from _support import pair
+    from _support import run as run_bounded
 
     key = SigningKey.generate()
 

@@ -28,11 +28,11 @@ from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import VersionNotSupportedError
 from google.protobuf import json_format  # type: ignore[import-untyped]
 
+from _support import Pair, pair, run
 from simplex_rpc import ErrorCode, Response, SigningKey, a2a
 from simplex_rpc.a2a import ServiceRpcError, register_client
 from simplex_rpc.adapter import ServiceRequest
 from test_a2a_bridge import AnvilAgent, agent_card, make_bot
-from test_adapter_support import Pair, pair, run
 
 Handler = Callable[[ServiceRequest], Awaitable[Response]]
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from _support import run
 from simplex_rpc.adapter import CallRefused, ChatCore, IncomingCall, ReplySink
 from simplex_rpc.errors import ChatCoreError, SimplexRpcError
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 TEXT = json.dumps([{"msgContent": {"type": "text", "text": "hello"}}])

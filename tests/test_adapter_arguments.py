@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from a2a.client import ClientConfig
 
+from _support import run
 from simplex_rpc import Request
 from simplex_rpc.a2a import register_client
 from simplex_rpc.adapter import ChatCore, IncomingCall, RateLimit, ReplySink
@@ -27,7 +28,6 @@ from simplex_rpc.adapter._core import _dump_command_json
 from simplex_rpc.errors import ChatCoreError, SimplexRpcError
 from simplex_rpc.mcp import SimplexTransport
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 LARGEST_ID = 2**63 - 1

@@ -13,10 +13,10 @@ import logging
 
 import pytest
 
+from _support import run
 from _waiting import until
 from simplex_rpc.adapter import ChatCoreClosed, IncomingCall
 from simplex_rpc.adapter._chat import ReplySink
-from test_adapter_support import run
 from test_chat_core import PING, serving, world
 
 

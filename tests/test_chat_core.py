@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
+from _support import run
 from _waiting import until
 from simplex_rpc.adapter import CallRefused, ChatCore, IncomingCall
 from simplex_rpc.adapter._chat import ReplySink
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 

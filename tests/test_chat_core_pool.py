@@ -27,11 +27,11 @@ from typing import Any
 
 import pytest
 
+from _support import Held, run
 from _waiting import until
 from simplex_rpc import Request, Response
 from simplex_rpc.adapter import ChatCore, ChatCoreTimeout, ServiceRequest, _transports
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import Held, run
 
 ADAPTER_LOG = "simplex_rpc.adapter"
 

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
+from _support import run
 from _waiting import until
 from simplex_rpc.adapter import ChatCore, IncomingCall, LinkDeclarations
 from simplex_rpc.adapter._chat import ReplySink
 from simplex_rpc.declarations import ProtocolDeclaration
 from simplex_rpc.errors import ChatCoreError, DeclarationError, SimplexRpcError
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 MCP = ProtocolDeclaration(versions=("2026-07-28",), chat=True, rpc=True)
 PROFILE = {

@@ -18,12 +18,12 @@ import pytest
 pytest.importorskip("mcp.server")
 pytest.importorskip("a2a.server")
 
+from _support import run
 from simplex_rpc import a2a, chat, mcp
 from simplex_rpc.adapter import ChatCore
 from simplex_rpc.mcp import McpBridge
 from simplex_rpc.testing import CoreSimulator
 from test_a2a_bridge import MESSAGE, make_bot
-from test_adapter_support import run
 from test_mcp_bridge import two_tools
 
 

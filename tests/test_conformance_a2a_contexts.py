@@ -30,11 +30,11 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import a2a_pb2 as pb
 
+from _support import run
 from simplex_rpc import PublicKey, Request, Response, SigningKey, a2a
 from simplex_rpc.a2a import A2aBridge, Caller, CallerStore
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 MESSAGE: dict[str, Any] = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "x"}]}
 UNUSED_CONTEXT = "c-nobody-ever-used-this"

@@ -17,10 +17,10 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from _support import run
 from simplex_rpc.adapter import ChatCore, IncomingCall, ReplySink
 from simplex_rpc.chat import Reply
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 DECLARED = {"protocols": {"mcp": {"versions": ["2026-07-28"], "transports": {"chat": True}}}}

@@ -22,11 +22,11 @@ from a2a.client.errors import A2AClientError
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format  # type: ignore[import-untyped]
 
+from _support import run
 from simplex_rpc import a2a
 from simplex_rpc.a2a import register_client
 from simplex_rpc.adapter import CallRefused, ChatCore, IncomingCall, ReplySink
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 CARD: dict[str, Any] = {
     "name": "Acme",

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from _support import run
 from simplex_rpc.adapter import ChatCore
 from simplex_rpc.declarations import CHANGE_FREQUENCIES
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 
 @contextlib.asynccontextmanager

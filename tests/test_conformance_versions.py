@@ -22,6 +22,7 @@ from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import a2a_pb2 as pb
 from mcp.server.mcpserver import MCPServer
 
+from _support import run
 from _waiting import until
 from simplex_rpc import a2a, mcp
 from simplex_rpc.a2a import A2aBridge, Caller
@@ -30,7 +31,6 @@ from simplex_rpc.declarations import ProtocolDeclaration
 from simplex_rpc.errors import DeclarationError
 from simplex_rpc.mcp import McpBridge
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 
 class Hello(AgentExecutor):

@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 
 from _scripted_core import ScriptedCore, request_event
+from _support import run
 from _waiting import until
 from simplex_rpc import Request, Response
 from simplex_rpc.adapter import ChatCore, IncomingCall, ReplySink, ServiceRequest
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 ADAPTER_LOG = "simplex_rpc.adapter"
 

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from _scripted_core import ScriptedCore, request_event
+from _support import run
 from simplex_rpc.adapter import ChatCore, ServiceRequest
-from test_adapter_support import run
 
 ADAPTER_LOG = "simplex_rpc.adapter"
 BURST = 20_000

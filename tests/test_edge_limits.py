@@ -30,9 +30,9 @@ import anyio
 import pytest
 
 from _scripted_core import ScriptedCore, request_event, scripted_serving
+from _support import run
 from simplex_rpc import Request
 from simplex_rpc.adapter import ChatCore, ChatCoreError, ServiceRequest
-from test_adapter_support import run
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable

@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
+from _support import run
 from simplex_rpc import Request, SigningKey, a2a
 from simplex_rpc.adapter import ChatCore, IncomingCall, ReplySink, ServiceRequest
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 TOKEN = "tok-SECRET-4f1c9e2b7a"
 TENANT = "tenant-VALUE-9a2e51"

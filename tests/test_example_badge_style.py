@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
+from _support import run
 from _waiting import until
 from simplex_rpc.adapter import (
     TYPED_ERRORS,
@@ -44,7 +45,6 @@ from simplex_rpc.adapter import (
     SQLiteAnswerStore,
 )
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "badge_style_service.py"
 

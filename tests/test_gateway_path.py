@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 
+from _support import run
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 
 def test_the_simulator_declines_permessage_deflate_as_the_core_does() -> None:

@@ -464,8 +464,8 @@ def test_notification_sink_failure_does_not_fail_the_request(bridge: McpBridge) 
 def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
     """bridge.rpc_handler is the responder's handler: signed and unsigned requests
     over the simulated core, and too_large for an oversized result."""
-    from test_adapter_support import pair
-    from test_adapter_support import run as run_bounded
+    from _support import pair
+    from _support import run as run_bounded
 
     key = SigningKey.generate()
     bridge = McpBridge(two_tools.build_server(), conversation_tools={"catalog"})

@@ -27,11 +27,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, ElicitRequestParams, ElicitResult, TextContent
 from pydantic import BaseModel
 
+from _support import Pair, pair, run
 from simplex_rpc import ErrorCode, Response, SigningKey
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.mcp import SERVICE_RPC_ERROR, McpBridge, SimplexTransport
-from test_adapter_support import Pair, pair, run
 from test_mcp_bridge import two_tools
 
 

@@ -25,13 +25,13 @@ from mcp import Client, ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, TextContent
 
+from _support import run
 from simplex_rpc import Response
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.declarations import ProtocolDeclaration
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.mcp import McpBridge, SimplexTransport
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 from test_mcp_bridge import two_tools
 
 REVISION = "2026-07-28"

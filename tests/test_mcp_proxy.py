@@ -40,14 +40,14 @@ from mcp_types import (
 )
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
+from _support import Pair
+from _support import run as adapter_run
 from simplex_rpc import Response, SigningKey
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.mcp import SERVICE_RPC_ERROR, SimplexTransport
 from simplex_rpc.mcp._proxy import Upstream, build_server, upstream_client
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import Pair
-from test_adapter_support import run as adapter_run
 from test_mcp_client import Handler, bot
 
 ROOT = Path(__file__).resolve().parent.parent

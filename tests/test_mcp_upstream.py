@@ -34,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, TextContent
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from _support import run
 from _waiting import until
 from simplex_rpc import Request, Response
 from simplex_rpc import mcp as mcp_binding
@@ -41,7 +42,6 @@ from simplex_rpc.adapter import ChatCore
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.mcp import SERVICE_RPC_ERROR, SimplexTransport, Upstream
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 SERVER = Path(__file__).parent / "mcp_upstreams" / "server.py"
 REVISION = "2026-07-28"

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from _support import run
 from _waiting import until
 from simplex_rpc.adapter import ChatCoreClosed
 from simplex_rpc.adapter._pool import BLOCKING_COMMANDS, _Lanes
-from test_adapter_support import run
 
 
 class Lane:

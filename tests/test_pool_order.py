@@ -32,10 +32,10 @@ from typing import Any
 import pytest
 
 from _scripted_core import ScriptedCore, request_event, scripted_serving
+from _support import run
 from _waiting import until
 from simplex_rpc.adapter import IncomingCall, ServiceRequest, _chat
 from simplex_rpc.adapter._chat import ReplySink
-from test_adapter_support import run
 
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 CONTACT = {"contactId": 5, "localDisplayName": "bot", "profile": {"displayName": "bot"}}

@@ -23,6 +23,7 @@ import pytest
 
 import simplex_rpc as sx
 from _scripted_core import ScriptedCore
+from _support import pair, run
 from simplex_rpc import Request, Response
 from simplex_rpc.adapter import (
     ENVELOPE_ERRORS,
@@ -36,7 +37,6 @@ from simplex_rpc.adapter import (
     raw_request_command,
 )
 from simplex_rpc.errors import ChatCoreError, EnvelopeError, SimplexRpcError
-from test_adapter_support import pair, run
 
 LINK = "simplex:/a#abc?h=example"
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from _scripted_core import request_event, responder_of, scripted_serving, taken
+from _support import run
 from _waiting import until
 from simplex_rpc.adapter import ServiceRequest
-from test_adapter_support import run
 
 ADAPTER_LOG = "simplex_rpc.adapter"
 

@@ -12,8 +12,8 @@ import asyncio
 import logging
 
 from _scripted_core import ScriptedCore, request_event
+from _support import run
 from simplex_rpc.adapter import ChatCore, ServeOutcome, ServiceRequest
-from test_adapter_support import run
 
 
 async def _echo(request: ServiceRequest) -> str:

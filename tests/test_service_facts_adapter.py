@@ -17,11 +17,11 @@ import logging
 import pytest
 
 import simplex_rpc as sx
+from _support import run
 from simplex_rpc import Request
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.errors import ChatCoreError, SimplexRpcError
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 
 async def _ok(request: ServiceRequest) -> str:

@@ -25,9 +25,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from _raw_core import RawCore, raw_core
+from _support import run
 from _waiting import until
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 REQUEST = json.dumps({"protocol": "mcp", "request": {"n": 1}})
 

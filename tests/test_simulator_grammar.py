@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from _raw_core import RawCore, raw_core
+from _support import run
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 UNKNOWN = {
     "type": "chatCmdError",

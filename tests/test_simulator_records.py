@@ -31,8 +31,8 @@ from typing import Any, Literal, NotRequired, TypedDict
 import pytest
 
 import simplex_rpc as sx
+from _support import run
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 simplex_chat_types = pytest.importorskip("simplex_chat.types")
 T = simplex_chat_types.T

@@ -29,8 +29,8 @@ import pytest
 
 import simplex_rpc as sx
 from _raw_core import RawCore, raw_core
+from _support import run
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 REQUEST = json.dumps({"protocol": "mcp", "request": {"n": 1}})
 

@@ -26,8 +26,8 @@ import json
 from typing import Any
 
 from _raw_core import RawCore, raw_core
+from _support import run
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 
 def kinds(events: list[dict[str, Any]]) -> list[str]:

@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from _raw_core import raw_core
+from _support import run
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.testing import CoreSimulator, WorldError, read_world
-from test_adapter_support import run
 
 HERE = Path(__file__).parent
 

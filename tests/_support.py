@@ -1,4 +1,4 @@
-"""Shared helpers of the adapter tests (no tests here).
+"""Shared helpers of the adapter tests (no tests here; not a test module).
 
 ``run`` bounds a test's event loop; ``cores`` connects a responder core
 ``bob`` and a requester core ``alice`` to the simulator, not yet started;
