@@ -13,11 +13,11 @@ import logging
 
 import pytest
 
+from _chat import PING, serving, world
 from _support import run
 from _waiting import until
 from simplex_rpc.adapter import ChatCoreClosed, IncomingCall
 from simplex_rpc.adapter._chat import ReplySink
-from test_chat_core import PING, serving, world
 
 
 def test_a_handler_raising_cancelled_error_gets_the_internal_error() -> None:

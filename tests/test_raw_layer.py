@@ -286,7 +286,7 @@ def test_no_key_or_credential_in_any_log_of_raw_traffic() -> None:
     """Redaction (issue 21's rule, kept by the raw layer): signed and unsigned raw
     requests carrying a credential, through serve_raw with an answer store and the raw
     caller's retries, at every level of every logger: no key, no credential."""
-    from test_edge_redaction import TOKEN, every_level, secrets_of
+    from _redaction import TOKEN, every_level, secrets_of
 
     key = sx.SigningKey.generate()
     seen: list[str] = []
@@ -298,7 +298,7 @@ def test_no_key_or_credential_in_any_log_of_raw_traffic() -> None:
         return {"type": "ok", "echo": raw.data}
 
     async def main() -> None:
-        from test_example_badge_style import world
+        from _badge import world
 
         async with world() as w:
             stop = asyncio.Event()
