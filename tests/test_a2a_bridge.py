@@ -7,113 +7,18 @@ built inside it, as a bot runs.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from a2a.helpers.proto_helpers import get_message_text, new_task_from_user_message, new_text_part
-from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.events import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types import a2a_pb2 as pb
-from google.protobuf import json_format  # type: ignore[import-untyped]
 
+from _a2a import ALICE, LINK, MESSAGE, AnvilAgent, Bot, chat_call, make_bot, run, send_message
 from simplex_rpc import MAX_RESPONSE, PublicKey, Request, Response, SigningKey, a2a, chat
 from simplex_rpc.a2a import A2aBridge, Caller
 from simplex_rpc.vectors._examples import A2A_SEND_MESSAGE_REQUEST_TEXT
-from test_a2a import MESSAGE
 
-T = TypeVar("T")
-LINK = "https://smp12.simplex.im/a#acme"
-ALICE = Caller.contact("alice")
 BOB = Caller.contact("bob")
-
-
-class AnvilAgent(AgentExecutor):
-    """Quotes anvils. The first word of the text picks the behaviour."""
-
-    def __init__(self) -> None:
-        self.headers_seen: list[dict[str, str]] = []
-
-    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.message is not None
-        text = get_message_text(context.message)
-        self.headers_seen.append(dict(context.call_context.state.get("headers", {})))
-        word, _, rest = text.partition(" ")
-        if word == "hello":
-            reply = pb.Message(
-                message_id="r-1",
-                role=pb.ROLE_AGENT,
-                parts=[new_text_part("Hello from Acme")],
-                context_id=context.context_id,
-            )
-            await event_queue.enqueue_event(reply)
-            return
-        if word == "hang":
-            await asyncio.Event().wait()
-        task = context.current_task
-        if task is None:
-            task = new_task_from_user_message(context.message)
-            await event_queue.enqueue_event(task)
-        updater = TaskUpdater(event_queue, task.id, task.context_id)
-        await updater.start_work()
-        if word == "ask":
-            await updater.requires_input(
-                updater.new_agent_message([new_text_part("Which street in Lisbon?")])
-            )
-            return
-        answer = "x" * int(rest) if word == "big" else "Two anvils to Lisbon: 240 EUR."
-        await updater.add_artifact([new_text_part(answer)])
-        await updater.complete()
-
-    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.task_id is not None and context.context_id is not None
-        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
-
-
-def agent_card() -> pb.AgentCard:
-    card = pb.AgentCard(
-        name="Acme",
-        description="Anvils, delivered",
-        version="1.0",
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-    )
-    card.supported_interfaces.append(
-        json_format.ParseDict(a2a.agent_card_interface(LINK), pb.AgentInterface())
-    )
-    card.capabilities.streaming = True
-    card.capabilities.extended_agent_card = True
-    card.skills.append(pb.AgentSkill(id="quote", name="Quote", description="Prices", tags=["x"]))
-    return card
-
-
-@dataclass
-class Bot:
-    bridge: A2aBridge
-    agent: AnvilAgent
-
-
-def make_bot(**kwargs: Any) -> Bot:
-    agent = AnvilAgent()
-    card = agent_card()
-    handler = DefaultRequestHandler(
-        agent_executor=agent,
-        task_store=InMemoryTaskStore(),
-        agent_card=card,
-        # The binding: GetExtendedAgentCard answers the public card to a caller
-        # without credentials.
-        extended_agent_card=card,
-    )
-    return Bot(A2aBridge(handler, **kwargs), agent)
-
-
-def run(scenario: Callable[[], Awaitable[T]]) -> T:
-    return asyncio.run(scenario())  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -123,26 +28,6 @@ class ServiceRequest:
     request_id: int
     signer: PublicKey | None
     request: Request
-
-
-def send_message(text: str, rid: Any = 1, **message: Any) -> dict[str, Any]:
-    msg = {**MESSAGE, "parts": [{"text": text}], **message}
-    return a2a.make_request("SendMessage", {"message": msg}, id=rid)
-
-
-async def chat_call(
-    bot: Bot, request: Any, caller: Caller = ALICE
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The replies before the last, and the last, each parsed from its text."""
-    earlier: list[str] = []
-
-    async def send(text: str) -> None:
-        earlier.append(text)
-
-    last = await bot.bridge.chat_handler(request, caller=caller, send=send)
-    for text in [*earlier, last]:
-        assert chat.fits_message(text)
-    return [json.loads(t) for t in earlier], json.loads(last)
 
 
 async def rpc_call(bot: Bot, message: Any, signer: PublicKey | None = None) -> Response:

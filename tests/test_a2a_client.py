@@ -23,16 +23,14 @@ import pytest
 from a2a.client import ClientConfig, ClientFactory
 from a2a.client.client import ClientCallContext
 from a2a.client.errors import A2AClientError
-from a2a.helpers.proto_helpers import new_text_part
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import VersionNotSupportedError
-from google.protobuf import json_format  # type: ignore[import-untyped]
 
+from _a2a import AnvilAgent, agent_card, card_for, make_bot, user_message
 from _support import Pair, pair, run
 from simplex_rpc import ErrorCode, Response, SigningKey, a2a
 from simplex_rpc.a2a import ServiceRpcError, register_client
 from simplex_rpc.adapter import ServiceRequest
-from test_a2a_bridge import AnvilAgent, agent_card, make_bot
 
 Handler = Callable[[ServiceRequest], Awaitable[Response]]
 
@@ -48,21 +46,6 @@ async def bot(
         handler = wrap(handler)
     async with pair(handler, protocols=("a2a",)) as p:
         yield p, made.agent
-
-
-def card_for(link: str, version: str = "1.0") -> pb.AgentCard:
-    """The agent's card with its SimpleX interface: the bot's address link."""
-    card = agent_card()
-    del card.supported_interfaces[:]
-    card.supported_interfaces.append(
-        json_format.ParseDict(a2a.agent_card_interface(link, version), pb.AgentInterface())
-    )
-    return card
-
-
-def user_message(text: str) -> pb.SendMessageRequest:
-    message = pb.Message(message_id="m-1", role=pb.ROLE_USER, parts=[new_text_part(text)])
-    return pb.SendMessageRequest(message=message)
 
 
 async def one_shot(client: Any, text: str, **kwargs: Any) -> pb.StreamResponse:

@@ -26,14 +26,13 @@ from a2a.client.errors import A2AClientError
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
+from _a2a import card_for, make_bot, user_message
 from _support import run
 from simplex_rpc import Response
 from simplex_rpc.a2a import register_client
 from simplex_rpc.adapter import ChatCore, IncomingCall, ReplySink, ServiceRequest
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.testing import CoreSimulator
-from test_a2a_bridge import make_bot
-from test_a2a_client import card_for, user_message
 
 
 @dataclass

@@ -21,9 +21,9 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import a2a_pb2 as pb
 
+from _a2a import AnvilAgent, Bot, agent_card, chat_call, make_bot, run, send_message
 from simplex_rpc import a2a, chat, mcp
 from simplex_rpc.a2a import A2aBridge, Caller
-from test_a2a_bridge import AnvilAgent, Bot, agent_card, chat_call, make_bot, run, send_message
 
 SECRET_SKILL = "internal-pricing-override"
 

@@ -11,13 +11,11 @@ in the result's ``_meta`` (MCP 2026-07-28), which the examples leave out.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any, TypeVar
 
 import mcp_types as types
@@ -25,6 +23,7 @@ import pytest
 from mcp.server import Server
 from mcp.server.caching import CacheHint
 
+from _mcp import two_tools
 from simplex_rpc import MAX_RESPONSE, PublicKey, Request, Response, SigningKey, chat, mcp
 from simplex_rpc.mcp import McpBridge
 from simplex_rpc.vectors._examples import (
@@ -36,18 +35,6 @@ from simplex_rpc.vectors._examples import (
 
 T = TypeVar("T")
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mcp_two_tools.py"
-
-
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mcp_two_tools", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-two_tools = load_example()
 
 
 def run(coro: Awaitable[T]) -> T:

@@ -14,68 +14,20 @@ on one simulated core and called from another.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 from mcp import Client, ClientSession
 from mcp.client.context import ClientRequestContext
-from mcp.server import MCPServer
-from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, ElicitRequestParams, ElicitResult, TextContent
-from pydantic import BaseModel
 
-from _support import Pair, pair, run
+from _mcp import Handler, bot
+from _support import pair, run
 from simplex_rpc import ErrorCode, Response, SigningKey
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.errors import SimplexRpcError
-from simplex_rpc.mcp import SERVICE_RPC_ERROR, McpBridge, SimplexTransport
-from test_mcp_bridge import two_tools
-
-
-class Street(BaseModel):
-    street: str
-
-
-def ask_street() -> Elicit[Street]:
-    return Elicit("Which street in Lisbon?", Street)
-
-
-def build_server() -> MCPServer:
-    """The example's two tools, plus a resource, a prompt and a tool that asks the user."""
-    server = two_tools.build_server()
-
-    @server.resource("stock://anvil", description="Anvils in stock")
-    def anvil_stock() -> str:
-        return "12"
-
-    @server.prompt(description="Ask for a quote")
-    def quote(item: str) -> str:
-        return f"Quote me a price for one {item}."
-
-    @server.tool(description="Deliver an item; asks for the street", structured_output=False)
-    def deliver(item: str, street: Annotated[Street, Resolve(ask_street)]) -> str:
-        return f"One {item} to {street.street}."
-
-    return server
-
-
-Handler = Callable[[ServiceRequest], Awaitable[Response]]
-
-
-@contextlib.asynccontextmanager
-async def bot(
-    *, conversation_tools: tuple[str, ...] = (), wrap: Callable[[Handler], Handler] | None = None
-) -> AsyncIterator[Pair]:
-    """An SDK server behind McpBridge, served by bob; alice is the requester."""
-    async with McpBridge(build_server(), conversation_tools=conversation_tools) as bridge:
-        handler: Handler = bridge.rpc_handler
-        if wrap is not None:
-            handler = wrap(handler)
-        async with pair(handler, protocols=("mcp",)) as p:
-            yield p
+from simplex_rpc.mcp import SERVICE_RPC_ERROR, SimplexTransport
 
 
 async def connect_error(transport: SimplexTransport) -> MCPError:

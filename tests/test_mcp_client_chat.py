@@ -25,6 +25,7 @@ from mcp import Client, ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, TextContent
 
+from _mcp import two_tools
 from _support import run
 from simplex_rpc import Response
 from simplex_rpc.adapter import ChatCore, ServiceRequest
@@ -32,7 +33,6 @@ from simplex_rpc.declarations import ProtocolDeclaration
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.mcp import McpBridge, SimplexTransport
 from simplex_rpc.testing import CoreSimulator
-from test_mcp_bridge import two_tools
 
 REVISION = "2026-07-28"
 

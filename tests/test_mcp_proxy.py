@@ -40,6 +40,7 @@ from mcp_types import (
 )
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
+from _mcp import Handler, bot
 from _support import Pair
 from _support import run as adapter_run
 from simplex_rpc import Response, SigningKey
@@ -48,7 +49,6 @@ from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.mcp import SERVICE_RPC_ERROR, SimplexTransport
 from simplex_rpc.mcp._proxy import Upstream, build_server, upstream_client
 from simplex_rpc.testing import CoreSimulator
-from test_mcp_client import Handler, bot
 
 ROOT = Path(__file__).resolve().parent.parent
 BOT = f"{ROOT / 'examples' / 'mcp_two_tools.py'}:build_server"
