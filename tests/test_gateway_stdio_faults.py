@@ -25,11 +25,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
 from _support import run
+from _upstream import alive, http_server, pids, scene, stdio, text_of, transport
 from _waiting import until
 from simplex_rpc import mcp as mcp_binding
 from simplex_rpc.mcp import SERVICE_RPC_ERROR, Upstream
 from simplex_rpc.mcp._stdio import EXCERPT, LINE_LIMIT, Dropped, LineSplitter
-from test_mcp_upstream import alive, http_server, pids, scene, stdio, text_of, transport
 
 
 def messages(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
