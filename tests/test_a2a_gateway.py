@@ -26,72 +26,35 @@ Rules pinned (protocol text, "A2A binding", and the issue):
 
 from __future__ import annotations
 
-import asyncio
 import json
-import re
 import subprocess
-import sys
 import threading
-import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from simplex_rpc import Request, a2a
+from _gateway import (
+    PY,
+    UPSTREAM,
+    Network,
+    World,
+    _world,
+    read_line,
+    request,
+    rpc,
+    run,
+    seen_by,
+    stop,
+    user_message,
+)
+from simplex_rpc import a2a
 from simplex_rpc.adapter import ChatCore
-from simplex_rpc.testing import CoreSimulator
 
-ROOT = Path(__file__).resolve().parent
-UPSTREAM = ROOT / "_a2a_upstream.py"
-PY = sys.executable
 SECRET = "sekret-5f3a9c"
 CALLER_SECRET = "caller-7d1e0b"
 TERMINAL = "TASK_STATE_COMPLETED"
-
-
-class World:
-    """The simulator in its own thread and loop; ``setup`` makes contacts and groups."""
-
-    def __init__(self, setup: Callable[[CoreSimulator], dict[str, Any]]) -> None:
-        self.url = ""
-        self.facts: dict[str, Any] = {}
-        self._setup = setup
-        self._ready = threading.Event()
-        self._stop: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
-
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with CoreSimulator() as sim:
-            self.facts = self._setup(sim)
-            self.url = sim.url
-            self._ready.set()
-            await self._stop.wait()
-
-    def __enter__(self) -> World:
-        self._thread.start()
-        assert self._ready.wait(20), "the simulator did not start"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._loop is not None and self._stop is not None
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(20)
-
-
-def read_line(stream: Any, pattern: str, what: str) -> str:
-    """The first group of ``pattern`` in the first line of ``stream`` that matches it."""
-    for line in stream:
-        match = re.search(pattern, line)
-        if match:
-            return match.group(1)
-    raise AssertionError(f"{what} ended before printing {pattern!r}")
 
 
 def start_upstream() -> tuple[subprocess.Popen[str], str]:
@@ -100,45 +63,6 @@ def start_upstream() -> tuple[subprocess.Popen[str], str]:
     )
     url = read_line(process.stdout, r"^listening: (http://\S+)", "the upstream agent")
     return process, url
-
-
-def stop(*processes: subprocess.Popen[str] | None) -> None:
-    for process in processes:
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:  # pragma: no cover - a hung child
-                process.kill()
-                process.wait(timeout=20)
-
-
-def seen_by(upstream: str) -> list[dict[str, Any]]:
-    """What the upstream received: one record (headers, body members) per POST."""
-    with urllib.request.urlopen(f"{upstream}/seen", timeout=10) as answer:
-        records: list[dict[str, Any]] = json.load(answer)
-    return records
-
-
-@dataclass
-class Network:
-    url: str
-    upstream: str
-    link: str
-    contact: str  # alice's ChatRef of the bot
-    alice_group: str  # the group, as alice names it
-    carol_group: str  # the same group, as carol names it
-    bot_log: Path
-
-
-def _world(sim: CoreSimulator) -> dict[str, Any]:
-    at_alice, _ = sim.connect("alice", "bot")
-    ids = sim.create_group("team", "alice", ["bot", "carol"])
-    return {
-        "contact": f"@{at_alice}",
-        "alice_group": f"#{ids[('alice', 1)]}",
-        "carol_group": f"#{ids[('carol', 1)]}",
-    }
 
 
 @pytest.fixture(scope="module")
@@ -184,36 +108,6 @@ def network(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Network]:
                 )
         finally:
             stop(bot, upstream)
-
-
-def run(main: Callable[[], Any]) -> Any:
-    async def bounded() -> Any:
-        async with asyncio.timeout(90):
-            return await main()
-
-    return asyncio.run(bounded())
-
-
-def user_message(text: str, **extra: Any) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "messageId": str(uuid.uuid4()),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    }
-    message.update(extra)
-    return {"message": message}
-
-
-def request(method: str, params: dict[str, Any], **parameters: str) -> dict[str, Any]:
-    return a2a.make_request(method, params, id=str(uuid.uuid4()), parameters=parameters)
-
-
-async def rpc(network: Network, message: dict[str, Any], core: str = "alice") -> Any:
-    async with ChatCore.connect(f"{network.url}/{core}") as caller:
-        await caller.start(service_requests=False)
-        return await caller.service_request(
-            1, network.link, Request(protocol="a2a", request=message), timeout=60
-        )
 
 
 async def chat(

@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("a2a")
 
 from _a2a_upstream import INTERNAL_TARGET
-from test_a2a_gateway import (
+from _gateway import (
     PY,
     UPSTREAM,
     Network,

@@ -30,9 +30,9 @@ from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientF
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import UnsupportedOperationError, VersionNotSupportedError
 
+from _gateway import PY, UPSTREAM, World, read_line, stop
 from simplex_rpc import SigningKey
 from simplex_rpc.testing import CoreSimulator
-from test_a2a_gateway import PY, UPSTREAM, World, read_line, stop
 
 LISTENING = r"^listening: (http://127\.0\.0\.1:\d+)$"
 
