@@ -287,9 +287,9 @@ def test_a_declaration_without_versions_is_refused() -> None:
 def test_a_bridge_declares_the_versions_it_serves() -> None:
     """An McpBridge knows the revisions it serves: serve_calls declares them."""
     pytest.importorskip("mcp.server")
+    from _cli import EXAMPLE
     from simplex_rpc.cli._adapter import _mcp_server
     from simplex_rpc.mcp import McpBridge
-    from test_adapter_cli import EXAMPLE
 
     async def main() -> None:
         async with two_cores() as (_sim, bot, _):

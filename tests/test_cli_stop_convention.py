@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from _programs import CLI, Running
 from simplex_rpc.testing import CoreSimulator
-from test_cli_ready_and_stop import CLI, Running
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mcp_two_tools.py"
 SIGNALS = [pytest.param(signal.SIGTERM, id="SIGTERM"), pytest.param(signal.SIGINT, id="SIGINT")]

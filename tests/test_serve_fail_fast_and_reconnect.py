@@ -19,8 +19,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from _programs import CLI, Running
 from simplex_rpc.testing import CoreSimulator
-from test_cli_ready_and_stop import CLI, Running
 
 pytest.importorskip("mcp.server")
 
