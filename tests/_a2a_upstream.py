@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
             if task.done():
                 task.result()
                 return
-            await asyncio.sleep(0.01)  # uvicorn has no started event: a poll, ended above
+            await asyncio.sleep(0.01)  # a poll's step: uvicorn has no started event
         print(f"listening: {url}", flush=True)
         await task
 

@@ -17,6 +17,7 @@ import pytest
 
 import simplex_rpc as sx
 from _cli import EXAMPLE, Background, call, serving
+from _waiting import until
 from simplex_rpc.adapter import ServiceRequest
 from simplex_rpc.cli import CliError, build_parser, main
 from simplex_rpc.cli import _adapter as _cli_adapter
@@ -170,8 +171,7 @@ def test_serve_until_the_core_goes_away(capsys: pytest.CaptureFixture[str]) -> N
 
         async def drop_soon() -> None:
             assert bg.sim is not None
-            while not await bg.sim.drop_connections("bob"):
-                await asyncio.sleep(0.05)
+            await until(lambda: bg.sim.drop_connections("bob"), "bob's connection dropped")
 
         dropper = asyncio.create_task(drop_soon())
         bg.ready.set()

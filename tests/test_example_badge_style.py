@@ -103,6 +103,19 @@ def test_a_repeated_signed_request_gets_the_stored_answer_without_a_second_run()
     run(main)
 
 
+class WatchedStore(AnswerStore):
+    """An ``AnswerStore`` that records each decision of ``begin`` (new, running, done)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.decisions: list[str] = []
+
+    def begin(self, signer: Any, request: bytes) -> Any:
+        begun = super().begin(signer, request)
+        self.decisions.append(begun.state)
+        return begun
+
+
 def test_a_concurrent_repeat_does_not_start_a_second_run(caplog: pytest.LogCaptureFixture) -> None:
     """While the first run is still running, the identical request waits for its answer."""
     service = badge.BadgeService({"C1"})
@@ -118,15 +131,18 @@ def test_a_concurrent_repeat_does_not_start_a_second_run(caplog: pytest.LogCaptu
     held = badge.BadgeService(set())
     held.handle = slow  # the example's handler, held until the repeat is waiting
 
+    store = WatchedStore()
+
     async def main() -> None:
-        async with world() as w, serving(w, held, AnswerStore()):
+        async with world() as w, serving(w, held, store):
             request = badge.redeem_request(A, "C1")
             first = asyncio.create_task(call(w, request))
             await entered.wait()
             second = asyncio.create_task(call(w, request))
             (responder,) = w.bob._request_sinks
             await until(lambda: len(responder.running) >= 2, "both requests at the responder")
-            await asyncio.sleep(0.1)  # the repeat's task reaches its wait
+            # The repeat found the first run in progress: its next step is to wait for it.
+            await until(lambda: "running" in store.decisions, "the repeat waits for the run")
             release.set()
             answers = await asyncio.gather(first, second)
         assert answers[0] == answers[1] == {"type": "badge", "code": "C1", "serial": 1}
