@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import socket
-import subprocess
 import threading
 import time
 import uuid
@@ -38,7 +36,7 @@ pytest.importorskip("mcp")
 pytest.importorskip("a2a")
 
 
-from _gateway import PY, UPSTREAM, World
+from _gateway import UPSTREAM, World
 from _programs import Program
 from simplex_rpc import _listener
 from simplex_rpc._listener import (
@@ -48,7 +46,7 @@ from simplex_rpc._listener import (
     check_exposure,
     guard,
 )
-from simplex_rpc.cli import _listener_options
+from simplex_rpc.cli import _listener_options, main
 from simplex_rpc.testing import CoreSimulator
 
 TOKEN = "tok-" + "7Kq2xW9pLm4Rz8Vb3Nc6"
@@ -387,6 +385,14 @@ def network() -> Iterator[Network]:
 def proxy(request: pytest.FixtureRequest, network: Network) -> Listener:
     listener: Listener = getattr(network, request.param)
     return listener
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    """``simplex-rpc *argv`` run in this process (a usage error starts nothing): the exit
+    status and what it wrote to stderr."""
+    capsys.readouterr()
+    status = main(list(argv))
+    return status, capsys.readouterr().err
 
 
 INITIALIZE = {
@@ -753,26 +759,22 @@ def test_idle_and_slow_connections_are_capped_and_timed_out(network: Network, ki
 
 @pytest.mark.parametrize("kind", ["mcp", "a2a"])
 @pytest.mark.parametrize("address", ["0.0.0.0", "[::]", "192.0.2.10"])
-def test_listening_beyond_loopback_without_a_token_is_refused(kind: str, address: str) -> None:
+def test_listening_beyond_loopback_without_a_token_is_refused(
+    kind: str, address: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The probe (item 3): on 0.0.0.0 or a LAN address the proxies had no protection and no
     token. Without --token they now refuse to start: one line naming --token, exit 2,
-    before connecting to the core."""
+    before connecting to the core (run in process: a usage error needs no process)."""
     command = "mcp-proxy" if kind == "mcp" else "a2a-proxy"
-    env = {k: v for k, v in os.environ.items() if k != "SIMPLEX_RPC_TOKEN"}
-    result = subprocess.run(
-        [
-            *(PY, "-m", "simplex_rpc", command, "--core", "ws://127.0.0.1:9"),
-            *("--listen", f"{address}:0", "simplex:/contact#/?v=2&smp=x"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        env=env,
+    monkeypatch.delenv("SIMPLEX_RPC_TOKEN", raising=False)
+    status, stderr = usage_error(
+        capsys,
+        *(command, "--core", "ws://127.0.0.1:9"),
+        *("--listen", f"{address}:0", "simplex:/contact#/?v=2&smp=x"),
     )
-    assert result.returncode == 2, result
-    assert result.stderr.count("\n") == 1 and "--token" in result.stderr, result.stderr
-    assert "Traceback" not in result.stderr
+    assert status == 2, stderr
+    assert stderr.count("\n") == 1 and "--token" in stderr, stderr
+    assert "Traceback" not in stderr
 
 
 @pytest.mark.parametrize("kind", ["mcp", "a2a"])
@@ -830,17 +832,13 @@ def test_the_token_from_the_environment(network: Network) -> None:
         (["--allow-host", "a/b"], "--allow-host"),
     ],
 )
-def test_bad_listener_options_are_one_line(argv: list[str], says: str) -> None:
-    result = subprocess.run(
-        [PY, "-m", "simplex_rpc", "a2a-proxy", "--core", "ws://127.0.0.1:9", *argv, "x"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
-    assert TOKEN not in result.stderr
+def test_bad_listener_options_are_one_line(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, stderr = usage_error(capsys, "a2a-proxy", "--core", "ws://127.0.0.1:9", *argv, "x")
+    assert status == 2
+    assert stderr.count("\n") == 1 and says in stderr, stderr
+    assert TOKEN not in stderr
 
 
 def test_mcp_proxy_on_127_0_0_2_keeps_its_rebinding_protection(network: Network) -> None:
@@ -862,28 +860,16 @@ def test_mcp_proxy_on_127_0_0_2_keeps_its_rebinding_protection(network: Network)
         listener.program.stop()
 
 
-def test_listener_options_without_listen_are_one_line_for_mcp_proxy(tmp_path: Path) -> None:
+def test_listener_options_without_listen_are_one_line_for_mcp_proxy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """mcp-proxy serves stdio unless --listen: a token or allow-list there would protect
     nothing, so it is a usage error rather than ignored."""
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
     token_file.chmod(0o600)
-    result = subprocess.run(
-        [
-            PY,
-            "-m",
-            "simplex_rpc",
-            "mcp-proxy",
-            "--core",
-            "ws://127.0.0.1:9",
-            "--token",
-            f"@{token_file}",
-            "target",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
+    status, stderr = usage_error(
+        capsys, "mcp-proxy", "--core", "ws://127.0.0.1:9", "--token", f"@{token_file}", "target"
     )
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "go with --listen" in result.stderr
+    assert status == 2
+    assert stderr.count("\n") == 1 and "go with --listen" in stderr
