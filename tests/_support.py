@@ -3,20 +3,21 @@
 ``run`` bounds a test's event loop; ``cores`` connects a responder core
 ``bob`` and a requester core ``alice`` to the simulator, not yet started;
 ``pair`` starts them, with ``bob`` serving a handler; ``Held`` is a handler
-that answers once the test releases it; ``FakeCore`` is a scripted WebSocket
-core for events the simulator never sends (a malformed ``signerKey``, a
-hostile ``requestId``), and ``fake_serving`` a core serving a handler over one.
+that answers once the test releases it; ``fake_serving`` is a core serving a
+handler over ``FakeCore`` (tests/_scripted_core.py, the suite's one scripted core),
+for events the simulator never sends (a malformed ``signerKey``, a hostile
+``requestId``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from _scripted_core import FakeCore
 from simplex_rpc.adapter import ChatCore, Handler, ServiceRequest
 from simplex_rpc.testing import CoreSimulator
 
@@ -99,97 +100,6 @@ class Held:
     async def __call__(self, request: ServiceRequest) -> Any:
         await self.release.wait()
         return self.answer
-
-
-class FakeCore:
-    """A scripted chat core: records commands, answers them, sends the events it is given.
-
-    It takes any number of connections, as the chat core does (simplex-chat
-    ``apps/simplex-chat/Server.hs``): each runs one command at a time, so a ``silent``
-    command (never answered) holds its connection, which reads no other command until
-    the test answers it (:meth:`answer_silent`) or the connection closes. Events go to
-    one connection: the first open one.
-    """
-
-    def __init__(self) -> None:
-        self.commands: asyncio.Queue[str] = asyncio.Queue()
-        self.connected = asyncio.Event()
-        #: The open connections, in the order they were opened.
-        self.connections: list[Any] = []
-        self._server: Any = None
-        # A command name's answer: an object, or a function of the command text.
-        self.answers: dict[str, Any] = {}
-        self.silent: set[str] = set()
-        # The silent commands held, by corrId: answered when the test says so.
-        self._held: dict[str, asyncio.Future[Any]] = {}
-
-    async def __aenter__(self) -> FakeCore:
-        from websockets.asyncio.server import serve
-
-        self._server = await serve(self._handle, "127.0.0.1", 0)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._server.close()
-        await self._server.wait_closed()
-
-    @property
-    def url(self) -> str:
-        port = self._server.sockets[0].getsockname()[1]
-        return f"ws://127.0.0.1:{port}"
-
-    def answer(self, cmd: str) -> Any:
-        name = cmd.split(" ", 1)[0]
-        if name in self.answers:
-            answer = self.answers[name]
-            return answer(cmd) if callable(answer) else answer
-        if name == "/_service_response":
-            return {"type": "serviceReplyAccepted", "user": {"userId": 1}, "connectionId": "c"}
-        return {"type": "cmdOk"}
-
-    async def _handle(self, ws: Any) -> None:
-        from websockets.exceptions import ConnectionClosed
-
-        self.connections.append(ws)
-        self.connected.set()
-        try:
-            async for message in ws:
-                msg = json.loads(message)
-                await self.commands.put(msg["cmd"])
-                if msg["cmd"].split(" ", 1)[0] in self.silent:
-                    # Never answered by itself: this connection runs nothing else meanwhile.
-                    held = asyncio.get_running_loop().create_future()
-                    self._held[str(msg["corrId"])] = held
-                    closed = asyncio.ensure_future(ws.wait_closed())
-                    await asyncio.wait([held, closed], return_when=asyncio.FIRST_COMPLETED)
-                    closed.cancel()
-                    if held.done() and held.result() is not None:
-                        await ws.send(json.dumps({"corrId": msg["corrId"], "resp": held.result()}))
-                    continue
-                await ws.send(
-                    json.dumps({"corrId": msg["corrId"], "resp": self.answer(msg["cmd"])})
-                )
-        except ConnectionClosed:
-            pass
-        finally:
-            self.connections.remove(ws)
-
-    def answer_silent(self, corr_id: str, resp: dict[str, Any] | None) -> None:
-        """Answer the held silent command ``corr_id`` with ``resp`` (None: the test sent its
-        answer itself, with :meth:`send_raw`); its connection goes on."""
-        self._held.pop(corr_id).set_result(resp)
-
-    async def send_raw(self, text: str, connection: int = 0) -> None:
-        await self.connected.wait()
-        await self.connections[connection].send(text)
-
-    async def event(self, resp: dict[str, Any], connection: int = 0) -> None:
-        await self.send_raw(json.dumps({"resp": resp}), connection)
-
-    async def close_connection(self, code: int = 1011) -> None:
-        """Close every connection abnormally, as a crashed core would."""
-        for ws in list(self.connections):
-            await ws.close(code=code)
 
 
 @contextlib.asynccontextmanager
