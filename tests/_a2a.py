@@ -11,14 +11,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from a2a.helpers.proto_helpers import get_message_text, new_task_from_user_message, new_text_part
-from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.events import EventQueue
+from a2a.helpers.proto_helpers import new_text_part
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format  # type: ignore[import-untyped]
 
+from _a2a_upstream import AnvilAgent
 from simplex_rpc import a2a, chat
 from simplex_rpc.a2a import A2aBridge, Caller
 from simplex_rpc.vectors._examples import a2a_send_message_request
@@ -27,48 +26,6 @@ MESSAGE: dict[str, Any] = a2a_send_message_request()["request"]["params"]["messa
 T = TypeVar("T")
 LINK = "https://smp12.simplex.im/a#acme"
 ALICE = Caller.contact("alice")
-
-
-class AnvilAgent(AgentExecutor):
-    """Quotes anvils. The first word of the text picks the behaviour."""
-
-    def __init__(self) -> None:
-        self.headers_seen: list[dict[str, str]] = []
-
-    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.message is not None
-        text = get_message_text(context.message)
-        self.headers_seen.append(dict(context.call_context.state.get("headers", {})))
-        word, _, rest = text.partition(" ")
-        if word == "hello":
-            reply = pb.Message(
-                message_id="r-1",
-                role=pb.ROLE_AGENT,
-                parts=[new_text_part("Hello from Acme")],
-                context_id=context.context_id,
-            )
-            await event_queue.enqueue_event(reply)
-            return
-        if word == "hang":
-            await asyncio.Event().wait()
-        task = context.current_task
-        if task is None:
-            task = new_task_from_user_message(context.message)
-            await event_queue.enqueue_event(task)
-        updater = TaskUpdater(event_queue, task.id, task.context_id)
-        await updater.start_work()
-        if word == "ask":
-            await updater.requires_input(
-                updater.new_agent_message([new_text_part("Which street in Lisbon?")])
-            )
-            return
-        answer = "x" * int(rest) if word == "big" else "Two anvils to Lisbon: 240 EUR."
-        await updater.add_artifact([new_text_part(answer)])
-        await updater.complete()
-
-    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.task_id is not None and context.context_id is not None
-        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
 def agent_card() -> pb.AgentCard:
