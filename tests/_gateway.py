@@ -11,7 +11,6 @@ import json
 import re
 import subprocess
 import sys
-import threading
 import urllib.request
 import uuid
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _simulator_thread import SimulatorThread
 from simplex_rpc import Request, a2a
 from simplex_rpc.adapter import ChatCore
 from simplex_rpc.testing import CoreSimulator
@@ -30,36 +30,12 @@ UPSTREAM = ROOT / "_a2a_upstream.py"
 PY = sys.executable
 
 
-class World:
-    """The simulator in its own thread and loop; ``setup`` makes contacts and groups."""
+class World(SimulatorThread):
+    """The simulator in its own thread and loop; ``setup`` makes contacts and groups and
+    returns the facts the test needs (``facts``)."""
 
     def __init__(self, setup: Callable[[CoreSimulator], dict[str, Any]]) -> None:
-        self.url = ""
-        self.facts: dict[str, Any] = {}
-        self._setup = setup
-        self._ready = threading.Event()
-        self._stop: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
-
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with CoreSimulator() as sim:
-            self.facts = self._setup(sim)
-            self.url = sim.url
-            self._ready.set()
-            await self._stop.wait()
-
-    def __enter__(self) -> World:
-        self._thread.start()
-        assert self._ready.wait(20), "the simulator did not start"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._loop is not None and self._stop is not None
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(20)
+        super().__init__(setup=setup)
 
 
 def read_line(stream: Any, pattern: str, what: str) -> str:

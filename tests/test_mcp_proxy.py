@@ -13,12 +13,10 @@ sign key never appears in the proxy's output.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -41,6 +39,7 @@ from mcp_types import (
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from _mcp import Handler, bot
+from _simulator_thread import SimulatorThread
 from _support import Pair
 from _support import run as adapter_run
 from simplex_rpc import Response, SigningKey
@@ -48,7 +47,6 @@ from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.mcp import SERVICE_RPC_ERROR, SimplexTransport
 from simplex_rpc.mcp._proxy import Upstream, build_server, upstream_client
-from simplex_rpc.testing import CoreSimulator
 
 ROOT = Path(__file__).resolve().parent.parent
 BOT = f"{ROOT / 'examples' / 'mcp_two_tools.py'}:build_server"
@@ -229,45 +227,6 @@ def test_bad_arguments_are_one_line_errors_without_the_key() -> None:
 
 
 # -- over /_call -------------------------------------------------------------------------------
-
-
-class SimulatorThread:
-    """A simulator in this process (its own thread and loop), so the test can make contacts."""
-
-    def __init__(self) -> None:
-        self.url = ""
-        self.ready = threading.Event()
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.sim: CoreSimulator | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
-
-    async def _main(self) -> None:
-        self.loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with CoreSimulator() as sim:
-            self.sim, self.url = sim, sim.url
-            self.ready.set()
-            await self._stop.wait()
-
-    def connect(self, a: str, b: str) -> tuple[int, int]:
-        assert self.loop is not None and self.sim is not None
-        sim = self.sim
-
-        async def make() -> tuple[int, int]:
-            return sim.connect(a, b)
-
-        return asyncio.run_coroutine_threadsafe(make(), self.loop).result(20)
-
-    def __enter__(self) -> SimulatorThread:
-        self._thread.start()
-        assert self.ready.wait(20)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.loop is not None and self._stop is not None
-        self.loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(20)
 
 
 def test_the_proxy_over_chat_passes_progress_to_the_host() -> None:
