@@ -93,31 +93,30 @@ def test_a_burst_of_20000_requests_is_answered_exactly_once(
     assert summary and "0 not answered" in summary[-1], summary
 
 
-def test_a_burst_into_one_slot_and_no_queue_is_shed_not_lost() -> None:
+@pytest.mark.time_limit(200)
+@pytest.mark.anyio
+async def test_a_burst_into_one_slot_and_no_queue_is_shed_not_lost() -> None:
     """The same burst (5,000) into concurrency 1 and max_queue 0: nearly all shed with
     rate_limited, every one answered exactly once."""
     count = 5_000
 
-    async def main() -> None:
-        async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-            ready = asyncio.Event()
-            serving = asyncio.create_task(
-                core.serve(1, echo, protocols=["mcp"], concurrency=1, max_queue=0, ready=ready)
-            )
-            await ready.wait()
-            try:
-                await send_burst(fake, count)
-                await fake.wait_answers(count, within=120)
-                await asyncio.sleep(0.5)  # the behaviour under test: no second answer comes
-            finally:
-                serving.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await serving
-            codes, twice = counts(fake)
-            assert twice == 0 and sum(codes.values()) == count, codes
-            assert codes["rate_limited"] >= 1
-
-    run(main, limit=200)
+    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+        ready = asyncio.Event()
+        serving = asyncio.create_task(
+            core.serve(1, echo, protocols=["mcp"], concurrency=1, max_queue=0, ready=ready)
+        )
+        await ready.wait()
+        try:
+            await send_burst(fake, count)
+            await fake.wait_answers(count, within=120)
+            await asyncio.sleep(0.5)  # the behaviour under test: no second answer comes
+        finally:
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving
+        codes, twice = counts(fake)
+        assert twice == 0 and sum(codes.values()) == count, codes
+        assert codes["rate_limited"] >= 1
 
 
 def test_a_burst_of_20000_through_the_core_model_with_a_per_command_cost() -> None:
