@@ -351,29 +351,26 @@ def test_cancel_task_in_a_conversation() -> None:
     assert own["result"]["status"]["state"] == "TASK_STATE_CANCELED"
 
 
-def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
+@pytest.mark.anyio
+async def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
     """bridge.rpc_handler is the responder's handler: the protocol text's one-shot
     task over the simulated core, signed, and conversation_required for a stream."""
     from _support import pair
-    from _support import run as run_bounded
 
     key = SigningKey.generate()
 
-    async def main() -> None:
-        bot = make_bot()
-        async with pair(bot.bridge.rpc_handler, protocols=("a2a",)) as p:
-            request = Request.parse(A2A_SEND_MESSAGE_REQUEST_TEXT)
-            done = await p.alice.service_request(1, p.link, request, timeout=10, sign_key=key)
-            assert done.ok
-            assert done.response["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
-            stream = a2a.make_request("SendStreamingMessage", {"message": MESSAGE}, id=2)
-            refused = await p.alice.service_request(
-                1, p.link, Request(protocol="a2a", request=stream), timeout=10
-            )
-            assert refused.error is not None
-            assert refused.error.code == "conversation_required"
-
-    run_bounded(main)
+    bot = make_bot()
+    async with pair(bot.bridge.rpc_handler, protocols=("a2a",)) as p:
+        request = Request.parse(A2A_SEND_MESSAGE_REQUEST_TEXT)
+        done = await p.alice.service_request(1, p.link, request, timeout=10, sign_key=key)
+        assert done.ok
+        assert done.response["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        stream = a2a.make_request("SendStreamingMessage", {"message": MESSAGE}, id=2)
+        refused = await p.alice.service_request(
+            1, p.link, Request(protocol="a2a", request=stream), timeout=10
+        )
+        assert refused.error is not None
+        assert refused.error.code == "conversation_required"
 
 
 def test_default_deadline_is_below_the_adapters() -> None:

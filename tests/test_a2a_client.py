@@ -119,56 +119,52 @@ def test_service_parameters_and_a_signed_caller() -> None:
     assert signers == [(key.public_key, key.public_key)]
 
 
-def test_an_unserved_version_is_version_not_supported() -> None:
+@pytest.mark.anyio
+async def test_an_unserved_version_is_version_not_supported() -> None:
     """A card whose SimpleX interface names 1.1: the bot serves 1.0 and answers -32009,
     which the SDK client raises as its VersionNotSupportedError."""
 
-    async def main() -> None:
-        async with bot() as (p, agent):
-            factory = register_client(ClientConfig(streaming=False), p.alice, 1)
-            client = factory.create(card_for(p.link, "1.1"))
-            with pytest.raises(VersionNotSupportedError):
-                await one_shot(client, "quote")
-            assert agent.headers_seen == []
-
-    run(main)
+    async with bot() as (p, agent):
+        factory = register_client(ClientConfig(streaming=False), p.alice, 1)
+        client = factory.create(card_for(p.link, "1.1"))
+        with pytest.raises(VersionNotSupportedError):
+            await one_shot(client, "quote")
+        assert agent.headers_seen == []
 
 
 # -- what Service RPC does not serve ---------------------------------------------------------
 
 
-def test_follow_ups_and_streams_are_conversation_required_over_rpc() -> None:
+@pytest.mark.anyio
+async def test_follow_ups_and_streams_are_conversation_required_over_rpc() -> None:
     """GetTask, CancelTask, a message with taskId and the streaming methods are answered
     conversation_required, raised as ServiceRpcError naming the code."""
 
-    async def main() -> None:
-        async with bot() as (p, _):
-            factory = register_client(ClientConfig(streaming=False), p.alice, 1)
-            client = factory.create(card_for(p.link))
-            task = (await one_shot(client, "quote")).task
-            calls = [
-                client.get_task(pb.GetTaskRequest(id=task.id)),
-                client.cancel_task(pb.CancelTaskRequest(id=task.id)),
+    async with bot() as (p, _):
+        factory = register_client(ClientConfig(streaming=False), p.alice, 1)
+        client = factory.create(card_for(p.link))
+        task = (await one_shot(client, "quote")).task
+        calls = [
+            client.get_task(pb.GetTaskRequest(id=task.id)),
+            client.cancel_task(pb.CancelTaskRequest(id=task.id)),
+        ]
+        for call in calls:
+            with pytest.raises(ServiceRpcError) as caught:
+                await call
+            assert caught.value.code == ErrorCode.CONVERSATION_REQUIRED
+            assert str(caught.value).startswith("conversation_required")
+        follow_up = user_message("and a hammer?")
+        follow_up.message.task_id = task.id
+        with pytest.raises(ServiceRpcError, match="conversation_required"):
+            [e async for e in client.send_message(follow_up)]
+        streaming = register_client(ClientConfig(streaming=True), p.alice, 1)
+        with pytest.raises(ServiceRpcError, match="SendStreamingMessage needs a conversation"):
+            [
+                e
+                async for e in streaming.create(card_for(p.link)).send_message(
+                    user_message("q")
+                )
             ]
-            for call in calls:
-                with pytest.raises(ServiceRpcError) as caught:
-                    await call
-                assert caught.value.code == ErrorCode.CONVERSATION_REQUIRED
-                assert str(caught.value).startswith("conversation_required")
-            follow_up = user_message("and a hammer?")
-            follow_up.message.task_id = task.id
-            with pytest.raises(ServiceRpcError, match="conversation_required"):
-                [e async for e in client.send_message(follow_up)]
-            streaming = register_client(ClientConfig(streaming=True), p.alice, 1)
-            with pytest.raises(ServiceRpcError, match="SendStreamingMessage needs a conversation"):
-                [
-                    e
-                    async for e in streaming.create(card_for(p.link)).send_message(
-                        user_message("q")
-                    )
-                ]
-
-    run(main)
 
 
 def test_rate_limited_is_repeated_within_the_bound() -> None:
@@ -198,40 +194,38 @@ def test_rate_limited_is_repeated_within_the_bound() -> None:
 # -- arguments -------------------------------------------------------------------------------
 
 
-def test_register_client_refuses_what_it_cannot_use() -> None:
-    async def main() -> None:
-        async with pair(lambda r: "x") as p:
-            with pytest.raises(TypeError, match="factory_or_config"):
-                register_client("config", p.alice, 1)  # type: ignore[arg-type]
-            with pytest.raises(TypeError, match="core"):
-                register_client(ClientConfig(), "ws://x", 1)  # type: ignore[arg-type]
-            with pytest.raises(TypeError, match="sign_key"):
-                register_client(ClientConfig(), p.alice, 1, sign_key="k")  # type: ignore[arg-type]
-            with pytest.raises(ValueError, match="user_id"):
-                register_client(ClientConfig(), p.alice, 0)
-            with pytest.raises(ValueError, match="timeout"):
-                register_client(ClientConfig(), p.alice, 1, timeout=-1)
-            config = ClientConfig()
-            register_client(config, p.alice, 1)
-            # An empty list meant JSON-RPC only: it keeps JSON-RPC, then adds the binding.
-            assert config.supported_protocol_bindings == ["JSONRPC", a2a.BINDING_URI]
-            register_client(config, p.alice, 1)
-            assert config.supported_protocol_bindings.count(a2a.BINDING_URI) == 1
-            # A card without a SimpleX interface is not this transport's.
-            card = agent_card()
-            del card.supported_interfaces[:]
-            with pytest.raises(ValueError, match="no compatible transports"):
-                ClientFactory(ClientConfig(supported_protocol_bindings=[a2a.BINDING_URI])).create(
-                    card
-                )
-            key = SigningKey.generate()
-            factory = register_client(ClientConfig(), p.alice, 1, sign_key=key)
-            transport = factory._registry[a2a.BINDING_URI](card_for(p.link), p.link, ClientConfig())
-            assert key.encode() not in repr(transport)
-            with pytest.raises(A2AClientError):
-                await transport.get_task(
-                    pb.GetTaskRequest(id="t"),
-                    context=ClientCallContext(service_parameters={"Bad Name": "x"}),
-                )
-
-    run(main)
+@pytest.mark.anyio
+async def test_register_client_refuses_what_it_cannot_use() -> None:
+    async with pair(lambda r: "x") as p:
+        with pytest.raises(TypeError, match="factory_or_config"):
+            register_client("config", p.alice, 1)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="core"):
+            register_client(ClientConfig(), "ws://x", 1)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="sign_key"):
+            register_client(ClientConfig(), p.alice, 1, sign_key="k")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="user_id"):
+            register_client(ClientConfig(), p.alice, 0)
+        with pytest.raises(ValueError, match="timeout"):
+            register_client(ClientConfig(), p.alice, 1, timeout=-1)
+        config = ClientConfig()
+        register_client(config, p.alice, 1)
+        # An empty list meant JSON-RPC only: it keeps JSON-RPC, then adds the binding.
+        assert config.supported_protocol_bindings == ["JSONRPC", a2a.BINDING_URI]
+        register_client(config, p.alice, 1)
+        assert config.supported_protocol_bindings.count(a2a.BINDING_URI) == 1
+        # A card without a SimpleX interface is not this transport's.
+        card = agent_card()
+        del card.supported_interfaces[:]
+        with pytest.raises(ValueError, match="no compatible transports"):
+            ClientFactory(ClientConfig(supported_protocol_bindings=[a2a.BINDING_URI])).create(
+                card
+            )
+        key = SigningKey.generate()
+        factory = register_client(ClientConfig(), p.alice, 1, sign_key=key)
+        transport = factory._registry[a2a.BINDING_URI](card_for(p.link), p.link, ClientConfig())
+        assert key.encode() not in repr(transport)
+        with pytest.raises(A2AClientError):
+            await transport.get_task(
+                pb.GetTaskRequest(id="t"),
+                context=ClientCallContext(service_parameters={"Bad Name": "x"}),
+            )

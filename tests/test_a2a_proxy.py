@@ -167,39 +167,35 @@ def test_the_sdk_client_gets_a_stream_from_the_conversation(network: Network) ->
     assert task.status.state == pb.TASK_STATE_COMPLETED
 
 
-def test_a_version_the_bot_does_not_serve_is_version_not_supported(network: Network) -> None:
+@pytest.mark.anyio
+async def test_a_version_the_bot_does_not_serve_is_version_not_supported(network: Network) -> None:
     """A2A-Version is a service parameter: the proxy passes 1.1 to the bot, which serves
     1.0 and answers VersionNotSupportedError, raised by the SDK's client as its own."""
 
-    async def main() -> None:
-        async with httpx.AsyncClient() as http:
-            card = await card_of(network.rpc_proxy, http)
-            client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
-            context = ClientCallContext(service_parameters={"A2A-Version": "1.1"})
-            with pytest.raises(VersionNotSupportedError):
-                async for _ in client.send_message(message("quote"), context=context):
-                    pass
-
-    run(main)
+    async with httpx.AsyncClient() as http:
+        card = await card_of(network.rpc_proxy, http)
+        client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        context = ClientCallContext(service_parameters={"A2A-Version": "1.1"})
+        with pytest.raises(VersionNotSupportedError):
+            async for _ in client.send_message(message("quote"), context=context):
+                pass
 
 
-def test_what_service_rpc_does_not_serve_is_an_a2a_error(network: Network) -> None:
+@pytest.mark.anyio
+async def test_what_service_rpc_does_not_serve_is_an_a2a_error(network: Network) -> None:
     """Over Service RPC the bot answers a stream conversation_required: the SDK client of
     the rpc proxy gets an A2A error naming it, and the proxy serves on."""
 
-    async def main() -> None:
-        async with httpx.AsyncClient() as http:
-            card = await card_of(network.rpc_proxy, http)
-            card.capabilities.streaming = True  # the client insists on a stream
-            client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-            with pytest.raises(UnsupportedOperationError, match="conversation_required"):
-                async for _ in client.send_message(message("quote")):
-                    pass
-            plain = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
-            events = [e async for e in plain.send_message(message("quote"))]
-            assert events[0].task.status.state == pb.TASK_STATE_COMPLETED
-
-    run(main)
+    async with httpx.AsyncClient() as http:
+        card = await card_of(network.rpc_proxy, http)
+        card.capabilities.streaming = True  # the client insists on a stream
+        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+        with pytest.raises(UnsupportedOperationError, match="conversation_required"):
+            async for _ in client.send_message(message("quote")):
+                pass
+        plain = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        events = [e async for e in plain.send_message(message("quote"))]
+        assert events[0].task.status.state == pb.TASK_STATE_COMPLETED
 
 
 # -- the command line --------------------------------------------------------------------------

@@ -241,29 +241,27 @@ def test_a_failing_url_upstream_is_answered_without_its_url(
     assert "(Not Found)" in stopped, stopped  # the server's own reason, for the operator
 
 
-def test_a_blocked_server_with_a_full_stdin_pipe_is_still_stopped(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_a_blocked_server_with_a_full_stdin_pipe_is_still_stopped(tmp_path: Path) -> None:
     """A stopped child reads nothing: requests fill its stdin pipe (12 of 8 KB, over the
     64 KiB a pipe holds) and the gateway's writes wait. Leaving ``async with`` still
     stops it, each wait bounded, and no process is left."""
     marks = tmp_path / "marks"
 
-    async def main() -> None:
-        up = stdio(marks, restart_after=100, ping_timeout=60)
-        async with up:
-            freeze = mcp_binding.make_request("tools/call", {"name": "freeze"}, id=1)
-            with pytest.raises(TimeoutError):
-                await asyncio.wait_for(up.handle(freeze), 2)
-            await until(lambda: "frozen" in marks.read_text(), "the freeze")
+    up = stdio(marks, restart_after=100, ping_timeout=60)
+    async with up:
+        freeze = mcp_binding.make_request("tools/call", {"name": "freeze"}, id=1)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(up.handle(freeze), 2)
+        await until(lambda: "frozen" in marks.read_text(), "the freeze")
 
-            async def echo(i: int) -> None:
-                call = mcp_binding.make_request(
-                    "tools/call", {"name": "echo", "arguments": {"text": "z" * 8000}}, id=10 + i
-                )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(up.handle(call), 2)
+        async def echo(i: int) -> None:
+            call = mcp_binding.make_request(
+                "tools/call", {"name": "echo", "arguments": {"text": "z" * 8000}}, id=10 + i
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(up.handle(call), 2)
 
-            await asyncio.gather(*(echo(i) for i in range(12)))
-            (pid,) = pids(marks)
-        assert not alive(pid)
-
-    run(main)
+        await asyncio.gather(*(echo(i) for i in range(12)))
+        (pid,) = pids(marks)
+    assert not alive(pid)

@@ -54,65 +54,59 @@ def text_of(result: Any) -> str:
 # -- the SDK client, unchanged, over Service RPC ------------------------------------------
 
 
-def test_mcp_client_lists_and_calls_tools_over_rpc() -> None:
+@pytest.mark.anyio
+async def test_mcp_client_lists_and_calls_tools_over_rpc() -> None:
     """The SDK discovers the bot (server/discover at 2026-07-28), lists and calls its tools."""
 
-    async def main() -> None:
-        async with bot() as p, Client(SimplexTransport(p.alice, 1, p.link)) as client:
-            assert client.protocol_version == "2026-07-28"
-            assert client.server_capabilities.tools is not None
-            tools = await client.list_tools()
-            assert [t.name for t in tools.tools] == ["availability", "catalog", "deliver"]
-            result = await client.call_tool("availability", {"item": "anvil"})
-            assert not result.is_error
-            assert text_of(result) == "12 anvils are in stock."
-            result = await client.call_tool("catalog", {"lines": 2})
-            assert text_of(result) == "1. anvil\n2. hammer"
-
-    run(main)
+    async with bot() as p, Client(SimplexTransport(p.alice, 1, p.link)) as client:
+        assert client.protocol_version == "2026-07-28"
+        assert client.server_capabilities.tools is not None
+        tools = await client.list_tools()
+        assert [t.name for t in tools.tools] == ["availability", "catalog", "deliver"]
+        result = await client.call_tool("availability", {"item": "anvil"})
+        assert not result.is_error
+        assert text_of(result) == "12 anvils are in stock."
+        result = await client.call_tool("catalog", {"lines": 2})
+        assert text_of(result) == "1. anvil\n2. hammer"
 
 
-def test_client_session_over_the_transports_streams() -> None:
+@pytest.mark.anyio
+async def test_client_session_over_the_transports_streams() -> None:
     """The lower-level ClientSession works on the transport's two streams, unchanged:
     server/discover, adopt, then requests; initialize, the handshake of revisions before
     2026-07-28, is answered -32022 by the bot, which the binding does not carry it for."""
 
-    async def main() -> None:
-        async with bot() as p:
-            async with (
-                SimplexTransport(p.alice, 1, p.link) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                session.adopt(await session.discover())
-                assert session.protocol_version == "2026-07-28"
-                tools = await session.list_tools()
-                assert "availability" in [t.name for t in tools.tools]
-            async with (
-                SimplexTransport(p.alice, 1, p.link) as (read, write),
-                ClientSession(read, write) as legacy,
-            ):
-                with pytest.raises(MCPError) as caught:
-                    await legacy.initialize()
-                assert caught.value.error.code == -32022
-
-    run(main)
+    async with bot() as p:
+        async with (
+            SimplexTransport(p.alice, 1, p.link) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            session.adopt(await session.discover())
+            assert session.protocol_version == "2026-07-28"
+            tools = await session.list_tools()
+            assert "availability" in [t.name for t in tools.tools]
+        async with (
+            SimplexTransport(p.alice, 1, p.link) as (read, write),
+            ClientSession(read, write) as legacy,
+        ):
+            with pytest.raises(MCPError) as caught:
+                await legacy.initialize()
+            assert caught.value.error.code == -32022
 
 
-def test_resources_and_prompts_over_rpc() -> None:
-    async def main() -> None:
-        async with bot() as p, Client(SimplexTransport(p.alice, 1, p.link)) as client:
-            resources = await client.list_resources()
-            assert [str(r.uri) for r in resources.resources] == ["stock://anvil"]
-            read = await client.read_resource("stock://anvil")
-            assert [getattr(c, "text", None) for c in read.contents] == ["12"]
-            prompts = await client.list_prompts()
-            assert [pr.name for pr in prompts.prompts] == ["quote"]
-            prompt = await client.get_prompt("quote", {"item": "anvil"})
-            (message,) = prompt.messages
-            assert isinstance(message.content, TextContent)
-            assert message.content.text == "Quote me a price for one anvil."
-
-    run(main)
+@pytest.mark.anyio
+async def test_resources_and_prompts_over_rpc() -> None:
+    async with bot() as p, Client(SimplexTransport(p.alice, 1, p.link)) as client:
+        resources = await client.list_resources()
+        assert [str(r.uri) for r in resources.resources] == ["stock://anvil"]
+        read = await client.read_resource("stock://anvil")
+        assert [getattr(c, "text", None) for c in read.contents] == ["12"]
+        prompts = await client.list_prompts()
+        assert [pr.name for pr in prompts.prompts] == ["quote"]
+        prompt = await client.get_prompt("quote", {"item": "anvil"})
+        (message,) = prompt.messages
+        assert isinstance(message.content, TextContent)
+        assert message.content.text == "Quote me a price for one anvil."
 
 
 def test_input_required_rounds_work_as_the_sdk_does_them() -> None:
@@ -149,33 +143,31 @@ def test_input_required_rounds_work_as_the_sdk_does_them() -> None:
 # -- envelope errors ------------------------------------------------------------------------
 
 
-def test_a_tool_marked_for_conversation_is_conversation_required_over_rpc() -> None:
+@pytest.mark.anyio
+async def test_a_tool_marked_for_conversation_is_conversation_required_over_rpc() -> None:
     """The error names the envelope code and says to use the chat transport, in the words
     of both its users: via='chat' (SimplexTransport) and --via chat (mcp-proxy)."""
 
-    async def main() -> None:
-        async with (
-            bot(conversation_tools=("catalog",)) as p,
-            Client(SimplexTransport(p.alice, 1, p.link)) as client,
-        ):
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool("catalog", {"lines": 1})
-            error = caught.value.error
-            assert error.code == SERVICE_RPC_ERROR
-            assert error.message.startswith("conversation_required: ")
-            assert "via='chat'" in error.message and "--via chat" in error.message
-            assert error.data == {
-                "serviceRpcError": {
-                    "code": "conversation_required",
-                    "message": "tool 'catalog' needs a conversation: call it with /_call mcp",
-                }
+    async with (
+        bot(conversation_tools=("catalog",)) as p,
+        Client(SimplexTransport(p.alice, 1, p.link)) as client,
+    ):
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("catalog", {"lines": 1})
+        error = caught.value.error
+        assert error.code == SERVICE_RPC_ERROR
+        assert error.message.startswith("conversation_required: ")
+        assert "via='chat'" in error.message and "--via chat" in error.message
+        assert error.data == {
+            "serviceRpcError": {
+                "code": "conversation_required",
+                "message": "tool 'catalog' needs a conversation: call it with /_call mcp",
             }
-            # The other tools still work.
-            assert text_of(await client.call_tool("availability", {"item": "tongs"})).startswith(
-                "7 "
-            )
-
-    run(main)
+        }
+        # The other tools still work.
+        assert text_of(await client.call_tool("availability", {"item": "tongs"})).startswith(
+            "7 "
+        )
 
 
 def test_signed_calls_reach_the_bot_with_the_right_signer_key() -> None:
@@ -260,20 +252,19 @@ def test_rate_limited_beyond_the_bound_is_the_calls_error() -> None:
     assert answered == ["server/discover", "tools/call"]
 
 
-def test_a_bot_that_does_not_serve_mcp_fails_the_connection_naming_the_code() -> None:
+@pytest.mark.anyio
+async def test_a_bot_that_does_not_serve_mcp_fails_the_connection_naming_the_code() -> None:
     """unsupported_protocol: the SDK's probe and its fallback handshake both get the
     envelope error, and entering the client raises it."""
 
-    async def main() -> None:
-        async with pair(lambda r: "echo", protocols=("echo",)) as p:
-            error = (await connect_error(SimplexTransport(p.alice, 1, p.link))).error
-            assert error.code == SERVICE_RPC_ERROR
-            assert error.message.startswith("unsupported_protocol")
-
-    run(main)
+    async with pair(lambda r: "echo", protocols=("echo",)) as p:
+        error = (await connect_error(SimplexTransport(p.alice, 1, p.link))).error
+        assert error.code == SERVICE_RPC_ERROR
+        assert error.message.startswith("unsupported_protocol")
 
 
-def test_an_answer_that_is_not_a_json_rpc_response_is_an_error() -> None:
+@pytest.mark.anyio
+async def test_an_answer_that_is_not_a_json_rpc_response_is_an_error() -> None:
     def garble(handler: Handler) -> Handler:
         async def garbled(request: ServiceRequest) -> Response:
             if request.request.request["method"] == "tools/call":
@@ -282,17 +273,15 @@ def test_an_answer_that_is_not_a_json_rpc_response_is_an_error() -> None:
 
         return garbled
 
-    async def main() -> None:
-        async with bot(wrap=garble) as p, Client(SimplexTransport(p.alice, 1, p.link)) as client:
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool("availability", {"item": "anvil"})
-            assert caught.value.error.code == -32603
-            assert "another request's id" in caught.value.error.message
-
-    run(main)
+    async with bot(wrap=garble) as p, Client(SimplexTransport(p.alice, 1, p.link)) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("availability", {"item": "anvil"})
+        assert caught.value.error.code == -32603
+        assert "another request's id" in caught.value.error.message
 
 
-def test_a_null_id_error_of_the_bot_is_the_requests_error_with_its_code_and_message() -> None:
+@pytest.mark.anyio
+async def test_a_null_id_error_of_the_bot_is_the_requests_error_with_its_code_and_message() -> None:
     """JSON-RPC 2.0: an error the server cannot tie to a request (a parse error) has a null
     id. A Service RPC round trip carries exactly one request, so the error is that request's:
     the caller sees the bot's code and message, not "another request's id"."""
@@ -306,61 +295,54 @@ def test_a_null_id_error_of_the_bot_is_the_requests_error_with_its_code_and_mess
 
         return answered
 
-    async def main() -> None:
-        async with (
-            bot(wrap=parse_error) as p,
-            Client(SimplexTransport(p.alice, 1, p.link)) as client,
-        ):
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool("availability", {"item": "anvil"})
-            assert caught.value.error.code == -32700
-            assert caught.value.error.message == "Parse error"
-
-    run(main)
+    async with (
+        bot(wrap=parse_error) as p,
+        Client(SimplexTransport(p.alice, 1, p.link)) as client,
+    ):
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("availability", {"item": "anvil"})
+        assert caught.value.error.code == -32700
+        assert caught.value.error.message == "Parse error"
 
 
-def test_a_core_failure_is_the_requests_error_without_the_key() -> None:
+@pytest.mark.anyio
+async def test_a_core_failure_is_the_requests_error_without_the_key() -> None:
     """The core refuses a target it cannot reach: the request fails with the SDK's
     CONNECTION_CLOSED, and the private key is nowhere in the error."""
     key = SigningKey.generate()
 
-    async def main() -> None:
-        async with pair(lambda r: "x", protocols=("mcp",)) as p:
-            transport = SimplexTransport(
-                p.alice, 1, "https://simplex.chat/contact#/?v=2&smp=unknown", sign_key=key
-            )
-            error = (await connect_error(transport)).error
-            assert error.code == CONNECTION_CLOSED
-            assert error.message.startswith("the chat core could not deliver the request")
-            for text in (error.message, repr(error.data), repr(transport)):
-                assert key.encode() not in text
-
-    run(main)
+    async with pair(lambda r: "x", protocols=("mcp",)) as p:
+        transport = SimplexTransport(
+            p.alice, 1, "https://simplex.chat/contact#/?v=2&smp=unknown", sign_key=key
+        )
+        error = (await connect_error(transport)).error
+        assert error.code == CONNECTION_CLOSED
+        assert error.message.startswith("the chat core could not deliver the request")
+        for text in (error.message, repr(error.data), repr(transport)):
+            assert key.encode() not in text
 
 
 # -- arguments ------------------------------------------------------------------------------
 
 
-def test_bad_arguments_are_clear_errors() -> None:
-    async def main() -> None:
-        async with pair(lambda r: "x") as p:
-            core: ChatCore = p.alice
-            with pytest.raises(ValueError, match="via: 'pigeon' is not one of rpc, chat, auto"):
-                SimplexTransport(core, 1, p.link, via="pigeon")  # type: ignore[arg-type]
-            with pytest.raises(SimplexRpcError, match="timeout: expected a positive"):
-                SimplexTransport(core, 1, p.link, timeout=0)
-            with pytest.raises(SimplexRpcError, match="max_retry_after"):
-                SimplexTransport(core, 1, p.link, max_retry_after=float("inf"))
-            with pytest.raises(SimplexRpcError, match="user_id"):
-                SimplexTransport(core, 0, p.link)
-            with pytest.raises(SimplexRpcError, match="target"):
-                SimplexTransport(core, 1, "two words")
-            with pytest.raises(TypeError, match="sign_key: expected a SigningKey"):
-                SimplexTransport(core, 1, p.link, sign_key=SigningKey.generate().encode())  # type: ignore[arg-type]
-            with pytest.raises(TypeError, match="core: expected a ChatCore"):
-                SimplexTransport("ws://x", 1, p.link)  # type: ignore[arg-type]
-            key = SigningKey.generate()
-            shown = repr(SimplexTransport(core, 1, p.link, sign_key=key))
-            assert key.encode() not in shown and "signed" in shown
-
-    run(main)
+@pytest.mark.anyio
+async def test_bad_arguments_are_clear_errors() -> None:
+    async with pair(lambda r: "x") as p:
+        core: ChatCore = p.alice
+        with pytest.raises(ValueError, match="via: 'pigeon' is not one of rpc, chat, auto"):
+            SimplexTransport(core, 1, p.link, via="pigeon")  # type: ignore[arg-type]
+        with pytest.raises(SimplexRpcError, match="timeout: expected a positive"):
+            SimplexTransport(core, 1, p.link, timeout=0)
+        with pytest.raises(SimplexRpcError, match="max_retry_after"):
+            SimplexTransport(core, 1, p.link, max_retry_after=float("inf"))
+        with pytest.raises(SimplexRpcError, match="user_id"):
+            SimplexTransport(core, 0, p.link)
+        with pytest.raises(SimplexRpcError, match="target"):
+            SimplexTransport(core, 1, "two words")
+        with pytest.raises(TypeError, match="sign_key: expected a SigningKey"):
+            SimplexTransport(core, 1, p.link, sign_key=SigningKey.generate().encode())  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="core: expected a ChatCore"):
+            SimplexTransport("ws://x", 1, p.link)  # type: ignore[arg-type]
+        key = SigningKey.generate()
+        shown = repr(SimplexTransport(core, 1, p.link, sign_key=key))
+        assert key.encode() not in shown and "signed" in shown

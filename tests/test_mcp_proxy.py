@@ -118,51 +118,45 @@ def run(main: Any) -> None:
     anyio.run(bounded)
 
 
-def test_a_2026_host_lists_and_calls_the_bots_tools(network: Network) -> None:
+@pytest.mark.anyio
+async def test_a_2026_host_lists_and_calls_the_bots_tools(network: Network) -> None:
     """The host speaks 2026-07-28 (server/discover, the _meta envelope)."""
 
-    async def main() -> None:
-        async with Client(proxy(network)) as host:
-            assert host.protocol_version == "2026-07-28"
-            tools = await host.list_tools()
-            assert [t.name for t in tools.tools] == ["availability", "catalog"]
-            assert tools.tools[0].description == "Items in stock"
-            result = await host.call_tool("availability", {"item": "anvil"})
-            assert text_of(result) == "12 anvils are in stock."
-
-    run(main)
+    async with Client(proxy(network)) as host:
+        assert host.protocol_version == "2026-07-28"
+        tools = await host.list_tools()
+        assert [t.name for t in tools.tools] == ["availability", "catalog"]
+        assert tools.tools[0].description == "Items in stock"
+        result = await host.call_tool("availability", {"item": "anvil"})
+        assert text_of(result) == "12 anvils are in stock."
 
 
-def test_an_older_host_with_the_initialize_handshake(network: Network) -> None:
+@pytest.mark.anyio
+async def test_an_older_host_with_the_initialize_handshake(network: Network) -> None:
     """A host of a revision before 2026-07-28 begins with initialize: the proxy's SDK
     server answers it, and its SDK client speaks 2026-07-28 to the bot."""
 
-    async def main() -> None:
-        async with Client(proxy(network), mode="legacy") as host:
-            assert host.protocol_version == "2025-11-25"
-            assert host.session.initialize_result is not None
-            tools = await host.list_tools()
-            assert [t.name for t in tools.tools] == ["availability", "catalog"]
-            result = await host.call_tool("availability", {"item": "tongs"})
-            assert text_of(result) == "7 tongss are in stock."
-
-    run(main)
+    async with Client(proxy(network), mode="legacy") as host:
+        assert host.protocol_version == "2025-11-25"
+        assert host.session.initialize_result is not None
+        tools = await host.list_tools()
+        assert [t.name for t in tools.tools] == ["availability", "catalog"]
+        result = await host.call_tool("availability", {"item": "tongs"})
+        assert text_of(result) == "7 tongss are in stock."
 
 
-def test_a_bot_error_reaches_the_host_as_an_mcp_error(network: Network) -> None:
+@pytest.mark.anyio
+async def test_a_bot_error_reaches_the_host_as_an_mcp_error(network: Network) -> None:
     """catalog needs a conversation: the host gets conversation_required as an MCP error
     of that call, and the proxy goes on serving."""
 
-    async def main() -> None:
-        async with Client(proxy(network)) as host:
-            with pytest.raises(MCPError) as caught:
-                await host.call_tool("catalog", {"lines": 1})
-            assert caught.value.error.code == SERVICE_RPC_ERROR
-            assert caught.value.error.message.startswith("conversation_required")
-            result = await host.call_tool("availability", {"item": "hammer"})
-            assert text_of(result) == "40 hammers are in stock."
-
-    run(main)
+    async with Client(proxy(network)) as host:
+        with pytest.raises(MCPError) as caught:
+            await host.call_tool("catalog", {"lines": 1})
+        assert caught.value.error.code == SERVICE_RPC_ERROR
+        assert caught.value.error.message.startswith("conversation_required")
+        result = await host.call_tool("availability", {"item": "hammer"})
+        assert text_of(result) == "40 hammers are in stock."
 
 
 def test_an_unreachable_bot_is_an_mcp_error_not_a_dead_pipe(
