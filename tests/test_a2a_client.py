@@ -27,7 +27,7 @@ from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import VersionNotSupportedError
 
 from _a2a import AnvilAgent, agent_card, card_for, make_bot, user_message
-from _support import Pair, pair, run
+from _support import Pair, pair
 from simplex_rpc import ErrorCode, Response, SigningKey, a2a
 from simplex_rpc.a2a import ServiceRpcError, register_client
 from simplex_rpc.adapter import ServiceRequest
@@ -58,7 +58,8 @@ async def one_shot(client: Any, text: str, **kwargs: Any) -> pb.StreamResponse:
 # -- one-shot SendMessage over Service RPC --------------------------------------------------
 
 
-def test_a_client_from_the_card_gets_a_completed_task_over_rpc() -> None:
+@pytest.mark.anyio
+async def test_a_client_from_the_card_gets_a_completed_task_over_rpc() -> None:
     """A client made from a card with the SimpleX interface sends SendMessage as one
     Service RPC request and gets the task in its state at the end of the work."""
     seen: list[dict[str, Any]] = []
@@ -70,27 +71,25 @@ def test_a_client_from_the_card_gets_a_completed_task_over_rpc() -> None:
 
         return recorded
 
-    async def main() -> None:
-        async with bot(record) as (p, agent):
-            factory = register_client(ClientConfig(streaming=False), p.alice, 1)
-            client = factory.create(card_for(p.link))
-            event = await one_shot(client, "quote")
-            assert event.task.status.state == pb.TASK_STATE_COMPLETED
-            assert event.task.artifacts[0].parts[0].text == "Two anvils to Lisbon: 240 EUR."
-            reply = await one_shot(client, "hello")
-            assert reply.message.parts[0].text == "Hello from Acme"
-            await client.close()
-            (headers, _) = agent.headers_seen
-            assert headers["a2a-version"] == "1.0"
-
-    run(main)
+    async with bot(record) as (p, agent):
+        factory = register_client(ClientConfig(streaming=False), p.alice, 1)
+        client = factory.create(card_for(p.link))
+        event = await one_shot(client, "quote")
+        assert event.task.status.state == pb.TASK_STATE_COMPLETED
+        assert event.task.artifacts[0].parts[0].text == "Two anvils to Lisbon: 240 EUR."
+        reply = await one_shot(client, "hello")
+        assert reply.message.parts[0].text == "Hello from Acme"
+        await client.close()
+        (headers, _) = agent.headers_seen
+        assert headers["a2a-version"] == "1.0"
     assert [m["method"] for m in seen] == ["SendMessage", "SendMessage"]
     for message in seen:
         # Every request MUST carry A2A-Version, in the member for protocols without headers.
         assert message["a2a-service-parameters"] == {"A2A-Version": "1.0"}
 
 
-def test_service_parameters_and_a_signed_caller() -> None:
+@pytest.mark.anyio
+async def test_service_parameters_and_a_signed_caller() -> None:
     """Service parameters of the call context go into a2a-service-parameters (A2A-Version
     first, always); a signed request reaches the bot with the signer's key."""
     key = SigningKey.generate()
@@ -103,19 +102,16 @@ def test_service_parameters_and_a_signed_caller() -> None:
 
         return recorded
 
-    async def main() -> None:
-        async with bot(record) as (p, agent):
-            config = ClientConfig(streaming=False)
-            factory = register_client(ClientFactory(config), p.alice, 1, sign_key=key)
-            client = factory.create(card_for(p.link))
-            context = ClientCallContext(service_parameters={"A2A-Extensions": "https://e/1"})
-            event = await one_shot(client, "quote", context=context)
-            assert event.task.status.state == pb.TASK_STATE_COMPLETED
-            (headers,) = agent.headers_seen
-            assert headers["a2a-version"] == "1.0"
-            assert headers["a2a-extensions"] == "https://e/1"
-
-    run(main)
+    async with bot(record) as (p, agent):
+        config = ClientConfig(streaming=False)
+        factory = register_client(ClientFactory(config), p.alice, 1, sign_key=key)
+        client = factory.create(card_for(p.link))
+        context = ClientCallContext(service_parameters={"A2A-Extensions": "https://e/1"})
+        event = await one_shot(client, "quote", context=context)
+        assert event.task.status.state == pb.TASK_STATE_COMPLETED
+        (headers,) = agent.headers_seen
+        assert headers["a2a-version"] == "1.0"
+        assert headers["a2a-extensions"] == "https://e/1"
     assert signers == [(key.public_key, key.public_key)]
 
 
@@ -167,7 +163,8 @@ async def test_follow_ups_and_streams_are_conversation_required_over_rpc() -> No
             ]
 
 
-def test_rate_limited_is_repeated_within_the_bound() -> None:
+@pytest.mark.anyio
+async def test_rate_limited_is_repeated_within_the_bound() -> None:
     answered: list[str] = []
 
     def limit_first(handler: Handler) -> Handler:
@@ -179,15 +176,12 @@ def test_rate_limited_is_repeated_within_the_bound() -> None:
 
         return limited
 
-    async def main() -> None:
-        async with bot(limit_first) as (p, _):
-            client = register_client(ClientConfig(streaming=False), p.alice, 1).create(
-                card_for(p.link)
-            )
-            event = await one_shot(client, "quote")
-            assert event.task.status.state == pb.TASK_STATE_COMPLETED
-
-    run(main)
+    async with bot(limit_first) as (p, _):
+        client = register_client(ClientConfig(streaming=False), p.alice, 1).create(
+            card_for(p.link)
+        )
+        event = await one_shot(client, "quote")
+        assert event.task.status.state == pb.TASK_STATE_COMPLETED
     assert answered == ["SendMessage", "SendMessage"]
 
 

@@ -143,7 +143,8 @@ def state_of(stream_response: dict[str, Any]) -> str | None:
 # -- Service RPC -------------------------------------------------------------------------------
 
 
-def test_a_one_shot_task_over_service_rpc_is_the_task_at_the_end_of_the_work(
+@pytest.mark.anyio
+async def test_a_one_shot_task_over_service_rpc_is_the_task_at_the_end_of_the_work(
     network: Network,
 ) -> None:
     """Service RPC: "The response is the task in its state at the end of the work"; the
@@ -157,10 +158,7 @@ def test_a_one_shot_task_over_service_rpc_is_the_task_at_the_end_of_the_work(
         "Content-Length": "0",  # HTTP framing: never the caller's to set
     }
 
-    async def main() -> Any:
-        return await rpc(network, request("SendMessage", user_message("quote"), **parameters))
-
-    response = run(main)
+    response = await rpc(network, request("SendMessage", user_message("quote"), **parameters))
     assert response.error is None, response.error
     answer = response.response
     task = answer["result"]["task"]
@@ -179,26 +177,22 @@ def test_a_one_shot_task_over_service_rpc_is_the_task_at_the_end_of_the_work(
     assert record["body"]["id"] != answer["id"]
 
 
-def test_a_stream_over_service_rpc_is_conversation_required(network: Network) -> None:
+@pytest.mark.anyio
+async def test_a_stream_over_service_rpc_is_conversation_required(network: Network) -> None:
     """The text: "Over Service RPC, both methods are answered with the envelope error
     conversation_required"."""
 
-    async def main() -> Any:
-        return await rpc(network, request("SendStreamingMessage", user_message("quote")))
-
-    response = run(main)
+    response = await rpc(network, request("SendStreamingMessage", user_message("quote")))
     assert response.error is not None and response.error.code == "conversation_required"
 
 
-def test_a_version_the_upstream_does_not_serve_is_refused(network: Network) -> None:
+@pytest.mark.anyio
+async def test_a_version_the_upstream_does_not_serve_is_refused(network: Network) -> None:
     """The text: "A bot answers a request of a version it does not serve with A2A's
     VersionNotSupportedError": the versions are the upstream's."""
     message = a2a.make_request("SendMessage", user_message("quote"), id=7, version="2.0")
 
-    async def main() -> Any:
-        return await rpc(network, message)
-
-    response = run(main)
+    response = await rpc(network, message)
     assert response.error is None
     assert response.response["error"]["code"] == a2a.VERSION_NOT_SUPPORTED
 
@@ -289,15 +283,13 @@ def test_the_declared_versions_are_the_served_versions(network: Network) -> None
 # -- conversations -----------------------------------------------------------------------------
 
 
-def test_a_stream_in_a_group_reaches_its_terminal_state_in_order(network: Network) -> None:
+@pytest.mark.anyio
+async def test_a_stream_in_a_group_reaches_its_terminal_state_in_order(network: Network) -> None:
     """The text: "Each StreamResponse is one reply ... Replies are sent in the order of the stream.
     The stream ends with the reply whose task or status update is in a terminal state"."""
     message = request("SendStreamingMessage", user_message("quote"))
 
-    async def main() -> Any:
-        return await chat(network, message, network.alice_group, member="bot")
-
-    answers = run(main)
+    answers = await chat(network, message, network.alice_group, member="bot")
     assert all(a["id"] == message["id"] for a in answers)
     events = [a["result"] for a in answers]
     states = [state_of(e) for e in events]
@@ -310,7 +302,8 @@ def test_a_stream_in_a_group_reaches_its_terminal_state_in_order(network: Networ
     assert len(contexts - {None}) == 1
 
 
-def test_another_members_context_and_task_are_unknown_to_them(network: Network) -> None:
+@pytest.mark.anyio
+async def test_another_members_context_and_task_are_unknown_to_them(network: Network) -> None:
     """The text: "A context and its tasks are available only to their caller ... in a group to the
     member who created them. A request that names the context or the task of another
     caller is answered as a request for an unknown task": carol gets exactly the answer a
@@ -318,82 +311,73 @@ def test_another_members_context_and_task_are_unknown_to_them(network: Network) 
     among referenceTaskIds, or a context nobody was given, is answered the same."""
     started = request("SendMessage", user_message("ask"))
 
-    async def main() -> Any:
-        (first,) = await chat(network, started, network.alice_group, member="bot")
-        task = first["result"]["task"]
-        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-        get = request("GetTask", {"id": task["id"]})
-        (own,) = await chat(network, get, network.alice_group, member="bot")
-        (carols,) = await chat(network, get, network.carol_group, core="carol", member="bot")
-        nobody = request("GetTask", {"id": str(uuid.uuid4())})
-        (unknown,) = await chat(network, nobody, network.carol_group, core="carol", member="bot")
-        follow_up = request(
-            "SendMessage", user_message("quote", contextId=task["contextId"], taskId=task["id"])
-        )
-        (continued,) = await chat(
-            network, follow_up, network.carol_group, core="carol", member="bot"
-        )
-        in_context = request("SendMessage", user_message("quote", contextId=task["contextId"]))
-        (joined,) = await chat(network, in_context, network.carol_group, core="carol", member="bot")
-        listed = request("ListTasks", {"contextId": task["contextId"]})
-        (listing,) = await chat(network, listed, network.carol_group, core="carol", member="bot")
-        referring = request("SendMessage", user_message("quote", referenceTaskIds=[task["id"]]))
-        (referred,) = await chat(
-            network, referring, network.carol_group, core="carol", member="bot"
-        )
-        invented = request("SendMessage", user_message("quote", contextId=str(uuid.uuid4())))
-        (nobodys,) = await chat(network, invented, network.carol_group, core="carol", member="bot")
-        return task, own, carols, unknown, [continued, joined, listing, referred, nobodys]
-
-    task, own, carols, unknown, others = run(main)
+    (first,) = await chat(network, started, network.alice_group, member="bot")
+    task = first["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    get = request("GetTask", {"id": task["id"]})
+    (own,) = await chat(network, get, network.alice_group, member="bot")
+    (carols,) = await chat(network, get, network.carol_group, core="carol", member="bot")
+    nobody = request("GetTask", {"id": str(uuid.uuid4())})
+    (unknown,) = await chat(network, nobody, network.carol_group, core="carol", member="bot")
+    follow_up = request(
+        "SendMessage", user_message("quote", contextId=task["contextId"], taskId=task["id"])
+    )
+    (continued,) = await chat(
+        network, follow_up, network.carol_group, core="carol", member="bot"
+    )
+    in_context = request("SendMessage", user_message("quote", contextId=task["contextId"]))
+    (joined,) = await chat(network, in_context, network.carol_group, core="carol", member="bot")
+    listed = request("ListTasks", {"contextId": task["contextId"]})
+    (listing,) = await chat(network, listed, network.carol_group, core="carol", member="bot")
+    referring = request("SendMessage", user_message("quote", referenceTaskIds=[task["id"]]))
+    (referred,) = await chat(
+        network, referring, network.carol_group, core="carol", member="bot"
+    )
+    invented = request("SendMessage", user_message("quote", contextId=str(uuid.uuid4())))
+    (nobodys,) = await chat(network, invented, network.carol_group, core="carol", member="bot")
+    others = [continued, joined, listing, referred, nobodys]
     assert own["result"]["id"] == task["id"]
     for refused in (carols, *others):
         assert refused["error"]["code"] == a2a.TASK_NOT_FOUND, refused
         assert refused["error"] == unknown["error"]
 
 
-def test_subscribe_to_task_follows_the_callers_own_task_only(network: Network) -> None:
+@pytest.mark.anyio
+async def test_subscribe_to_task_follows_the_callers_own_task_only(network: Network) -> None:
     """The text: "A caller that missed replies resumes the stream with SubscribeToTask": the
     task's events as replies, ending at its interrupted state; for another caller the
     task is unknown."""
     started = request("SendMessage", user_message("ask"))
 
-    async def main() -> Any:
-        (first,) = await chat(network, started, network.contact)
-        task = first["result"]["task"]
-        subscribe = request("SubscribeToTask", {"id": task["id"]})
-        own = await chat(network, subscribe, network.contact)
-        other = await chat(network, subscribe, network.carol_group, core="carol", member="bot")
-        return task, own, other
-
-    task, own, other = run(main)
+    (first,) = await chat(network, started, network.contact)
+    task = first["result"]["task"]
+    subscribe = request("SubscribeToTask", {"id": task["id"]})
+    own = await chat(network, subscribe, network.contact)
+    other = await chat(network, subscribe, network.carol_group, core="carol", member="bot")
     assert own[-1]["result"]["task"]["id"] == task["id"]
     assert state_of(own[-1]["result"]) == "TASK_STATE_INPUT_REQUIRED"
     (refused,) = other
     assert refused["error"]["code"] == a2a.TASK_NOT_FOUND
 
 
-def test_list_tasks_lists_only_the_callers_tasks(network: Network) -> None:
+@pytest.mark.anyio
+async def test_list_tasks_lists_only_the_callers_tasks(network: Network) -> None:
     """The upstream sees one client, the gateway: ListTasks gives each caller its own
     tasks, never another caller's (carol's in the group is not in alice's list)."""
 
-    async def main() -> Any:
-        mine_request = request("SendMessage", user_message("quote"))
-        (mine,) = await chat(network, mine_request, network.contact)
-        (carols,) = await chat(
-            network,
-            request("SendMessage", user_message("quote")),
-            network.carol_group,
-            core="carol",
-            member="bot",
-        )
-        (listing,) = await chat(network, request("ListTasks", {}), network.contact)
-        (carols_listing,) = await chat(
-            network, request("ListTasks", {}), network.carol_group, core="carol", member="bot"
-        )
-        return mine, carols, listing, carols_listing
-
-    mine, carols, listing, carols_listing = run(main)
+    mine_request = request("SendMessage", user_message("quote"))
+    (mine,) = await chat(network, mine_request, network.contact)
+    (carols,) = await chat(
+        network,
+        request("SendMessage", user_message("quote")),
+        network.carol_group,
+        core="carol",
+        member="bot",
+    )
+    (listing,) = await chat(network, request("ListTasks", {}), network.contact)
+    (carols_listing,) = await chat(
+        network, request("ListTasks", {}), network.carol_group, core="carol", member="bot"
+    )
     ids = {t["id"] for t in listing["result"].get("tasks", [])}
     carol_ids = {t["id"] for t in carols_listing["result"].get("tasks", [])}
     assert mine["result"]["task"]["id"] in ids
@@ -402,7 +386,8 @@ def test_list_tasks_lists_only_the_callers_tasks(network: Network) -> None:
     assert listing["result"]["totalSize"] == len(ids)
 
 
-def test_push_notification_methods_are_not_supported(network: Network) -> None:
+@pytest.mark.anyio
+async def test_push_notification_methods_are_not_supported(network: Network) -> None:
     """The text: "A bot answers the push notification methods with A2A's
     PushNotificationNotSupportedError"."""
     message = request(
@@ -410,22 +395,17 @@ def test_push_notification_methods_are_not_supported(network: Network) -> None:
         {"taskId": "t-1", "url": "https://example.com/hook"},
     )
 
-    async def main() -> Any:
-        return await chat(network, message, network.contact)
-
-    (answer,) = run(main)
+    (answer,) = await chat(network, message, network.contact)
     assert answer["error"]["code"] == a2a.PUSH_NOTIFICATION_NOT_SUPPORTED
 
 
-def test_the_card_is_the_upstreams_with_the_simplex_interface_added(network: Network) -> None:
+@pytest.mark.anyio
+async def test_the_card_is_the_upstreams_with_the_simplex_interface_added(network: Network) -> None:
     """The text: "A bot answers GetExtendedAgentCard with its Agent Card. For a caller without
     credentials, it is the public card": the upstream's card, with the SimpleX interface
     (agent_card_interface) added."""
 
-    async def main() -> Any:
-        return await chat(network, request("GetExtendedAgentCard", {}), network.contact)
-
-    (answer,) = run(main)
+    (answer,) = await chat(network, request("GetExtendedAgentCard", {}), network.contact)
     card = answer["result"]
     assert card["name"] == "Acme anvils"
     assert card["skills"][0]["id"] == "quote"

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from _support import Held, run
+from _support import Held
 from _waiting import until
 from simplex_rpc import Request, Response
 from simplex_rpc.adapter import ChatCore, ChatCoreTimeout, ServiceRequest, _transports
@@ -176,7 +176,8 @@ async def test_events_reach_their_consumer_whichever_pooled_connection_carries_t
         assert sim.stats.duplicate_responses == 0
 
 
-def test_two_chat_cores_on_one_core_a_request_the_other_takes_is_answered_not_lost(
+@pytest.mark.anyio
+async def test_two_chat_cores_on_one_core_a_request_the_other_takes_is_answered_not_lost(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Issue 28, item 2: with two clients on bob's core (bob serving, and a monitor that
@@ -185,34 +186,31 @@ def test_two_chat_cores_on_one_core_a_request_the_other_takes_is_answered_not_lo
     one-client-per-core rule; every requester gets an answer, none times out."""
     refused: list[Response] = []
 
-    async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("bob"), connections=1) as bob,
-            ChatCore.connect(sim.url_for("bob"), connections=1) as monitor,
-            ChatCore.connect(sim.url_for("alice"), connections=22) as alice,
-        ):
-            assert await bob.start(service_requests=True)
-            assert await alice.start(service_requests=False)
-            bob_link = (await bob.service_address(1)).link
-            with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
-                async with serving(bob, _echo):
-                    responses: list[Response] = await asyncio.gather(
-                        *(
-                            alice.service_request(1, bob_link, _request(n), timeout=20)
-                            for n in range(20)
-                        )
+    async with (
+        CoreSimulator() as sim,
+        ChatCore.connect(sim.url_for("bob"), connections=1) as bob,
+        ChatCore.connect(sim.url_for("bob"), connections=1) as monitor,
+        ChatCore.connect(sim.url_for("alice"), connections=22) as alice,
+    ):
+        assert await bob.start(service_requests=True)
+        assert await alice.start(service_requests=False)
+        bob_link = (await bob.service_address(1)).link
+        with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
+            async with serving(bob, _echo):
+                responses: list[Response] = await asyncio.gather(
+                    *(
+                        alice.service_request(1, bob_link, _request(n), timeout=20)
+                        for n in range(20)
                     )
-            await monitor.command("/user")
-            assert sim.stats.requester_timeouts == 0
-            answered = [r for r in responses if r.error is None]
-            refused.extend(r for r in responses if r.error is not None)
-            assert all(r.error.code == "rate_limited" for r in refused if r.error)
-            assert len(answered) + len(refused) == 20
-            # The simulator's core hands events to its connections in turn: both got some.
-            assert answered and refused
-
-    run(main)
+                )
+        await monitor.command("/user")
+        assert sim.stats.requester_timeouts == 0
+        answered = [r for r in responses if r.error is None]
+        refused.extend(r for r in responses if r.error is not None)
+        assert all(r.error.code == "rate_limited" for r in refused if r.error)
+        assert len(answered) + len(refused) == 20
+        # The simulator's core hands events to its connections in turn: both got some.
+        assert answered and refused
     lines = [r.getMessage() for r in caplog.records if "one client per core" in r.getMessage()]
     # One line each, for the first ten (then at every power of ten: a flood stays short).
     assert len(lines) == min(len(refused), 10), lines

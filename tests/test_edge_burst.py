@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 
 from _scripted_core import ScriptedCore, request_event
-from _support import run
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 
 ADAPTER_LOG = "simplex_rpc.adapter"
@@ -55,14 +54,16 @@ def counts(fake: ScriptedCore) -> tuple[Counter[str], int]:
     return codes, twice
 
 
-def test_a_burst_of_20000_requests_is_answered_exactly_once(
+@pytest.mark.time_limit(300)
+@pytest.mark.anyio
+async def test_a_burst_of_20000_requests_is_answered_exactly_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """20,000 requests as fast as the socket takes them, default serve options: every
     one answered exactly once (a success, or rate_limited with retryAfter), none
     counted as unanswered."""
 
-    async def main() -> None:
+    with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
         async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
             ready = asyncio.Event()
             serving = asyncio.create_task(core.serve(1, echo, protocols=["mcp"], ready=ready))
@@ -86,9 +87,6 @@ def test_a_burst_of_20000_requests_is_answered_exactly_once(
                     assert answer["error"]["retryAfter"] >= 1
                 else:
                     assert answer == {"response": {"n": n}}
-
-    with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
-        run(main, limit=300)
     summary = [r.getMessage() for r in caplog.records if "stopped serving" in r.getMessage()]
     assert summary and "0 not answered" in summary[-1], summary
 
@@ -119,7 +117,9 @@ async def test_a_burst_into_one_slot_and_no_queue_is_shed_not_lost() -> None:
         assert codes["rate_limited"] >= 1
 
 
-def test_a_burst_of_20000_through_the_core_model_with_a_per_command_cost() -> None:
+@pytest.mark.time_limit(600)
+@pytest.mark.anyio
+async def test_a_burst_of_20000_through_the_core_model_with_a_per_command_cost() -> None:
     """The same rule on the simulator that runs the chat core's connection model (issue
     28: one command at a time per connection, each event to one connection, a
     /_service_request holding its connection) with every command costing 0.1 ms:
@@ -134,39 +134,36 @@ def test_a_burst_of_20000_through_the_core_model_with_a_per_command_cost() -> No
 
     results: list[Any] = []
 
-    async def main() -> None:
-        async with (
-            CoreSimulator(command_delay=0.0001) as sim,
-            ChatCore.connect(sim.url_for("bob")) as bob,
-            ChatCore.connect(sim.url_for("alice"), connections=130) as alice,
-        ):
-            assert await bob.start(service_requests=True)
-            assert await alice.start(service_requests=False)
-            link = (await bob.service_address(1)).link
-            ready = asyncio.Event()
-            serving = asyncio.create_task(bob.serve(1, echo, protocols=["mcp"], ready=ready))
-            await ready.wait()
-            try:
-                results.extend(
-                    await asyncio.gather(
-                        *(
-                            alice.service_request(
-                                1, link, Request(protocol="mcp", request={"n": n})
-                            )
-                            for n in range(MODEL_BURST)
-                        ),
-                        return_exceptions=True,
-                    )
+    async with (
+        CoreSimulator(command_delay=0.0001) as sim,
+        ChatCore.connect(sim.url_for("bob")) as bob,
+        ChatCore.connect(sim.url_for("alice"), connections=130) as alice,
+    ):
+        assert await bob.start(service_requests=True)
+        assert await alice.start(service_requests=False)
+        link = (await bob.service_address(1)).link
+        ready = asyncio.Event()
+        serving = asyncio.create_task(bob.serve(1, echo, protocols=["mcp"], ready=ready))
+        await ready.wait()
+        try:
+            results.extend(
+                await asyncio.gather(
+                    *(
+                        alice.service_request(
+                            1, link, Request(protocol="mcp", request={"n": n})
+                        )
+                        for n in range(MODEL_BURST)
+                    ),
+                    return_exceptions=True,
                 )
-            finally:
-                serving.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await serving
-            assert sim.stats.requests == MODEL_BURST
-            assert sim.stats.responses == MODEL_BURST
-            assert sim.stats.duplicate_responses == 0 and sim.stats.requester_timeouts == 0
-
-    run(main, limit=600)
+            )
+        finally:
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving
+        assert sim.stats.requests == MODEL_BURST
+        assert sim.stats.responses == MODEL_BURST
+        assert sim.stats.duplicate_responses == 0 and sim.stats.requester_timeouts == 0
     failures = [r for r in results if isinstance(r, BaseException)]
     assert not failures, failures[:3]
     ok = sum(1 for n, r in enumerate(results) if r.error is None and r.response == {"n": n})

@@ -448,11 +448,11 @@ def test_notification_sink_failure_does_not_fail_the_request(bridge: McpBridge) 
 # -- through the adapter's responder and the core simulator --------------------------
 
 
-def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
+@pytest.mark.anyio
+async def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
     """bridge.rpc_handler is the responder's handler: signed and unsigned requests
     over the simulated core, and too_large for an oversized result."""
     from _support import pair
-    from _support import run as run_bounded
 
     key = SigningKey.generate()
     bridge = McpBridge(two_tools.build_server(), conversation_tools={"catalog"})
@@ -460,29 +460,22 @@ def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
         "tools/call", {"name": "availability", "arguments": {"item": "anvil"}}, id=1
     )
 
-    async def main() -> None:
-        async with bridge, pair(bridge.rpc_handler, protocols=("mcp",)) as p:
-            signed = await p.alice.service_request(
-                1, p.link, Request(protocol="mcp", request=call), timeout=10, sign_key=key
-            )
-            assert signed.ok
-            assert signed.response["result"]["content"][0]["text"] == "12 anvils are in stock."
-            marked = await p.alice.service_request(
-                1, p.link, Request(protocol="mcp", request=catalog_call(2)), timeout=10
-            )
-            assert marked.error is not None and marked.error.code == "conversation_required"
-
-    run_bounded(main)
+    async with bridge, pair(bridge.rpc_handler, protocols=("mcp",)) as p:
+        signed = await p.alice.service_request(
+            1, p.link, Request(protocol="mcp", request=call), timeout=10, sign_key=key
+        )
+        assert signed.ok
+        assert signed.response["result"]["content"][0]["text"] == "12 anvils are in stock."
+        marked = await p.alice.service_request(
+            1, p.link, Request(protocol="mcp", request=catalog_call(2)), timeout=10
+        )
+        assert marked.error is not None and marked.error.code == "conversation_required"
     unmarked = McpBridge(two_tools.build_server())
-
-    async def oversized() -> None:
-        async with pair(unmarked.rpc_handler, protocols=("mcp",)) as p:
-            big = await p.alice.service_request(
-                1, p.link, Request(protocol="mcp", request=catalog_call(3000)), timeout=10
-            )
-            assert big.error is not None and big.error.code == "too_large"
-
-    run_bounded(oversized)
+    async with pair(unmarked.rpc_handler, protocols=("mcp",)) as p:
+        big = await p.alice.service_request(
+            1, p.link, Request(protocol="mcp", request=catalog_call(3000)), timeout=10
+        )
+        assert big.error is not None and big.error.code == "too_large"
 
 
 # -- the documentation and the example run as written ----------------------------------

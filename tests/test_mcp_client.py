@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, ElicitRequestParams, ElicitResult, TextContent
 
 from _mcp import Handler, bot
-from _support import pair, run
+from _support import pair
 from simplex_rpc import ErrorCode, Response, SigningKey
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.errors import SimplexRpcError
@@ -109,7 +109,8 @@ async def test_resources_and_prompts_over_rpc() -> None:
         assert message.content.text == "Quote me a price for one anvil."
 
 
-def test_input_required_rounds_work_as_the_sdk_does_them() -> None:
+@pytest.mark.anyio
+async def test_input_required_rounds_work_as_the_sdk_does_them() -> None:
     """MCP 2026-07-28: a tool that needs the user's input answers input_required; the SDK
     asks its elicitation callback and repeats the call, each round one Service RPC request."""
     asked: list[str] = []
@@ -126,15 +127,12 @@ def test_input_required_rounds_work_as_the_sdk_does_them() -> None:
 
         return counted
 
-    async def main() -> None:
-        async with (
-            bot(wrap=count) as p,
-            Client(SimplexTransport(p.alice, 1, p.link), elicitation_callback=elicit) as client,
-        ):
-            result = await client.call_tool("deliver", {"item": "anvil"})
-            assert text_of(result) == "One anvil to Rua Augusta."
-
-    run(main)
+    async with (
+        bot(wrap=count) as p,
+        Client(SimplexTransport(p.alice, 1, p.link), elicitation_callback=elicit) as client,
+    ):
+        result = await client.call_tool("deliver", {"item": "anvil"})
+        assert text_of(result) == "One anvil to Rua Augusta."
     assert asked == ["Which street in Lisbon?"]
     # Two rounds of the call (the SDK also lists the tools, to check the result's schema).
     assert [method for method in rounds if method == "tools/call"] == ["tools/call"] * 2
@@ -170,7 +168,8 @@ async def test_a_tool_marked_for_conversation_is_conversation_required_over_rpc(
         )
 
 
-def test_signed_calls_reach_the_bot_with_the_right_signer_key() -> None:
+@pytest.mark.anyio
+async def test_signed_calls_reach_the_bot_with_the_right_signer_key() -> None:
     """Every request is signed with sign_key and names its public key in requestKey; the
     responder sees the verified signerKey."""
     key = SigningKey.generate()
@@ -184,22 +183,20 @@ def test_signed_calls_reach_the_bot_with_the_right_signer_key() -> None:
 
         return recorded
 
-    async def main() -> None:
-        async with (
-            bot(wrap=record) as p,
-            Client(SimplexTransport(p.alice, 1, p.link, sign_key=key)) as client,
-        ):
-            await client.list_tools()
-            await client.call_tool("availability", {"item": "anvil"})
-
-    run(main)
+    async with (
+        bot(wrap=record) as p,
+        Client(SimplexTransport(p.alice, 1, p.link, sign_key=key)) as client,
+    ):
+        await client.list_tools()
+        await client.call_tool("availability", {"item": "anvil"})
     assert [method for _, _, method in seen] == ["server/discover", "tools/list", "tools/call"]
     for signer, request_key, _ in seen:
         assert signer == key.public_key
         assert request_key == key.public_key
 
 
-def test_rate_limited_is_repeated_after_retry_after_within_the_bound() -> None:
+@pytest.mark.anyio
+async def test_rate_limited_is_repeated_after_retry_after_within_the_bound() -> None:
     """A requester repeats a request answered with retryAfter after that many seconds."""
     answered: list[str] = []
 
@@ -213,16 +210,14 @@ def test_rate_limited_is_repeated_after_retry_after_within_the_bound() -> None:
 
         return limited
 
-    async def main() -> None:
-        async with bot(wrap=limit_first) as p, Client(SimplexTransport(p.alice, 1, p.link)) as c:
-            result = await c.call_tool("availability", {"item": "hammer"})
-            assert text_of(result) == "40 hammers are in stock."
-
-    run(main)
+    async with bot(wrap=limit_first) as p, Client(SimplexTransport(p.alice, 1, p.link)) as c:
+        result = await c.call_tool("availability", {"item": "hammer"})
+        assert text_of(result) == "40 hammers are in stock."
     assert [method for method in answered if method == "tools/call"] == ["tools/call"] * 2
 
 
-def test_rate_limited_beyond_the_bound_is_the_calls_error() -> None:
+@pytest.mark.anyio
+async def test_rate_limited_beyond_the_bound_is_the_calls_error() -> None:
     """A wait longer than max_retry_after is not waited for: the call fails at once,
     naming rate_limited and retryAfter."""
     answered: list[str] = []
@@ -237,18 +232,15 @@ def test_rate_limited_beyond_the_bound_is_the_calls_error() -> None:
 
         return limited
 
-    async def main() -> None:
-        async with (
-            bot(wrap=always_limited) as p,
-            Client(SimplexTransport(p.alice, 1, p.link, max_retry_after=5)) as client,
-        ):
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool("availability", {"item": "anvil"})
-            message = caught.value.error.message
-            assert message.startswith("rate_limited: slow down (retryAfter 3600 s)")
-            assert "max_retry_after (5 s)" in message
-
-    run(main)
+    async with (
+        bot(wrap=always_limited) as p,
+        Client(SimplexTransport(p.alice, 1, p.link, max_retry_after=5)) as client,
+    ):
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("availability", {"item": "anvil"})
+        message = caught.value.error.message
+        assert message.startswith("rate_limited: slow down (retryAfter 3600 s)")
+        assert "max_retry_after (5 s)" in message
     assert answered == ["server/discover", "tools/call"]
 
 

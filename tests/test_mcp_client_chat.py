@@ -26,7 +26,6 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, TextContent
 
 from _mcp import two_tools
-from _support import run
 from simplex_rpc import Response
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.declarations import ProtocolDeclaration
@@ -121,7 +120,8 @@ async def test_mcp_client_lists_and_calls_tools_over_chat() -> None:
         assert s.rpc_requests == []  # nothing went over Service RPC
 
 
-def test_a_progress_notification_arrives_over_chat() -> None:
+@pytest.mark.anyio
+async def test_a_progress_notification_arrives_over_chat() -> None:
     """The bot's notifications/progress is a reply before the answer; the SDK gets it as a
     notification and calls the call's progress_callback, then the response ends the call."""
     progress: list[tuple[float, float | None, str | None]] = []
@@ -129,16 +129,13 @@ def test_a_progress_notification_arrives_over_chat() -> None:
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total, message))
 
-    async def main() -> None:
-        async with scene() as s:
-            transport = SimplexTransport(s.alice, 1, s.contact, via="chat", timeout=20)
-            async with Client(transport) as client:
-                result = await client.call_tool(
-                    "catalog", {"lines": 3}, progress_callback=on_progress
-                )
-                assert text_of(result) == "1. anvil\n2. hammer\n3. tongs"
-
-    run(main)
+    async with scene() as s:
+        transport = SimplexTransport(s.alice, 1, s.contact, via="chat", timeout=20)
+        async with Client(transport) as client:
+            result = await client.call_tool(
+                "catalog", {"lines": 3}, progress_callback=on_progress
+            )
+            assert text_of(result) == "1. anvil\n2. hammer\n3. tongs"
     assert progress == [(0.0, 3.0, "listing")]
 
 

@@ -159,7 +159,8 @@ async def test_a_bot_error_reaches_the_host_as_an_mcp_error(network: Network) ->
         assert text_of(result) == "40 hammers are in stock."
 
 
-def test_an_unreachable_bot_is_an_mcp_error_not_a_dead_pipe(
+@pytest.mark.anyio
+async def test_an_unreachable_bot_is_an_mcp_error_not_a_dead_pipe(
     network: Network, tmp_path: Path
 ) -> None:
     """Every request gets an MCP error naming the failure; the sign key (from @FILE) is in
@@ -170,19 +171,16 @@ def test_an_unreachable_bot_is_an_mcp_error_not_a_dead_pipe(
     key_file.chmod(0o600)  # a key file others can read is refused, as ssh does
     log_path = tmp_path / "proxy.log"
 
-    async def main() -> None:
-        params = proxy(network, "--verbose", "--sign-key", f"@{key_file}", target=UNKNOWN)
-        with log_path.open("w") as errlog:
-            async with Client(stdio_client(params, errlog=errlog)) as host:
-                for _ in range(2):
-                    with pytest.raises(MCPError) as caught:
-                        await host.list_tools()
-                    error = caught.value.error
-                    assert error.code == CONNECTION_CLOSED
-                    assert error.message.startswith("the SimpleX bot could not be reached")
-                    assert key.encode() not in error.message
-
-    run(main)
+    params = proxy(network, "--verbose", "--sign-key", f"@{key_file}", target=UNKNOWN)
+    with log_path.open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as host:
+            for _ in range(2):
+                with pytest.raises(MCPError) as caught:
+                    await host.list_tools()
+                error = caught.value.error
+                assert error.code == CONNECTION_CLOSED
+                assert error.message.startswith("the SimpleX bot could not be reached")
+                assert key.encode() not in error.message
     log = log_path.read_text()
     assert "could not be reached" in log
     assert key.encode() not in log

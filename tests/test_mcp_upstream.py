@@ -393,7 +393,8 @@ async def test_a_request_while_the_upstream_is_down_is_answered_at_once() -> Non
         assert response.error.code == "internal"
 
 
-def test_each_change_of_state_is_logged_once(
+@pytest.mark.anyio
+async def test_each_change_of_state_is_logged_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """ "The child is restarted with backoff, and each change of state is logged once": a
@@ -402,14 +403,11 @@ def test_each_change_of_state_is_logged_once(
     marks = tmp_path / "marks"
     code = f"open({str(marks)!r}, 'a').write('x\\n'); raise SystemExit(5)"
 
-    async def main() -> None:
-        async with Upstream.stdio(sys.executable, ["-c", code]):
-            await until(
-                lambda: marks.exists() and marks.read_text().count("x") >= 3,
-                "three attempts (after 0.5 s and 1 s of backoff)",
-            )
-
-    run(main)
+    async with Upstream.stdio(sys.executable, ["-c", code]):
+        await until(
+            lambda: marks.exists() and marks.read_text().count("x") >= 3,
+            "three attempts (after 0.5 s and 1 s of backoff)",
+        )
     stopped = [r for r in caplog.records if "stopped (" in r.getMessage()]
     assert len(stopped) == 1, [r.getMessage() for r in stopped]
 
@@ -431,20 +429,18 @@ async def test_no_child_runs_after_the_upstream_stops(tmp_path: Path) -> None:
     assert answer["error"]["code"] == INTERNAL_ERROR
 
 
-def test_the_childs_stderr_goes_to_the_log_bounded(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.anyio
+async def test_the_childs_stderr_goes_to_the_log_bounded(caplog: pytest.LogCaptureFixture) -> None:
     """ "The child's stderr goes to the log, bounded": at most 50 lines a minute, the rest
     counted in one line."""
     caplog.set_level(logging.INFO, logger="simplex_rpc")
 
-    async def main() -> None:
-        async with stdio() as up:
-            params = {"name": "noise", "arguments": {"lines": 120}}
-            answer = await up.handle(mcp_binding.make_request("tools/call", params, id=1))
-            assert answer["result"]["content"][0]["text"] == "noisy"
-            await until(lambda: "noise line 49" in caplog.text, "the child's stderr in the log")
-        await until(lambda: "lines of standard error dropped" in caplog.text, "the count")
-
-    run(main)
+    async with stdio() as up:
+        params = {"name": "noise", "arguments": {"lines": 120}}
+        answer = await up.handle(mcp_binding.make_request("tools/call", params, id=1))
+        assert answer["result"]["content"][0]["text"] == "noisy"
+        await until(lambda: "noise line 49" in caplog.text, "the child's stderr in the log")
+    await until(lambda: "lines of standard error dropped" in caplog.text, "the count")
     lines = [r.getMessage() for r in caplog.records if "stderr: noise line" in r.getMessage()]
     assert len(lines) == 50
     assert any("70 lines of standard error dropped" in r.getMessage() for r in caplog.records)
