@@ -9,10 +9,6 @@ compare the two backends in one process.
 The short summary folds skips by reason alone (``pytest_runtest_logreport``
 below): the pure-backend run of ``make test`` says "C backend unavailable"
 once, with the count, instead of once per test line (issue 22).
-
-Every ``@pytest.mark.anyio`` test is bounded in time (``pytest_pyfunc_call``
-below): a hung one fails after 60 s, or after ``@pytest.mark.time_limit(N)``
-seconds, with an AssertionError naming the test, instead of hanging the run.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,42 +57,38 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+#: Every async test's time limit, in seconds, unless ``@pytest.mark.time_limit(N)`` gives
+#: more: a hang fails the test with anyio's TimeoutError instead of stalling the run.
+ASYNC_TEST_LIMIT = 60.0
+
+
+def _limited(test: Callable[..., Awaitable[Any]], seconds: float) -> Callable[..., Any]:
+    @functools.wraps(test)
+    async def limited(**kwargs: Any) -> None:
+        with anyio.fail_after(seconds):
+            await test(**kwargs)
+
+    return limited
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put each ``@pytest.mark.anyio`` test under a time limit (anyio's plugin calls
+    ``item.obj``, so the limit is a wrapper around it; fixtures are resolved from the
+    wrapped signature, which ``functools.wraps`` keeps)."""
+    for item in items:
+        if not isinstance(item, pytest.Function) or item.get_closest_marker("anyio") is None:
+            continue
+        if not inspect.iscoroutinefunction(item.obj):
+            continue
+        marker = item.get_closest_marker("time_limit")
+        seconds = float(marker.args[0]) if marker is not None else ASYNC_TEST_LIMIT
+        item.obj = _limited(item.obj, seconds)
+
+
 @pytest.fixture(scope="session")
 def ad() -> bytes:
     """A 112-byte AD, the shape of the agent's: two X448 keys, sender's first."""
     return bytes(range(56)) + bytes(range(100, 156))
-
-
-#: How long an async test may run unless ``@pytest.mark.time_limit(N)`` says otherwise.
-TIME_LIMIT = 60.0
-
-
-def _bounded(
-    test: Callable[..., Coroutine[Any, Any, Any]], limit: float, name: str
-) -> Callable[..., Coroutine[Any, Any, Any]]:
-    """``test`` cancelled after ``limit`` seconds, failing with a message that says so."""
-
-    @functools.wraps(test)
-    async def bounded(*args: Any, **kwargs: Any) -> Any:
-        with anyio.move_on_after(limit) as scope:
-            return await test(*args, **kwargs)
-        if scope.cancelled_caught:
-            raise AssertionError(f"{name}: not finished within {limit} s (a hung test?)")
-        return None
-
-    return bounded
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> None:
-    """Bound each ``@pytest.mark.anyio`` test in time, then let anyio's plugin run it."""
-    if pyfuncitem.get_closest_marker("anyio") is None:
-        return
-    if not inspect.iscoroutinefunction(pyfuncitem.obj):
-        return
-    marker = pyfuncitem.get_closest_marker("time_limit")
-    limit = float(marker.args[0]) if marker is not None else TIME_LIMIT
-    pyfuncitem.obj = _bounded(pyfuncitem.obj, limit, pyfuncitem.nodeid)
 
 
 _CONFTEST = str(Path(__file__).resolve())

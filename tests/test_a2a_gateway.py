@@ -202,12 +202,12 @@ def test_a_task_not_finished_in_time_over_service_rpc_is_conversation_required(
 ) -> None:
     """The text: "A bot that cannot finish the task within 180 seconds answers with the
     envelope error conversation_required": the gateway's deadline is below the handler's
-    (--deadline 3 here, so the test is short), and the answer arrives before it."""
+    (--deadline 1 here, so the test is short), and the answer arrives before it."""
     upstream, upstream_url = start_upstream()
     bot = subprocess.Popen(
         [
             *(PY, "-m", "simplex_rpc", "serve", "--core", f"{network.url}/frank"),
-            *("--a2a-url", upstream_url, "--address", "--deadline", "3"),
+            *("--a2a-url", upstream_url, "--address", "--deadline", "1"),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from a2a.client import ClientConfig
 
-from _support import run
 from simplex_rpc import Request
 from simplex_rpc.a2a import register_client
 from simplex_rpc.adapter import ChatCore, IncomingCall, RateLimit, ReplySink
@@ -72,28 +71,24 @@ def test_a_chat_ref_is_text(value: object) -> None:
         check_chat_ref(value, "chat")
 
 
-def test_call_takes_every_int64_chat_id_and_refuses_one_past_it() -> None:
+@pytest.mark.anyio
+async def test_call_takes_every_int64_chat_id_and_refuses_one_past_it() -> None:
     """call() and both SDK clients share the one rule: @2**63 is refused everywhere,
     and a 19-digit id below it gets past the check to the core."""
 
-    async def main() -> None:
-        async with core() as (_sim, bot):
-            with pytest.raises(SimplexRpcError, match="chat: expected a ChatRef"):
-                await bot.call(f"@{2**63}", "mcp", PING, wait=1)
-            with pytest.raises(ChatCoreError) as caught:  # past the check: the core answers
-                await bot.call("@1000000000000000000", "mcp", PING, wait=1)
-            assert "ChatRef" not in str(caught.value)
-            with pytest.raises(SimplexRpcError, match="expected a ChatRef"):
-                SimplexTransport(bot, 1, f"@{2**63}", via="chat")
-            assert SimplexTransport(bot, 1, f"@{LARGEST_ID}", via="chat").target == (
-                f"@{LARGEST_ID}"
-            )
-            link = (await bot.service_address(1)).link
-            with pytest.raises(SimplexRpcError, match="expected a ChatRef"):
-                register_client(ClientConfig(), bot, 1, chats={link: f"@{2**63}"})
-            register_client(ClientConfig(), bot, 1, chats={link: f"@{LARGEST_ID}"})
-
-    run(main)
+    async with core() as (_sim, bot):
+        with pytest.raises(SimplexRpcError, match="chat: expected a ChatRef"):
+            await bot.call(f"@{2**63}", "mcp", PING, wait=1)
+        with pytest.raises(ChatCoreError) as caught:  # past the check: the core answers
+            await bot.call("@1000000000000000000", "mcp", PING, wait=1)
+        assert "ChatRef" not in str(caught.value)
+        with pytest.raises(SimplexRpcError, match="expected a ChatRef"):
+            SimplexTransport(bot, 1, f"@{2**63}", via="chat")
+        assert SimplexTransport(bot, 1, f"@{LARGEST_ID}", via="chat").target == (f"@{LARGEST_ID}")
+        link = (await bot.service_address(1)).link
+        with pytest.raises(SimplexRpcError, match="expected a ChatRef"):
+            register_client(ClientConfig(), bot, 1, chats={link: f"@{2**63}"})
+        register_client(ClientConfig(), bot, 1, chats={link: f"@{LARGEST_ID}"})
 
 
 # -- one seconds rule ------------------------------------------------------------------
@@ -103,100 +98,86 @@ BAD_SECONDS = [True, 0, -1, math.nan, math.inf, "5"]
 
 
 @pytest.mark.parametrize("seconds", BAD_SECONDS)
-def test_handler_timeout_of_serve_is_a_positive_finite_number_of_seconds(seconds: Any) -> None:
-    async def main() -> None:
-        async with core() as (_sim, bot):
-            with pytest.raises(SimplexRpcError, match=r"^handler_timeout: expected a"):
-                await bot.serve(1, _ok, protocols=["mcp"], handler_timeout=seconds)
-
-    run(main)
+@pytest.mark.anyio
+async def test_handler_timeout_of_serve_is_a_positive_finite_number_of_seconds(
+    seconds: Any,
+) -> None:
+    async with core() as (_sim, bot):
+        with pytest.raises(SimplexRpcError, match=r"^handler_timeout: expected a"):
+            await bot.serve(1, _ok, protocols=["mcp"], handler_timeout=seconds)
 
 
 @pytest.mark.parametrize("seconds", BAD_SECONDS)
-def test_handler_timeout_of_serve_calls_is_a_positive_finite_number_of_seconds(
+@pytest.mark.anyio
+async def test_handler_timeout_of_serve_calls_is_a_positive_finite_number_of_seconds(
     seconds: Any,
 ) -> None:
     """serve_calls took True as 1 s and inf as no limit: the same rule as serve now."""
 
-    async def main() -> None:
-        async with core() as (_sim, bot):
-            with pytest.raises(SimplexRpcError, match=r"^handler_timeout: expected a"):
-                await bot.serve_calls(1, {"mcp": _handler}, handler_timeout=seconds)
-
-    run(main)
+    async with core() as (_sim, bot):
+        with pytest.raises(SimplexRpcError, match=r"^handler_timeout: expected a"):
+            await bot.serve_calls(1, {"mcp": _handler}, handler_timeout=seconds)
 
 
 @pytest.mark.parametrize("seconds", BAD_SECONDS)
-def test_wait_of_call_is_a_positive_finite_number_of_seconds(seconds: Any) -> None:
-    async def main() -> None:
-        async with core() as (_sim, bot):
-            with pytest.raises(SimplexRpcError, match=r"^wait: expected a"):
-                await bot.call("@1", "mcp", PING, wait=seconds)
-
-    run(main)
+@pytest.mark.anyio
+async def test_wait_of_call_is_a_positive_finite_number_of_seconds(seconds: Any) -> None:
+    async with core() as (_sim, bot):
+        with pytest.raises(SimplexRpcError, match=r"^wait: expected a"):
+            await bot.call("@1", "mcp", PING, wait=seconds)
 
 
 @pytest.mark.parametrize("seconds", BAD_SECONDS)
-def test_timeout_of_command_is_an_argument_error_not_a_core_timeout(seconds: Any) -> None:
+@pytest.mark.anyio
+async def test_timeout_of_command_is_an_argument_error_not_a_core_timeout(seconds: Any) -> None:
     """command(timeout=-1) is a wrong argument, not "the core did not answer within -1 s"."""
 
-    async def main() -> None:
-        async with core() as (_sim, bot):
-            with pytest.raises(SimplexRpcError, match=r"^timeout: expected a") as caught:
-                await bot.command("/user", timeout=seconds)
-            assert not isinstance(caught.value, ChatCoreError)
-            assert (await bot.command("/user", timeout=None))["type"] == "activeUser"
-
-    run(main)
+    async with core() as (_sim, bot):
+        with pytest.raises(SimplexRpcError, match=r"^timeout: expected a") as caught:
+            await bot.command("/user", timeout=seconds)
+        assert not isinstance(caught.value, ChatCoreError)
+        assert (await bot.command("/user", timeout=None))["type"] == "activeUser"
 
 
 @pytest.mark.parametrize("seconds", [True, 0, -1, math.nan, math.inf, "60"])
-def test_max_retry_after_is_checked_before_the_request_is_sent(seconds: Any) -> None:
-    async def main() -> None:
-        async with core() as (sim, bot):
-            link = (await bot.service_address(1)).link
-            request = Request(protocol="mcp", request=PING)
-            with pytest.raises(SimplexRpcError, match=r"^max_retry_after: expected a"):
-                await bot.service_request(1, link, request, max_retry_after=seconds)
-            assert sim.stats.requests == 0
-
-    run(main)
+@pytest.mark.anyio
+async def test_max_retry_after_is_checked_before_the_request_is_sent(seconds: Any) -> None:
+    async with core() as (sim, bot):
+        link = (await bot.service_address(1)).link
+        request = Request(protocol="mcp", request=PING)
+        with pytest.raises(SimplexRpcError, match=r"^max_retry_after: expected a"):
+            await bot.service_request(1, link, request, max_retry_after=seconds)
+        assert sim.stats.requests == 0
 
 
 # -- serve's other arguments -------------------------------------------------------------
 
 
 @pytest.mark.parametrize("rate_limit", [5, 2.5, "10/s", {"rate": 1}])
-def test_rate_limit_of_serve_is_a_rate_limit_or_none(rate_limit: Any) -> None:
-    async def main() -> None:
-        async with core() as (_sim, bot):
-            with pytest.raises(SimplexRpcError, match=r"^rate_limit: expected a RateLimit"):
-                await bot.serve(1, _ok, protocols=["mcp"], rate_limit=rate_limit)
-
-    run(main)
+@pytest.mark.anyio
+async def test_rate_limit_of_serve_is_a_rate_limit_or_none(rate_limit: Any) -> None:
+    async with core() as (_sim, bot):
+        with pytest.raises(SimplexRpcError, match=r"^rate_limit: expected a RateLimit"):
+            await bot.serve(1, _ok, protocols=["mcp"], rate_limit=rate_limit)
 
 
 @pytest.mark.parametrize("served", [5, None, "2025-06-18", b"1.0"])
-def test_each_versions_entry_of_serve_is_a_collection_of_versions(served: Any) -> None:
-    async def main() -> None:
-        async with core() as (_sim, bot):
-            with pytest.raises(SimplexRpcError, match=r"^versions\['mcp'\]: expected a collection"):
-                await bot.serve(1, _ok, protocols=["mcp"], versions={"mcp": served})
-
-    run(main)
+@pytest.mark.anyio
+async def test_each_versions_entry_of_serve_is_a_collection_of_versions(served: Any) -> None:
+    async with core() as (_sim, bot):
+        with pytest.raises(SimplexRpcError, match=r"^versions\['mcp'\]: expected a collection"):
+            await bot.serve(1, _ok, protocols=["mcp"], versions={"mcp": served})
 
 
-def test_a_rate_limit_is_still_taken() -> None:
+@pytest.mark.anyio
+async def test_a_rate_limit_is_still_taken() -> None:
     """The check refuses what is not a RateLimit, nothing else."""
 
-    async def main() -> None:
-        async with core() as (_sim, bot):
-            with pytest.raises(SimplexRpcError, match=r"^grace"):  # the next check: it got there
-                await bot.serve(
-                    1, _ok, protocols=["mcp"], rate_limit=RateLimit(requests=10, per=1.0), grace=-1
-                )
-
-    run(main)
+    async with core() as (_sim, bot):
+        with pytest.raises(SimplexRpcError, match=r"^grace"):  # the next check: it got there
+            await bot.serve(
+                1, _ok, protocols=["mcp"], rate_limit=RateLimit(requests=10, per=1.0), grace=-1
+            )
 
 
 # -- command JSON ---------------------------------------------------------------------

@@ -18,50 +18,46 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from _support import background_serve, run
+from _support import background_serve
 from simplex_rpc import Request, Response
 from simplex_rpc.adapter import ChatCore, ChatCoreClosed, LibsimplexHandle, ServiceRequest
 from simplex_rpc.errors import ChatCoreError
 from simplex_rpc.testing import CoreSimulator
 
 
-def test_round_trip_with_a_native_responder_and_requester() -> None:
+@pytest.mark.anyio
+async def test_round_trip_with_a_native_responder_and_requester() -> None:
     """Service RPC over the native API: the responder and the requester each on a handle."""
     key = sx.SigningKey.generate()
 
     def handler(request: ServiceRequest) -> Any:
         return {"echo": request.request.request, "signed": request.signer == key.public_key}
 
-    async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.native(sim.native_handle("bob"), poll_us=20_000) as bob,
-            ChatCore.native(sim.native_handle("alice"), poll_us=20_000) as alice,
-        ):
-            assert await bob.start(service_requests=True)
-            link = (await bob.service_address(1)).link
-            await alice.start(service_requests=False)
-            async with background_serve(bob, handler, protocols=["mcp"]):
-                signed = await alice.service_request(
-                    1, link, Request(protocol="mcp", request=[1]), sign_key=key, timeout=5
+    async with (
+        CoreSimulator() as sim,
+        ChatCore.native(sim.native_handle("bob"), poll_us=20_000) as bob,
+        ChatCore.native(sim.native_handle("alice"), poll_us=20_000) as alice,
+    ):
+        assert await bob.start(service_requests=True)
+        link = (await bob.service_address(1)).link
+        await alice.start(service_requests=False)
+        async with background_serve(bob, handler, protocols=["mcp"]):
+            signed = await alice.service_request(
+                1, link, Request(protocol="mcp", request=[1]), sign_key=key, timeout=5
+            )
+            unsigned = await alice.service_request(1, link, Request(protocol="mcp", request=[2]))
+            assert signed == Response.success({"echo": [1], "signed": True})
+            assert unsigned == Response.success({"echo": [2], "signed": False})
+            many = await asyncio.gather(
+                *(
+                    alice.service_request(1, link, Request(protocol="mcp", request=n))
+                    for n in range(30)
                 )
-                unsigned = await alice.service_request(
-                    1, link, Request(protocol="mcp", request=[2])
-                )
-                assert signed == Response.success({"echo": [1], "signed": True})
-                assert unsigned == Response.success({"echo": [2], "signed": False})
-                many = await asyncio.gather(
-                    *(
-                        alice.service_request(1, link, Request(protocol="mcp", request=n))
-                        for n in range(30)
-                    )
-                )
-                assert [r.response["echo"] for r in many] == list(range(30))
-                with pytest.raises(ChatCoreError) as info:
-                    await alice.command("/_show_address 1")
-                assert info.value.type_path == "errorStore/userContactLinkNotFound"
-
-    run(main)
+            )
+            assert [r.response["echo"] for r in many] == list(range(30))
+            with pytest.raises(ChatCoreError) as info:
+                await alice.command("/_show_address 1")
+            assert info.value.type_path == "errorStore/userContactLinkNotFound"
 
 
 class ScriptedHandle:
@@ -98,7 +94,8 @@ class ScriptedHandle:
         self.closed = True
 
 
-def test_native_results_and_errors() -> None:
+@pytest.mark.anyio
+async def test_native_results_and_errors() -> None:
     handle = ScriptedHandle(
         {
             "/ok": json.dumps({"result": {"type": "cmdOk"}}),
@@ -108,24 +105,22 @@ def test_native_results_and_errors() -> None:
         }
     )
 
-    async def main() -> None:
-        async with ChatCore.native(handle, poll_us=1000) as core:
-            assert await core.command("/ok") == {"type": "cmdOk"}
-            with pytest.raises(ChatCoreError) as info:
-                await core.command("/err")
-            assert info.value.chat_error == {"type": "error", "errorType": {"type": "noActiveUser"}}
-            with pytest.raises(ChatCoreError, match="invalid chat_send_cmd result"):
-                await core.command("/junk")
-            with pytest.raises(ChatCoreError, match="OSError"):
-                await core.command("/raise")
-        assert handle.closed
-        with pytest.raises(ChatCoreClosed):
-            await core.command("/ok")
-
-    run(main)
+    async with ChatCore.native(handle, poll_us=1000) as core:
+        assert await core.command("/ok") == {"type": "cmdOk"}
+        with pytest.raises(ChatCoreError) as info:
+            await core.command("/err")
+        assert info.value.chat_error == {"type": "error", "errorType": {"type": "noActiveUser"}}
+        with pytest.raises(ChatCoreError, match="invalid chat_send_cmd result"):
+            await core.command("/junk")
+        with pytest.raises(ChatCoreError, match="OSError"):
+            await core.command("/raise")
+    assert handle.closed
+    with pytest.raises(ChatCoreClosed):
+        await core.command("/ok")
 
 
-def test_native_events_and_event_errors() -> None:
+@pytest.mark.anyio
+async def test_native_events_and_event_errors() -> None:
     handle = ScriptedHandle(
         {},
         [
@@ -137,34 +132,29 @@ def test_native_events_and_event_errors() -> None:
         ],
     )
 
-    async def main() -> None:
-        async with ChatCore.native(handle, poll_us=1000) as core:
-            stream = core.events()
-            handle.gate.set()
-            types = []
-            async for event in stream:
-                types.append(event["type"])
-                if event["type"] == "last":
-                    break
-            # An error result is the ChatError event; invalid results are dropped.
-            assert types == ["contactConnected", "chatError", "last"]
-
-    run(main)
+    async with ChatCore.native(handle, poll_us=1000) as core:
+        stream = core.events()
+        handle.gate.set()
+        types = []
+        async for event in stream:
+            types.append(event["type"])
+            if event["type"] == "last":
+                break
+        # An error result is the ChatError event; invalid results are dropped.
+        assert types == ["contactConnected", "chatError", "last"]
 
 
-def test_a_failing_receive_loses_the_connection() -> None:
+@pytest.mark.anyio
+async def test_a_failing_receive_loses_the_connection() -> None:
     handle = ScriptedHandle({}, ["raise"])
 
-    async def main() -> None:
-        async with ChatCore.native(handle, poll_us=1000) as core:
-            stream = core.events()
-            handle.gate.set()
-            with pytest.raises(ChatCoreClosed, match="chat_recv_msg_wait"):
-                async for _ in stream:
-                    pass
-            assert core.closed
-
-    run(main)
+    async with ChatCore.native(handle, poll_us=1000) as core:
+        stream = core.events()
+        handle.gate.set()
+        with pytest.raises(ChatCoreClosed, match="chat_recv_msg_wait"):
+            async for _ in stream:
+                pass
+        assert core.closed
 
 
 # -- LibsimplexHandle's C glue, over a fake library ----------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from _support import pair, run
+from _support import pair
 from simplex_rpc import Request
 from simplex_rpc._wire.redact import REDACTED, RedactingLogger, redact, redact_tree, show
 from simplex_rpc.adapter import ChatCore, ChatCoreTimeout, ServiceRequest
@@ -43,14 +43,15 @@ def assert_clean(texts: list[str], key: sx.SigningKey) -> None:
             assert form not in text, f"key material {form[:6]}... leaked in {text[:80]!r}"
 
 
-def test_a_full_run_logs_no_key_material(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.anyio
+async def test_a_full_run_logs_no_key_material(caplog: pytest.LogCaptureFixture) -> None:
     key = sx.SigningKey.generate()
     errors: list[str] = []
 
     def handler(request: ServiceRequest) -> Any:
         return {"ok": True}
 
-    async def main() -> None:
+    with caplog.at_level(logging.DEBUG):
         async with pair(handler) as p:
             request = Request(protocol="mcp", request={"q": 1}, request_key=key.public_key)
             assert (await p.alice.service_request(1, p.link, request, sign_key=key)).ok
@@ -65,9 +66,6 @@ def test_a_full_run_logs_no_key_material(caplog: pytest.LogCaptureFixture) -> No
                 await p.alice.command(cmd)
             errors.extend([str(info.value), str(info.value.chat_error)])
             errors.append(repr(p.alice))
-
-    with caplog.at_level(logging.DEBUG):
-        run(main)
     texts = [caplog.text, *(r.getMessage() for r in caplog.records), *errors]
     assert_clean(texts, key)
     # Not vacuous: the commands and the library's frames were logged, redacted.
@@ -76,25 +74,23 @@ def test_a_full_run_logs_no_key_material(caplog: pytest.LogCaptureFixture) -> No
     assert any(r.name == "websockets.server" and "TEXT" in r.getMessage() for r in caplog.records)
 
 
-def test_timeouts_and_reprs_carry_no_key() -> None:
+@pytest.mark.anyio
+async def test_timeouts_and_reprs_carry_no_key() -> None:
     key = sx.SigningKey.generate()
 
-    async def main() -> None:
-        async with CoreSimulator() as sim:
-            url = f"ws://user:hunter2@127.0.0.1:{sim.port}/alice"
-            async with ChatCore.connect(url) as core:
-                assert "hunter2" not in repr(core)
-                # A microsecond: the simulator answers after a round trip, always later
-                # (0 is not a timeout but a wrong argument).
-                with pytest.raises(ChatCoreTimeout) as info:
-                    await core.command(
-                        f"/_service_request 1 {sim.url} sign_key={key.encode()} {{}}",
-                        timeout=1e-6,
-                    )
-                assert_clean([str(info.value), repr(info.value)], key)
-                assert "hunter2" not in str(info.value)
-
-    run(main)
+    async with CoreSimulator() as sim:
+        url = f"ws://user:hunter2@127.0.0.1:{sim.port}/alice"
+        async with ChatCore.connect(url) as core:
+            assert "hunter2" not in repr(core)
+            # A microsecond: the simulator answers after a round trip, always later
+            # (0 is not a timeout but a wrong argument).
+            with pytest.raises(ChatCoreTimeout) as info:
+                await core.command(
+                    f"/_service_request 1 {sim.url} sign_key={key.encode()} {{}}",
+                    timeout=1e-6,
+                )
+            assert_clean([str(info.value), repr(info.value)], key)
+            assert "hunter2" not in str(info.value)
 
 
 def test_redact_removes_every_form() -> None:

@@ -28,7 +28,6 @@ from _support import (
     background_serve,
     fake_serving,
     pair,
-    run,
     service_request_event,
 )
 from _waiting import until
@@ -62,83 +61,76 @@ async def ask_raw(p: Any, request: Request, sign_key: sx.SigningKey | None = Non
     return Response.parse(json.dumps(answer["responseData"]))
 
 
-def test_request_key_must_match_the_verified_signer() -> None:
+@pytest.mark.anyio
+async def test_request_key_must_match_the_verified_signer() -> None:
     """A responder MUST answer bad_request to a request whose requestKey differs from
     signerKey, and to an unsigned request with requestKey."""
     signer, other = sx.SigningKey.generate(), sx.SigningKey.generate()
 
-    async def main() -> None:
-        async with pair(ok) as p:
-            named = Request(protocol="mcp", request=1, request_key=other.public_key)
-            response = await ask_raw(p, named, sign_key=signer)
-            assert code(response) == "bad_request"
-            assert response.error is not None and "differs" in (response.error.message or "")
-            response = await ask_raw(p, named)
-            assert code(response) == "bad_request"
-            assert response.error is not None and "unsigned" in (response.error.message or "")
-            response = await ask(p, named, sign_key=other)
-            assert response.ok
-
-    run(main)
+    async with pair(ok) as p:
+        named = Request(protocol="mcp", request=1, request_key=other.public_key)
+        response = await ask_raw(p, named, sign_key=signer)
+        assert code(response) == "bad_request"
+        assert response.error is not None and "differs" in (response.error.message or "")
+        response = await ask_raw(p, named)
+        assert code(response) == "bad_request"
+        assert response.error is not None and "unsigned" in (response.error.message or "")
+        response = await ask(p, named, sign_key=other)
+        assert response.ok
 
 
-def test_requester_refuses_a_request_key_it_does_not_sign_with() -> None:
+@pytest.mark.anyio
+async def test_requester_refuses_a_request_key_it_does_not_sign_with() -> None:
     """A request with requestKey MUST be signed with that key: the requester refuses
     before sending (no request reaches the core)."""
     signer, other = sx.SigningKey.generate(), sx.SigningKey.generate()
 
-    async def main() -> None:
-        async with pair(ok) as p:
-            named = Request(protocol="mcp", request=1, request_key=other.public_key)
-            for kwargs in ({"sign_key": signer}, {}):
-                with pytest.raises(SimplexRpcError, match="requestKey") as info:
-                    await ask(p, named, **kwargs)
-                assert signer.encode() not in str(info.value)
-            assert p.sim.stats.requests == 0
-
-    run(main)
+    async with pair(ok) as p:
+        named = Request(protocol="mcp", request=1, request_key=other.public_key)
+        for kwargs in ({"sign_key": signer}, {}):
+            with pytest.raises(SimplexRpcError, match="requestKey") as info:
+                await ask(p, named, **kwargs)
+            assert signer.encode() not in str(info.value)
+        assert p.sim.stats.requests == 0
 
 
 # -- protocol and version --------------------------------------------------------------
 
 
-def test_unsupported_protocol() -> None:
+@pytest.mark.anyio
+async def test_unsupported_protocol() -> None:
     """unsupported_protocol: the responder does not serve the protocol over Service RPC."""
 
-    async def main() -> None:
-        async with pair(ok, protocols=("mcp",)) as p:
-            assert code(await ask(p, Request(protocol="a2a", request=1))) == "unsupported_protocol"
-            assert (await ask(p, Request(protocol="mcp", request=1))).ok
-
-    run(main)
+    async with pair(ok, protocols=("mcp",)) as p:
+        assert code(await ask(p, Request(protocol="a2a", request=1))) == "unsupported_protocol"
+        assert (await ask(p, Request(protocol="mcp", request=1))).ok
 
 
-def test_unsupported_version_where_a_version_list_is_given() -> None:
+@pytest.mark.anyio
+async def test_unsupported_version_where_a_version_list_is_given() -> None:
     """unsupported_version: the responder does not serve the requested version."""
 
-    async def main() -> None:
-        versions = {"weather": ["1.0", {"major": 2}]}
-        async with pair(ok, protocols=("weather", "mcp"), versions=versions) as p:
-            assert (await ask(p, Request(protocol="weather", request=1, version="1.0"))).ok
-            assert (await ask(p, Request(protocol="weather", request=1, version={"major": 2}))).ok
-            response = await ask(p, Request(protocol="weather", request=1, version="3.0"))
-            assert code(response) == "unsupported_version"
-            # 1 is not "1.0", and True is not 1: versions compare as JSON.
-            assert code(await ask(p, Request(protocol="weather", request=1, version=1))) == (
-                "unsupported_version"
-            )
-            # Without a version the binding's own versioning applies.
-            assert (await ask(p, Request(protocol="weather", request=1))).ok
-            # No list for mcp: any version passes to the handler.
-            assert (await ask(p, Request(protocol="mcp", request=1, version="x"))).ok
-
-    run(main)
+    versions = {"weather": ["1.0", {"major": 2}]}
+    async with pair(ok, protocols=("weather", "mcp"), versions=versions) as p:
+        assert (await ask(p, Request(protocol="weather", request=1, version="1.0"))).ok
+        assert (await ask(p, Request(protocol="weather", request=1, version={"major": 2}))).ok
+        response = await ask(p, Request(protocol="weather", request=1, version="3.0"))
+        assert code(response) == "unsupported_version"
+        # 1 is not "1.0", and True is not 1: versions compare as JSON.
+        assert code(await ask(p, Request(protocol="weather", request=1, version=1))) == (
+            "unsupported_version"
+        )
+        # Without a version the binding's own versioning applies.
+        assert (await ask(p, Request(protocol="weather", request=1))).ok
+        # No list for mcp: any version passes to the handler.
+        assert (await ask(p, Request(protocol="mcp", request=1, version="x"))).ok
 
 
 # -- the handler ------------------------------------------------------------------------
 
 
-def test_the_handler_sees_the_request() -> None:
+@pytest.mark.anyio
+async def test_the_handler_sees_the_request() -> None:
     key = sx.SigningKey.generate()
     seen: list[ServiceRequest] = []
 
@@ -146,14 +138,11 @@ def test_the_handler_sees_the_request() -> None:
         seen.append(request)
         return Response.failure(ErrorCode.CONVERSATION_REQUIRED, "connect to the address")
 
-    async def main() -> None:
-        async with pair(handler) as p:
-            request = Request(protocol="a2a", request={"m": 1}, version="1.0", extra={"x-trace": 5})
-            response = await ask(p, request, sign_key=key)
-            assert code(response) == "conversation_required"
-            assert response.error is not None and response.error.message == "connect to the address"
-
-    run(main)
+    async with pair(handler) as p:
+        request = Request(protocol="a2a", request={"m": 1}, version="1.0", extra={"x-trace": 5})
+        response = await ask(p, request, sign_key=key)
+        assert code(response) == "conversation_required"
+        assert response.error is not None and response.error.message == "connect to the address"
     (only,) = seen
     assert only.signer == key.public_key and only.user_id == 1
     assert only.request == Request(
@@ -162,7 +151,8 @@ def test_the_handler_sees_the_request() -> None:
     assert isinstance(only.request_id, str) and only.request_id
 
 
-def test_a_handler_that_raises_is_answered_internal_without_its_text(
+@pytest.mark.anyio
+async def test_a_handler_that_raises_is_answered_internal_without_its_text(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """internal: the responder failed. The loop goes on."""
@@ -172,28 +162,24 @@ def test_a_handler_that_raises_is_answered_internal_without_its_text(
             raise RuntimeError("secret database password in the message")
         return "fine"
 
-    async def main() -> None:
-        async with pair(handler) as p:
-            with caplog.at_level(logging.ERROR, logger="simplex_rpc.adapter"):
-                response = await ask(p, Request(protocol="mcp", request="boom"))
-            assert code(response) == "internal"
-            assert "password" not in response.to_json().decode()
-            assert (await ask(p, Request(protocol="mcp", request="again"))).response == "fine"
-            assert not p.serving.done()
-
-    run(main)
+    async with pair(handler) as p:
+        with caplog.at_level(logging.ERROR, logger="simplex_rpc.adapter"):
+            response = await ask(p, Request(protocol="mcp", request="boom"))
+        assert code(response) == "internal"
+        assert "password" not in response.to_json().decode()
+        assert (await ask(p, Request(protocol="mcp", request="again"))).response == "fine"
+        assert not p.serving.done()
     assert "RuntimeError" in caplog.text
 
 
-def test_a_result_that_is_not_json_is_answered_internal() -> None:
-    async def main() -> None:
-        async with pair(lambda r: {"not": {1, 2}}) as p:
-            assert code(await ask(p, Request(protocol="mcp", request=1))) == "internal"
-
-    run(main)
+@pytest.mark.anyio
+async def test_a_result_that_is_not_json_is_answered_internal() -> None:
+    async with pair(lambda r: {"not": {1, 2}}) as p:
+        assert code(await ask(p, Request(protocol="mcp", request=1))) == "internal"
 
 
-def test_a_hanging_handler_is_cut_at_the_deadline() -> None:
+@pytest.mark.anyio
+async def test_a_hanging_handler_is_cut_at_the_deadline() -> None:
     """The core accepts a response within 180 seconds: the handler's deadline is below it.
     A2A: conversation_required; other protocols: internal. The loop goes on."""
     cancelled: list[str] = []
@@ -207,66 +193,59 @@ def test_a_hanging_handler_is_cut_at_the_deadline() -> None:
                 raise
         return "quick"
 
-    async def main() -> None:
-        async with pair(handler, handler_timeout=0.2) as p:
-            a2a, other = await asyncio.gather(
-                ask(p, Request(protocol="a2a", request="hang")),
-                ask(p, Request(protocol="mcp", request="hang")),
-            )
-            assert code(a2a) == "conversation_required"
-            assert code(other) == "internal"
-            assert (await ask(p, Request(protocol="mcp", request="now"))).response == "quick"
-
-    run(main)
+    async with pair(handler, handler_timeout=0.2) as p:
+        a2a, other = await asyncio.gather(
+            ask(p, Request(protocol="a2a", request="hang")),
+            ask(p, Request(protocol="mcp", request="hang")),
+        )
+        assert code(a2a) == "conversation_required"
+        assert code(other) == "internal"
+        assert (await ask(p, Request(protocol="mcp", request="now"))).response == "quick"
     assert sorted(cancelled) == ["a2a", "mcp"]
 
 
-def test_the_deadline_counts_from_arrival_not_from_a_free_slot() -> None:
+@pytest.mark.anyio
+async def test_the_deadline_counts_from_arrival_not_from_a_free_slot() -> None:
     """The core accepts a response within 180 seconds of receiving the request: a request
     that waited for a concurrency slot has that much less time; one still waiting at its
     deadline is answered in the window (rate_limited, with retryAfter) instead of after it."""
 
-    async def main() -> None:
-        started, release = asyncio.Event(), asyncio.Event()
+    started, release = asyncio.Event(), asyncio.Event()
 
-        async def handler(request: ServiceRequest) -> str:
-            if request.request_id == "first":
-                started.set()
-                await release.wait()
-                # Holds the only slot (and the loop) past the second request's deadline;
-                # the margins are wide so that a loaded machine cannot blur the two.
-                time.sleep(2.5)
-                return "one"
-            return "two"
+    async def handler(request: ServiceRequest) -> str:
+        if request.request_id == "first":
+            started.set()
+            await release.wait()
+            # Holds the only slot (and the loop) past the second request's deadline;
+            # the margins are wide so that a loaded machine cannot blur the two.
+            time.sleep(2.5)
+            return "one"
+        return "two"
 
-        async with (
-            FakeCore() as fake,
-            ChatCore.connect(fake.url) as core,
-            background_serve(core, handler, protocols=("mcp",), concurrency=1, handler_timeout=2.0),
-        ):
-            await fake.event(service_request_event("first"))
-            await started.wait()
-            await fake.event(service_request_event("second"))
-            await until(lambda: taken(core) >= 2, "the second event read")
-            release.set()
-            answers = dict([await answer_of(fake), await answer_of(fake)])
-        assert answers["first"] == {"response": "one"}
-        # Still waiting for the slot at its deadline: shed, with a retryAfter.
-        assert answers["second"]["error"]["code"] == "rate_limited"
-        assert answers["second"]["error"]["retryAfter"] >= 1
-
-    run(main)
+    async with (
+        FakeCore() as fake,
+        ChatCore.connect(fake.url) as core,
+        background_serve(core, handler, protocols=("mcp",), concurrency=1, handler_timeout=2.0),
+    ):
+        await fake.event(service_request_event("first"))
+        await started.wait()
+        await fake.event(service_request_event("second"))
+        await until(lambda: taken(core) >= 2, "the second event read")
+        release.set()
+        answers = dict([await answer_of(fake), await answer_of(fake)])
+    assert answers["first"] == {"response": "one"}
+    # Still waiting for the slot at its deadline: shed, with a retryAfter.
+    assert answers["second"]["error"]["code"] == "rate_limited"
+    assert answers["second"]["error"]["retryAfter"] >= 1
 
 
-def test_a_handler_raising_timeout_error_itself_is_internal() -> None:
+@pytest.mark.anyio
+async def test_a_handler_raising_timeout_error_itself_is_internal() -> None:
     async def handler(request: ServiceRequest) -> str:
         raise TimeoutError("upstream")
 
-    async def main() -> None:
-        async with pair(handler) as p:
-            assert code(await ask(p, Request(protocol="a2a", request=1))) == "internal"
-
-    run(main)
+    async with pair(handler) as p:
+        assert code(await ask(p, Request(protocol="a2a", request=1))) == "internal"
 
 
 def test_the_default_deadline_is_below_the_core_window() -> None:
@@ -278,7 +257,8 @@ def test_the_default_deadline_is_below_the_core_window() -> None:
 # -- size ---------------------------------------------------------------------------------
 
 
-def test_a_response_that_does_not_fit_is_answered_too_large() -> None:
+@pytest.mark.anyio
+async def test_a_response_that_does_not_fit_is_answered_too_large() -> None:
     """too_large: the response exceeds the size limit: 10,000 bytes by default (the
     SHOULD), what fits the padded block when max_response_bytes allows it."""
 
@@ -287,43 +267,38 @@ def test_a_response_that_does_not_fit_is_answered_too_large() -> None:
         base = len(Response.success("").to_json())
         return "x" * (size - base)
 
-    async def main() -> None:
-        async with pair(handler, max_response_bytes=sx.MAX_RESPONSE) as p:
-            fits = await ask(p, Request(protocol="mcp", request=sx.MAX_RESPONSE))
-            assert fits.ok and len(fits.to_json()) == sx.MAX_RESPONSE
-            too_big = await ask(p, Request(protocol="mcp", request=sx.MAX_RESPONSE + 1))
-            assert code(too_big) == "too_large"
-        async with pair(handler) as p:
-            assert (await ask(p, Request(protocol="mcp", request=10_000))).ok
-            assert code(await ask(p, Request(protocol="mcp", request=10_001))) == "too_large"
-
-    run(main)
+    async with pair(handler, max_response_bytes=sx.MAX_RESPONSE) as p:
+        fits = await ask(p, Request(protocol="mcp", request=sx.MAX_RESPONSE))
+        assert fits.ok and len(fits.to_json()) == sx.MAX_RESPONSE
+        too_big = await ask(p, Request(protocol="mcp", request=sx.MAX_RESPONSE + 1))
+        assert code(too_big) == "too_large"
+    async with pair(handler) as p:
+        assert (await ask(p, Request(protocol="mcp", request=10_000))).ok
+        assert code(await ask(p, Request(protocol="mcp", request=10_001))) == "too_large"
 
 
 # -- rate limit ------------------------------------------------------------------------------
 
 
-def test_rate_limit_per_signer_answers_retry_after() -> None:
+@pytest.mark.anyio
+async def test_rate_limit_per_signer_answers_retry_after() -> None:
     """rate_limited: the requester repeats the request after retryAfter."""
     first, second = sx.SigningKey.generate(), sx.SigningKey.generate()
 
-    async def main() -> None:
-        async with pair(ok, rate_limit=RateLimit(requests=2, per=3600)) as p:
-            request = Request(protocol="mcp", request=1)
-            assert (await ask(p, request, sign_key=first)).ok
-            assert (await ask(p, request, sign_key=first)).ok
-            limited = await ask(p, request, sign_key=first)
-            assert code(limited) == "rate_limited"
-            assert limited.error is not None and limited.error.retry_after is not None
-            assert 1 <= limited.error.retry_after <= 1800
-            assert not limited.error.is_final()
-            # Another key has its own bucket; unsigned requests share one.
-            assert (await ask(p, request, sign_key=second)).ok
-            assert (await ask(p, request)).ok
-            assert (await ask(p, request)).ok
-            assert code(await ask(p, request)) == "rate_limited"
-
-    run(main)
+    async with pair(ok, rate_limit=RateLimit(requests=2, per=3600)) as p:
+        request = Request(protocol="mcp", request=1)
+        assert (await ask(p, request, sign_key=first)).ok
+        assert (await ask(p, request, sign_key=first)).ok
+        limited = await ask(p, request, sign_key=first)
+        assert code(limited) == "rate_limited"
+        assert limited.error is not None and limited.error.retry_after is not None
+        assert 1 <= limited.error.retry_after <= 1800
+        assert not limited.error.is_final()
+        # Another key has its own bucket; unsigned requests share one.
+        assert (await ask(p, request, sign_key=second)).ok
+        assert (await ask(p, request)).ok
+        assert (await ask(p, request)).ok
+        assert code(await ask(p, request)) == "rate_limited"
 
 
 def test_limiter_refills_and_stays_bounded() -> None:
@@ -359,7 +334,8 @@ def test_rate_limit_validates(kwargs: dict[str, Any]) -> None:
 # -- concurrency -------------------------------------------------------------------------------
 
 
-def test_200_requests_in_flight_each_answered_once_and_correctly() -> None:
+@pytest.mark.anyio
+async def test_200_requests_in_flight_each_answered_once_and_correctly() -> None:
     """Several requests at once, up to the concurrency bound, each answered exactly once."""
     active = 0
     peak = 0
@@ -377,21 +353,18 @@ def test_200_requests_in_flight_each_answered_once_and_correctly() -> None:
         finally:
             active -= 1
 
-    async def main() -> None:
-        async with pair(handler, concurrency=40) as p:
-            key = sx.SigningKey.generate()
-            requests = [
-                ask(p, Request(protocol="mcp", request={"n": n}), sign_key=key if n % 2 else None)
-                for n in range(200)
-            ]
-            responses = await asyncio.gather(*requests)
-            for n, response in enumerate(responses):
-                assert response.response == {"n": n, "square": n * n}
-            assert p.sim.stats.responses == 200
-            assert p.sim.stats.duplicate_responses == 0
-            assert p.sim.stats.requester_timeouts == 0
-
-    run(main)
+    async with pair(handler, concurrency=40) as p:
+        key = sx.SigningKey.generate()
+        requests = [
+            ask(p, Request(protocol="mcp", request={"n": n}), sign_key=key if n % 2 else None)
+            for n in range(200)
+        ]
+        responses = await asyncio.gather(*requests)
+        for n, response in enumerate(responses):
+            assert response.response == {"n": n, "square": n * n}
+        assert p.sim.stats.responses == 200
+        assert p.sim.stats.duplicate_responses == 0
+        assert p.sim.stats.requester_timeouts == 0
     assert sorted(handled) == list(range(200))
     assert 1 < peak <= 40
 
@@ -424,97 +397,91 @@ async def answer_of(fake: FakeCore) -> tuple[str, dict[str, Any]]:
         ),
     ],
 )
-def test_invalid_requests_from_the_core_are_answered_bad_request(
+@pytest.mark.anyio
+async def test_invalid_requests_from_the_core_are_answered_bad_request(
     event: dict[str, Any], expected: str
 ) -> None:
     """bad_request: the envelope is invalid. A signerKey that is not a key is too."""
 
-    async def main() -> None:
-        async with fake_serving(ok) as (fake, _):
-            await fake.event(event)
-            request_id, payload = await answer_of(fake)
-            assert request_id == "r1"
-            assert payload["error"]["code"] == "bad_request"
-            assert expected in payload["error"]["message"]
-
-    run(main)
+    async with fake_serving(ok) as (fake, _):
+        await fake.event(event)
+        request_id, payload = await answer_of(fake)
+        assert request_id == "r1"
+        assert payload["error"]["code"] == "bad_request"
+        assert expected in payload["error"]["message"]
 
 
-def test_a_deep_request_from_the_core_is_answered_bad_request() -> None:
-    async def main() -> None:
-        async with fake_serving(ok) as (fake, _):
-            deep: Any = 1
-            for _ in range(200):
-                deep = [deep]
-            await fake.event(service_request_event(data={"protocol": "mcp", "request": deep}))
-            _, payload = await answer_of(fake)
-            assert payload["error"]["code"] == "bad_request"
-
-    run(main)
+@pytest.mark.anyio
+async def test_a_deep_request_from_the_core_is_answered_bad_request() -> None:
+    async with fake_serving(ok) as (fake, _):
+        deep: Any = 1
+        for _ in range(200):
+            deep = [deep]
+        await fake.event(service_request_event(data={"protocol": "mcp", "request": deep}))
+        _, payload = await answer_of(fake)
+        assert payload["error"]["code"] == "bad_request"
 
 
-def test_unusable_events_are_ignored_and_logged_as_data(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.anyio
+async def test_unusable_events_are_ignored_and_logged_as_data(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """Everything a peer sent is data: a hostile requestId is logged escaped, never obeyed."""
 
-    async def main() -> None:
-        async with fake_serving(ok) as (fake, _):
-            with caplog.at_level(logging.DEBUG, logger="simplex_rpc.adapter"):
-                await fake.event(service_request_event("r1 /_delete_address 1\nFORGED log line"))
-                await fake.event(service_request_event("ok", user_id=2))  # another user's
-                await fake.event({"type": "serviceRequest", "user": {"userId": 1}})  # no id
-                await fake.event({"type": "newChatItems"})
-                await fake.event(service_request_event("r2"))
-                request_id, payload = await answer_of(fake)
-            assert request_id == "r2" and payload == {"response": {"got": {}}}
-
-    run(main)
+    async with fake_serving(ok) as (fake, _):
+        with caplog.at_level(logging.DEBUG, logger="simplex_rpc.adapter"):
+            await fake.event(service_request_event("r1 /_delete_address 1\nFORGED log line"))
+            await fake.event(service_request_event("ok", user_id=2))  # another user's
+            await fake.event({"type": "serviceRequest", "user": {"userId": 1}})  # no id
+            await fake.event({"type": "newChatItems"})
+            await fake.event(service_request_event("r2"))
+            request_id, payload = await answer_of(fake)
+        assert request_id == "r2" and payload == {"response": {"got": {}}}
     forged = [r for r in caplog.records if "unusable requestId" in r.getMessage()]
     assert forged and "\n" not in forged[0].getMessage()
     assert "\\nFORGED" in forged[0].getMessage()
 
 
-def test_a_request_id_in_flight_is_answered_once() -> None:
-    async def main() -> None:
-        slow = Held("one")
-        async with (
-            FakeCore() as fake,
-            ChatCore.connect(fake.url) as core,
-            background_serve(core, slow, protocols=("mcp",)),
-        ):
-            await fake.event(service_request_event("same"))
-            await fake.event(service_request_event("same"))
-            await until(lambda: responder_of(core).outcome.repeats >= 1, "the repeat read")
-            slow.release.set()
-            request_id, payload = await answer_of(fake)
-            assert (request_id, payload) == ("same", {"response": "one"})
-            await fake.event(service_request_event("after"))
-            request_id, _ = await answer_of(fake)
-            assert request_id == "after"  # no second answer to "same" came before it
-
-    run(main)
+@pytest.mark.anyio
+async def test_a_request_id_in_flight_is_answered_once() -> None:
+    slow = Held("one")
+    async with (
+        FakeCore() as fake,
+        ChatCore.connect(fake.url) as core,
+        background_serve(core, slow, protocols=("mcp",)),
+    ):
+        await fake.event(service_request_event("same"))
+        await fake.event(service_request_event("same"))
+        await until(lambda: responder_of(core).outcome.repeats >= 1, "the repeat read")
+        slow.release.set()
+        request_id, payload = await answer_of(fake)
+        assert (request_id, payload) == ("same", {"response": "one"})
+        await fake.event(service_request_event("after"))
+        request_id, _ = await answer_of(fake)
+        assert request_id == "after"  # no second answer to "same" came before it
 
 
-def test_a_refused_answer_is_logged_and_the_loop_goes_on(caplog: pytest.LogCaptureFixture) -> None:
-    async def main() -> None:
-        async with fake_serving(ok) as (fake, serving):
-            fake.answers["/_service_response"] = {
-                "type": "chatCmdError",
-                "chatError": {
-                    "type": "errorAgent",
-                    "agentError": {
-                        "type": "AGENT",
-                        "agentErr": {"type": "A_SERVICE", "serviceError": {"type": "ASETimeout"}},
-                    },
-                    "agentConnId": "",
+@pytest.mark.anyio
+async def test_a_refused_answer_is_logged_and_the_loop_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with fake_serving(ok) as (fake, serving):
+        fake.answers["/_service_response"] = {
+            "type": "chatCmdError",
+            "chatError": {
+                "type": "errorAgent",
+                "agentError": {
+                    "type": "AGENT",
+                    "agentErr": {"type": "A_SERVICE", "serviceError": {"type": "ASETimeout"}},
                 },
-            }
-            with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
-                await fake.event(service_request_event("late"))
-                await answer_of(fake)
-                await until(lambda: "refused the answer" in caplog.text, "the refusal logged")
-            assert not serving.done()
-
-    run(main)
+                "agentConnId": "",
+            },
+        }
+        with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
+            await fake.event(service_request_event("late"))
+            await answer_of(fake)
+            await until(lambda: "refused the answer" in caplog.text, "the refusal logged")
+        assert not serving.done()
     assert "refused the answer" in caplog.text and "ASETimeout" in caplog.text
 
 
@@ -531,16 +498,15 @@ def test_a_refused_answer_is_logged_and_the_loop_goes_on(caplog: pytest.LogCaptu
         {"protocols": ["mcp"], "max_response_bytes": sx.MAX_RESPONSE + 1},
     ],
 )
-def test_serve_validates_its_options(kwargs: dict[str, Any]) -> None:
-    async def main() -> None:
-        async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
-            with pytest.raises((SimplexRpcError, TypeError)):
-                await core.serve(1, ok, **kwargs)
-
-    run(main)
+@pytest.mark.anyio
+async def test_serve_validates_its_options(kwargs: dict[str, Any]) -> None:
+    async with FakeCore() as fake, ChatCore.connect(fake.url) as core:
+        with pytest.raises((SimplexRpcError, TypeError)):
+            await core.serve(1, ok, **kwargs)
 
 
-def test_a_response_the_core_cannot_pad_is_replaced_by_too_large() -> None:
+@pytest.mark.anyio
+async def test_a_response_the_core_cannot_pad_is_replaced_by_too_large() -> None:
     """The core pads the response, its framing included: when it refuses the size, the
     requester still gets one answer, too_large."""
 
@@ -556,13 +522,10 @@ def test_a_response_the_core_cannot_pad_is_replaced_by_too_large() -> None:
             }
         return {"type": "serviceReplyAccepted", "user": {"userId": 1}, "connectionId": "c"}
 
-    async def main() -> None:
-        async with fake_serving(ok) as (fake, _):
-            fake.answers["/_service_response"] = core_answer
-            await fake.event(service_request_event("big"))
-            first = await answer_of(fake)
-            second = await answer_of(fake)
-            assert first == ("big", {"response": {"got": {}}})
-            assert second[0] == "big" and second[1]["error"]["code"] == "too_large"
-
-    run(main)
+    async with fake_serving(ok) as (fake, _):
+        fake.answers["/_service_response"] = core_answer
+        await fake.event(service_request_event("big"))
+        first = await answer_of(fake)
+        second = await answer_of(fake)
+        assert first == ("big", {"response": {"got": {}}})
+        assert second[0] == "big" and second[1]["error"]["code"] == "too_large"

@@ -272,7 +272,8 @@ def test_a_closed_sqlite_store_says_so(tmp_path: Path) -> None:
 # -- the asyncio gate -----------------------------------------------------------------------
 
 
-def test_a_concurrent_repeat_waits_for_the_first_run(make: MakeStore) -> None:
+@pytest.mark.anyio
+async def test_a_concurrent_repeat_waits_for_the_first_run(make: MakeStore) -> None:
     store = make(Clock())
     gate = AnswerGate(store)
     runs = 0
@@ -284,26 +285,22 @@ def test_a_concurrent_repeat_waits_for_the_first_run(make: MakeStore) -> None:
         await release.wait()
         return ANSWER, True
 
-    async def main() -> None:
-        first = asyncio.create_task(gate.answer(A, REQUEST, handler))
-        repeats = [asyncio.create_task(gate.answer(A, REQUEST, handler)) for _ in range(3)]
-        await asyncio.sleep(0)  # the behaviour under test: repeats come during the run
-        assert runs == 1
-        release.set()
-        assert (await first).how == "ran"
-        assert [(r.answer, r.how) for r in await asyncio.gather(*repeats)] == [
-            (ANSWER, "joined")
-        ] * 3
-        later = await gate.answer(A, REQUEST, handler)
-        assert (later.answer, later.how) == (ANSWER, "stored")
-        other = await gate.answer(B, REQUEST, handler)
-        assert other.how == "ran"  # a different signer is a different request
-
-    asyncio.run(main())
+    first = asyncio.create_task(gate.answer(A, REQUEST, handler))
+    repeats = [asyncio.create_task(gate.answer(A, REQUEST, handler)) for _ in range(3)]
+    await asyncio.sleep(0)  # the behaviour under test: repeats come during the run
+    assert runs == 1
+    release.set()
+    assert (await first).how == "ran"
+    assert [(r.answer, r.how) for r in await asyncio.gather(*repeats)] == [(ANSWER, "joined")] * 3
+    later = await gate.answer(A, REQUEST, handler)
+    assert (later.answer, later.how) == (ANSWER, "stored")
+    other = await gate.answer(B, REQUEST, handler)
+    assert other.how == "ran"  # a different signer is a different request
     assert runs == 2
 
 
-def test_a_failed_run_lets_a_waiter_run(make: MakeStore) -> None:
+@pytest.mark.anyio
+async def test_a_failed_run_lets_a_waiter_run(make: MakeStore) -> None:
     store = make(Clock())
     gate = AnswerGate(store)
     calls: list[str] = []
@@ -318,21 +315,19 @@ def test_a_failed_run_lets_a_waiter_run(make: MakeStore) -> None:
         calls.append("working")
         return ANSWER, True
 
-    async def main() -> None:
-        first = asyncio.create_task(gate.answer(A, REQUEST, failing))
-        repeat = asyncio.create_task(gate.answer(A, REQUEST, working))
-        await asyncio.sleep(0)  # the behaviour under test: the repeat comes during the run
-        release.set()
-        with pytest.raises(RuntimeError):
-            await first
-        assert (await repeat).how == "ran"
-        assert (await gate.answer(A, REQUEST, working)).how == "stored"
-
-    asyncio.run(main())
+    first = asyncio.create_task(gate.answer(A, REQUEST, failing))
+    repeat = asyncio.create_task(gate.answer(A, REQUEST, working))
+    await asyncio.sleep(0)  # the behaviour under test: the repeat comes during the run
+    release.set()
+    with pytest.raises(RuntimeError):
+        await first
+    assert (await repeat).how == "ran"
+    assert (await gate.answer(A, REQUEST, working)).how == "stored"
     assert calls == ["failing", "working"]
 
 
-def test_a_transient_answer_reaches_the_waiters_and_is_not_kept(make: MakeStore) -> None:
+@pytest.mark.anyio
+async def test_a_transient_answer_reaches_the_waiters_and_is_not_kept(make: MakeStore) -> None:
     """An answer with retryAfter is not kept: the next repeat runs again."""
     store = make(Clock())
     gate = AnswerGate(store)
@@ -344,16 +339,14 @@ def test_a_transient_answer_reaches_the_waiters_and_is_not_kept(make: MakeStore)
         await asyncio.sleep(0)  # the behaviour under test: a run the repeat can join
         return b'{"type":"error","code":"busy","retryAfter":5}', False
 
-    async def main() -> None:
-        both = await asyncio.gather(gate.answer(A, REQUEST, busy), gate.answer(A, REQUEST, busy))
-        assert sorted(a.how for a in both) == ["joined", "ran"]
-        assert (await gate.answer(A, REQUEST, busy)).how == "ran"
-
-    asyncio.run(main())
+    both = await asyncio.gather(gate.answer(A, REQUEST, busy), gate.answer(A, REQUEST, busy))
+    assert sorted(a.how for a in both) == ["joined", "ran"]
+    assert (await gate.answer(A, REQUEST, busy)).how == "ran"
     assert runs == 2
 
 
-def test_cancelling_a_waiter_leaves_the_run_alone(make: MakeStore) -> None:
+@pytest.mark.anyio
+async def test_cancelling_a_waiter_leaves_the_run_alone(make: MakeStore) -> None:
     store = make(Clock())
     gate = AnswerGate(store)
     release = asyncio.Event()
@@ -362,21 +355,19 @@ def test_cancelling_a_waiter_leaves_the_run_alone(make: MakeStore) -> None:
         await release.wait()
         return ANSWER, True
 
-    async def main() -> None:
-        first = asyncio.create_task(gate.answer(A, REQUEST, slow))
-        waiter = asyncio.create_task(gate.answer(A, REQUEST, slow))
-        await asyncio.sleep(0)  # the behaviour under test: the waiter joins the run
-        waiter.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await waiter
-        release.set()
-        assert (await first).how == "ran"
-
-    asyncio.run(main())
+    first = asyncio.create_task(gate.answer(A, REQUEST, slow))
+    waiter = asyncio.create_task(gate.answer(A, REQUEST, slow))
+    await asyncio.sleep(0)  # the behaviour under test: the waiter joins the run
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    release.set()
+    assert (await first).how == "ran"
     assert store.begin(A, REQUEST).state == "done"
 
 
-def test_unsigned_requests_without_opting_in_each_run() -> None:
+@pytest.mark.anyio
+async def test_unsigned_requests_without_opting_in_each_run() -> None:
     gate = AnswerGate(AnswerStore())
     runs = 0
 
@@ -385,11 +376,8 @@ def test_unsigned_requests_without_opting_in_each_run() -> None:
         runs += 1
         return ANSWER, True
 
-    async def main() -> None:
-        for _ in range(3):
-            assert (await gate.answer(None, REQUEST, handler)).how == "ran"
-
-    asyncio.run(main())
+    for _ in range(3):
+        assert (await gate.answer(None, REQUEST, handler)).how == "ran"
     assert runs == 3
 
 
@@ -423,7 +411,8 @@ class DictStore:
         self.running.discard(key)
 
 
-def test_another_store_plugs_into_the_gate(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_another_store_plugs_into_the_gate(tmp_path: Path) -> None:
     store = DictStore()
     assert isinstance(store, AnswerStoreProtocol)
     assert isinstance(AnswerStore(), AnswerStoreProtocol)
@@ -434,16 +423,14 @@ def test_another_store_plugs_into_the_gate(tmp_path: Path) -> None:
     async def handler() -> tuple[bytes, bool]:
         return ANSWER, True
 
-    async def main() -> None:
-        assert (await gate.answer(A, REQUEST, handler)).how == "ran"
-        assert (await gate.answer(A, REQUEST, handler)).how == "stored"
-
-    asyncio.run(main())
+    assert (await gate.answer(A, REQUEST, handler)).how == "ran"
+    assert (await gate.answer(A, REQUEST, handler)).how == "stored"
     with pytest.raises(SimplexRpcError, match="expected an answer store"):
         AnswerGate({})  # type: ignore[arg-type]
 
 
-def test_a_gate_refuses_a_run_it_did_not_start() -> None:
+@pytest.mark.anyio
+async def test_a_gate_refuses_a_run_it_did_not_start() -> None:
     store = AnswerStore()
     store.begin(A, REQUEST)  # someone else's run
     gate = AnswerGate(store)
@@ -452,7 +439,7 @@ def test_a_gate_refuses_a_run_it_did_not_start() -> None:
         return ANSWER, True
 
     with pytest.raises(SimplexRpcError, match="one gate drives a store"):
-        asyncio.run(gate.answer(A, REQUEST, handler))
+        await gate.answer(A, REQUEST, handler)
 
 
 def test_an_answer_key_is_what_it_says() -> None:
@@ -477,7 +464,8 @@ def test_an_expired_answer_behind_a_later_one_is_not_given(make: MakeStore) -> N
     assert store.begin(A, b"first").state == "done"
 
 
-def test_an_answer_the_store_cannot_keep_still_stands(
+@pytest.mark.anyio
+async def test_an_answer_the_store_cannot_keep_still_stands(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The store's failure is logged (naming the file, never the request); the answer
@@ -492,12 +480,12 @@ def test_an_answer_the_store_cannot_keep_still_stands(
         return ANSWER, True
 
     with caplog.at_level("ERROR", logger="simplex_rpc.adapter"):
-        answered = asyncio.run(gate.answer(A, REQUEST, handler))
+        answered = await gate.answer(A, REQUEST, handler)
     assert (answered.answer, answered.how) == (ANSWER, "ran")
     (record,) = caplog.records
     assert "the answer was not kept" in record.getMessage()
     assert "closed" in record.getMessage()
     assert "secret-purchase-key" not in caplog.text and "gold-credential" not in caplog.text
     with pytest.raises(SimplexRpcError, match="closed"):
-        asyncio.run(gate.answer(A, REQUEST, handler))  # begin fails: nothing runs
+        await gate.answer(A, REQUEST, handler)  # begin fails: nothing runs
     assert len(runs) == 1

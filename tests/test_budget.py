@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from _support import pair, run
+from _support import pair
 from simplex_rpc import Request, Response
 from simplex_rpc.adapter import RateLimit, ServiceRequest
 from simplex_rpc.adapter._budget import Budget, retry_after
@@ -269,35 +269,33 @@ def failing(request: ServiceRequest) -> Any:
     return "ok"
 
 
-def test_serve_takes_a_sequence_and_counts_failures_only() -> None:
+@pytest.mark.anyio
+async def test_serve_takes_a_sequence_and_counts_failures_only() -> None:
     """serve(rate_limit=[...]): successes pass, the signer's failures empty its bucket,
     and the rate_limited answer carries retryAfter."""
     signer = sx.SigningKey.generate()
     limits = [RateLimit(2, 3600, failures_only=True), RateLimit(100, 3600, scope="global")]
 
-    async def main() -> None:
-        async with pair(failing, rate_limit=limits) as p:
+    async with pair(failing, rate_limit=limits) as p:
 
-            async def ask(what: str, key: sx.SigningKey | None = signer) -> Response:
-                request = Request(protocol="mcp", request=what)
-                response: Response = await p.alice.service_request(
-                    1, p.link, request, timeout=5, sign_key=key
-                )
-                return response
+        async def ask(what: str, key: sx.SigningKey | None = signer) -> Response:
+            request = Request(protocol="mcp", request=what)
+            response: Response = await p.alice.service_request(
+                1, p.link, request, timeout=5, sign_key=key
+            )
+            return response
 
-            for _ in range(4):
-                assert (await ask("fine")).ok
-            for _ in range(2):
-                failed = await ask("fail")
-                assert failed.error is not None and failed.error.code == "invalid_purchase"
-            limited = await ask("fine")
-            assert limited.error is not None and limited.error.code == "rate_limited"
-            # The next token is 1,800 s away, less the moment since the failure.
-            assert limited.error.retry_after is not None
-            assert 1790 <= limited.error.retry_after <= 1800
-            assert (await ask("fine", None)).ok  # another requester: its own bucket
-
-    run(main)
+        for _ in range(4):
+            assert (await ask("fine")).ok
+        for _ in range(2):
+            failed = await ask("fail")
+            assert failed.error is not None and failed.error.code == "invalid_purchase"
+        limited = await ask("fine")
+        assert limited.error is not None and limited.error.code == "rate_limited"
+        # The next token is 1,800 s away, less the moment since the failure.
+        assert limited.error.retry_after is not None
+        assert 1790 <= limited.error.retry_after <= 1800
+        assert (await ask("fine", None)).ok  # another requester: its own bucket
 
 
 @pytest.mark.parametrize(

@@ -14,13 +14,13 @@ import logging
 import pytest
 
 from _chat import PING, serving, world
-from _support import run
 from _waiting import until
 from simplex_rpc.adapter import ChatCoreClosed, IncomingCall
 from simplex_rpc.adapter._chat import ReplySink
 
 
-def test_a_handler_raising_cancelled_error_gets_the_internal_error() -> None:
+@pytest.mark.anyio
+async def test_a_handler_raising_cancelled_error_gets_the_internal_error() -> None:
     """Problem 3 of issue 14, over /_call: a handler that awaited a future someone else
     cancelled is answered -32603, and the bot goes on answering."""
     calls = 0
@@ -34,53 +34,49 @@ def test_a_handler_raising_cancelled_error_gets_the_internal_error() -> None:
             return await future
         return '{"jsonrpc":"2.0","id":1,"result":{}}'
 
-    async def main() -> None:
-        async with world() as w, serving(w.bot, {"mcp": handler}):
-            (first,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-            assert first.message is not None and first.message["error"]["code"] == -32603
-            (second,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-            assert second.message is not None and second.message["result"] == {}
-
-    run(main)
+    async with world() as w, serving(w.bot, {"mcp": handler}):
+        (first,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+        assert first.message is not None and first.message["error"]["code"] == -32603
+        (second,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+        assert second.message is not None and second.message["result"] == {}
 
 
-def test_serve_calls_ends_at_once_when_the_connection_is_lost() -> None:
+@pytest.mark.anyio
+async def test_serve_calls_ends_at_once_when_the_connection_is_lost() -> None:
     """Problem 4 of issue 14, over /_call: the lost connection ends serve_calls with
     ChatCoreClosed at once, while a handler holds the only slot and more commands wait."""
 
-    async def main() -> None:
-        started, never = asyncio.Event(), asyncio.Event()
+    started, never = asyncio.Event(), asyncio.Event()
 
-        async def handler(call: IncomingCall, send: ReplySink) -> str:
-            started.set()
-            await never.wait()
-            return ""
+    async def handler(call: IncomingCall, send: ReplySink) -> str:
+        started.set()
+        await never.wait()
+        return ""
 
-        async with world() as w:
-            ready = asyncio.Event()
-            task = asyncio.create_task(
-                w.bot.serve_calls(1, {"mcp": handler}, concurrency=1, ready=ready)
-            )
-            await ready.wait()
-            callers = [
-                asyncio.create_task(w.alice.call(f"@{w.direct}", "mcp", PING, wait=30))
-                for _ in range(3)
-            ]
-            await started.wait()
-            # the other commands reach the bot and wait for the slot
-            await until(lambda: w.sim.stats.messages >= 3, "the three calls at the bot")
-            assert await w.sim.drop_connections("bot") == 1
-            with pytest.raises(ChatCoreClosed):
-                async with asyncio.timeout(10):  # generous: the rule is "at once"
-                    await task
-            for caller in callers:
-                caller.cancel()
-            await asyncio.gather(*callers, return_exceptions=True)
-
-    run(main)
+    async with world() as w:
+        ready = asyncio.Event()
+        task = asyncio.create_task(
+            w.bot.serve_calls(1, {"mcp": handler}, concurrency=1, ready=ready)
+        )
+        await ready.wait()
+        callers = [
+            asyncio.create_task(w.alice.call(f"@{w.direct}", "mcp", PING, wait=30))
+            for _ in range(3)
+        ]
+        await started.wait()
+        # the other commands reach the bot and wait for the slot
+        await until(lambda: w.sim.stats.messages >= 3, "the three calls at the bot")
+        assert await w.sim.drop_connections("bot") == 1
+        with pytest.raises(ChatCoreClosed):
+            async with asyncio.timeout(10):  # generous: the rule is "at once"
+                await task
+        for caller in callers:
+            caller.cancel()
+        await asyncio.gather(*callers, return_exceptions=True)
 
 
-def test_serve_calls_ends_after_a_lost_connection_even_if_a_handler_ignores_cancellation(
+@pytest.mark.anyio
+async def test_serve_calls_ends_after_a_lost_connection_even_if_a_handler_ignores_cancellation(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The lost connection ends serve_calls soon, whatever runs: a handler that swallows
@@ -96,24 +92,21 @@ def test_serve_calls_ends_after_a_lost_connection_even_if_a_handler_ignores_canc
                 continue
         return ""
 
-    async def main() -> None:
-        with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
-            async with world() as w:
-                ready = asyncio.Event()
-                task = asyncio.create_task(w.bot.serve_calls(1, {"mcp": handler}, ready=ready))
-                await ready.wait()
-                caller = asyncio.create_task(w.alice.call(f"@{w.direct}", "mcp", PING, wait=30))
-                try:
-                    await until(entered.is_set, "the command at the bot's handler")
-                    assert await w.sim.drop_connections("bot") == 1
-                    await asyncio.wait({task}, timeout=15)  # generous: the rule is "at once"
-                    assert task.done(), "serve_calls still runs 15 s after the connection closed"
-                    with pytest.raises(ChatCoreClosed):
-                        await task
-                finally:
-                    released.set()
-                    caller.cancel()
-                    await asyncio.gather(caller, return_exceptions=True)
-
-    run(main)
+    with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
+        async with world() as w:
+            ready = asyncio.Event()
+            task = asyncio.create_task(w.bot.serve_calls(1, {"mcp": handler}, ready=ready))
+            await ready.wait()
+            caller = asyncio.create_task(w.alice.call(f"@{w.direct}", "mcp", PING, wait=30))
+            try:
+                await until(entered.is_set, "the command at the bot's handler")
+                assert await w.sim.drop_connections("bot") == 1
+                await asyncio.wait({task}, timeout=15)  # generous: the rule is "at once"
+                assert task.done(), "serve_calls still runs 15 s after the connection closed"
+                with pytest.raises(ChatCoreClosed):
+                    await task
+            finally:
+                released.set()
+                caller.cancel()
+                await asyncio.gather(caller, return_exceptions=True)
     assert any("ignored their cancellation" in r.getMessage() for r in caplog.records)

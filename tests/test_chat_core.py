@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from _chat import PING, serving, world
-from _support import run
 from _waiting import until
 from simplex_rpc.adapter import CallRefused, ChatCore, IncomingCall
 from simplex_rpc.adapter._chat import ReplySink
@@ -66,106 +65,95 @@ async def send_text(core: ChatCore, chat: str, text: str) -> int:
 # -- direct and group ------------------------------------------------------------------
 
 
-def test_direct_chat_every_command_is_answered_with_a_quoting_reply() -> None:
+@pytest.mark.anyio
+async def test_direct_chat_every_command_is_answered_with_a_quoting_reply() -> None:
     """In a direct chat the bot answers every command; each reply quotes the command."""
 
-    async def main() -> None:
-        async with world() as w:
-            bot = Recorder("bot")
-            async with serving(w.bot, {"mcp": bot}):
-                replies = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-                assert [r.message for r in replies] == [
-                    {"jsonrpc": "2.0", "id": 1, "result": "bot"}
-                ]
-                assert replies[0].ends and replies[0].sender == "bot"
-                call = bot.calls[0]
-                assert (call.protocol, call.request, call.member) == ("mcp", PING, None)
-                assert call.chat.startswith("@") and call.sender == "alice"
-                assert call.caller.chat == call.chat and call.caller.member is None
-                sent = drain(w.raw)
-                assert sent and all(item["quoted"] is not None for item in sent)
-
-    run(main)
+    async with world() as w:
+        bot = Recorder("bot")
+        async with serving(w.bot, {"mcp": bot}):
+            replies = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+            assert [r.message for r in replies] == [{"jsonrpc": "2.0", "id": 1, "result": "bot"}]
+            assert replies[0].ends and replies[0].sender == "bot"
+            call = bot.calls[0]
+            assert (call.protocol, call.request, call.member) == ("mcp", PING, None)
+            assert call.chat.startswith("@") and call.sender == "alice"
+            assert call.caller.chat == call.chat and call.caller.member is None
+            sent = drain(w.raw)
+            assert sent and all(item["quoted"] is not None for item in sent)
 
 
-def test_group_broadcast_is_answered_by_every_serving_member() -> None:
+@pytest.mark.anyio
+async def test_group_broadcast_is_answered_by_every_serving_member() -> None:
     """A command without a mention is a broadcast: each member that serves the protocol answers."""
 
-    async def main() -> None:
-        async with world() as w:
-            bot, carol = Recorder("bot"), Recorder("carol")
-            async with serving(w.bot, {"mcp": bot}), serving(w.carol, {"mcp": carol}):
-                replies = await w.alice.call(f"#{w.group}", "mcp", PING, wait=1.5)
-                assert sorted(r.sender for r in replies) == ["bot", "carol"]
-                assert all(r.ends for r in replies)
-                assert len(bot.calls) == len(carol.calls) == 1
-                assert bot.calls[0].caller.member is not None
-                assert bot.calls[0].caller.chat == bot.calls[0].chat
-
-    run(main)
+    async with world() as w:
+        bot, carol = Recorder("bot"), Recorder("carol")
+        async with serving(w.bot, {"mcp": bot}), serving(w.carol, {"mcp": carol}):
+            replies = await w.alice.call(f"#{w.group}", "mcp", PING, wait=1.5)
+            assert sorted(r.sender for r in replies) == ["bot", "carol"]
+            assert all(r.ends for r in replies)
+            assert len(bot.calls) == len(carol.calls) == 1
+            assert bot.calls[0].caller.member is not None
+            assert bot.calls[0].caller.chat == bot.calls[0].chat
 
 
-def test_group_mention_is_answered_by_the_mentioned_member_only() -> None:
+@pytest.mark.anyio
+async def test_group_mention_is_answered_by_the_mentioned_member_only() -> None:
     """A command with a mention is answered by the mentioned member; another member's
     mention is ignored."""
 
-    async def main() -> None:
-        async with world() as w:
-            bot, carol = Recorder("bot"), Recorder("carol")
-            async with serving(w.bot, {"mcp": bot}), serving(w.carol, {"mcp": carol}):
-                replies = await w.alice.call(f"#{w.group}", "mcp", PING, member="bot", wait=10)
-                assert [r.sender for r in replies] == ["bot"]
-                assert bot.calls[0].member == "bot"
-                await asyncio.sleep(0.2)  # the behaviour under test: carol does not answer
-                assert carol.calls == []
-                assert [i["text"] for i in drain(w.raw)].count(replies[0].text) == 1
-
-    run(main)
+    async with world() as w:
+        bot, carol = Recorder("bot"), Recorder("carol")
+        async with serving(w.bot, {"mcp": bot}), serving(w.carol, {"mcp": carol}):
+            replies = await w.alice.call(f"#{w.group}", "mcp", PING, member="bot", wait=10)
+            assert [r.sender for r in replies] == ["bot"]
+            assert bot.calls[0].member == "bot"
+            await asyncio.sleep(0.2)  # the behaviour under test: carol does not answer
+            assert carol.calls == []
+            assert [i["text"] for i in drain(w.raw)].count(replies[0].text) == 1
 
 
-def test_a_broadcast_does_not_end_with_the_declared_owners_answer() -> None:
+@pytest.mark.anyio
+async def test_a_broadcast_does_not_end_with_the_declared_owners_answer() -> None:
     """A group's declaration states that its owners serve the protocol, but "Other
     members can serve a protocol in a group without a declaration" and "A caller collects
     every reply until its wait ends": the owner's answer does not end the broadcast (issue
     20 changed this test, which pinned the early end). A caller who wants to stop at the
     owner's answer says so with ``until``."""
 
-    async def main() -> None:
-        async with (
-            CoreSimulator() as sim,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-            ChatCore.connect(sim.url_for("bot")) as bot,
-        ):
-            for core in (alice, bot):
-                await core.start(service_requests=False)
-            prefs = {
-                "protocols": {"mcp": {"versions": ["2026-07-28"], "transports": {"chat": True}}}
-            }
-            ids = sim.create_group("shop", "bot", ["alice"], preferences=prefs)
-            group = f"#{ids[('alice', 1)]}"
-            async with serving(bot, {"mcp": Recorder("bot")}):
-                stream = alice.call_stream(group, "mcp", PING, wait=600)
-                first = await anext(stream)
-                assert first.sender == "bot" and first.ends
-                with pytest.raises(TimeoutError):  # still collecting after the owner's answer
-                    async with asyncio.timeout(0.3):
-                        await anext(stream)
-                await stream.aclose()
+    async with (
+        CoreSimulator() as sim,
+        ChatCore.connect(sim.url_for("alice")) as alice,
+        ChatCore.connect(sim.url_for("bot")) as bot,
+    ):
+        for core in (alice, bot):
+            await core.start(service_requests=False)
+        prefs = {"protocols": {"mcp": {"versions": ["2026-07-28"], "transports": {"chat": True}}}}
+        ids = sim.create_group("shop", "bot", ["alice"], preferences=prefs)
+        group = f"#{ids[('alice', 1)]}"
+        async with serving(bot, {"mcp": Recorder("bot")}):
+            stream = alice.call_stream(group, "mcp", PING, wait=600)
+            first = await anext(stream)
+            assert first.sender == "bot" and first.ends
+            with pytest.raises(TimeoutError):  # still collecting after the owner's answer
+                async with asyncio.timeout(0.3):
+                    await anext(stream)
+            await stream.aclose()
 
-                def owner_answered(replies: tuple[Any, ...]) -> bool:
-                    return any(r.sender == "bot" and r.ends for r in replies)
+            def owner_answered(replies: tuple[Any, ...]) -> bool:
+                return any(r.sender == "bot" and r.ends for r in replies)
 
-                async with asyncio.timeout(60):  # ends at once, long before the wait
-                    replies = await alice.call(group, "mcp", PING, wait=600, until=owner_answered)
-                assert [r.sender for r in replies] == ["bot"]
-
-    run(main)
+            async with asyncio.timeout(60):  # ends at once, long before the wait
+                replies = await alice.call(group, "mcp", PING, wait=600, until=owner_answered)
+            assert [r.sender for r in replies] == ["bot"]
 
 
 # -- replies ------------------------------------------------------------------------------
 
 
-def test_stream_replies_arrive_in_order_each_quoting_the_command() -> None:
+@pytest.mark.anyio
+async def test_stream_replies_arrive_in_order_each_quoting_the_command() -> None:
     """Several replies go in order, each quoting the command; the binding's last message
     ends the answer, and call_stream yields each as it arrives."""
 
@@ -179,35 +167,31 @@ def test_stream_replies_arrive_in_order_each_quoting_the_command() -> None:
             await send(json.dumps(note))
         return json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}})
 
-    async def main() -> None:
-        async with world() as w, serving(w.bot, {"mcp": handler}):
-            seen = [r async for r in w.alice.call_stream(f"@{w.direct}", "mcp", PING, wait=10)]
-            steps = [r.message["params"]["progress"] for r in seen[:3] if r.message]
-            assert steps == [0, 1, 2] and seen[3].ends and len(seen) == 4
-            replies = drain(w.raw)  # what alice's core received: the four replies
-            assert [r["text"] for r in replies] == [r.text for r in seen]
-            quoted = {r["quoted"] for r in replies}
-            assert len(quoted) == 1 and None not in quoted
-
-    run(main)
+    async with world() as w, serving(w.bot, {"mcp": handler}):
+        seen = [r async for r in w.alice.call_stream(f"@{w.direct}", "mcp", PING, wait=10)]
+        steps = [r.message["params"]["progress"] for r in seen[:3] if r.message]
+        assert steps == [0, 1, 2] and seen[3].ends and len(seen) == 4
+        replies = drain(w.raw)  # what alice's core received: the four replies
+        assert [r["text"] for r in replies] == [r.text for r in seen]
+        quoted = {r["quoted"] for r in replies}
+        assert len(quoted) == 1 and None not in quoted
 
 
-def test_a_reply_too_large_is_replaced_with_the_binding_error() -> None:
+@pytest.mark.anyio
+async def test_a_reply_too_large_is_replaced_with_the_binding_error() -> None:
     """A reply over 15,602 bytes of message JSON is replaced with -32603."""
 
     async def handler(call: IncomingCall, send: ReplySink) -> str:
         return json.dumps({"jsonrpc": "2.0", "id": 1, "result": "x" * 20_000})
 
-    async def main() -> None:
-        async with world() as w, serving(w.bot, {"mcp": handler}):
-            (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-            assert reply.message is not None and reply.message["error"]["code"] == -32603
-            assert reply.message["id"] == 1 and reply.ends
-
-    run(main)
+    async with world() as w, serving(w.bot, {"mcp": handler}):
+        (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+        assert reply.message is not None and reply.message["error"]["code"] == -32603
+        assert reply.message["id"] == 1 and reply.ends
 
 
-def test_nothing_is_sent_after_a_stream_reply_is_replaced() -> None:
+@pytest.mark.anyio
+async def test_nothing_is_sent_after_a_stream_reply_is_replaced() -> None:
     """For a stream, nothing more is sent after the size replacement."""
 
     async def handler(call: IncomingCall, send: ReplySink) -> str:
@@ -218,64 +202,60 @@ def test_nothing_is_sent_after_a_stream_reply_is_replaced() -> None:
 
     request = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {}}
 
-    async def main() -> None:
-        async with world() as w, serving(w.bot, {"a2a": handler}):
-            replies = await w.alice.call(f"@{w.direct}", "a2a", request, wait=1.5)
-            assert len(replies) == 1 and replies[0].message is not None
-            assert replies[0].message["error"]["code"] == -32603
-
-    run(main)
+    async with world() as w, serving(w.bot, {"a2a": handler}):
+        replies = await w.alice.call(f"@{w.direct}", "a2a", request, wait=1.5)
+        assert len(replies) == 1 and replies[0].message is not None
+        assert replies[0].message["error"]["code"] == -32603
 
 
-def test_a_call_that_does_not_parse_gets_the_parse_error_and_other_text_is_left_alone() -> None:
+@pytest.mark.anyio
+async def test_a_call_that_does_not_parse_gets_the_parse_error_and_other_text_is_left_alone() -> (
+    None
+):
     """A /_call that does not parse gets -32700 as a quoting reply; other text gets nothing."""
 
-    async def main() -> None:
-        async with world() as w:
-            bot = Recorder("bot")
-            async with serving(w.bot, {"mcp": bot}):
-                chat = f"@{w.direct}"
-                await send_text(w.alice, chat, "hello bot")
-                bad = await send_text(w.alice, chat, '/_call mcp {"jsonrpc": ')
-                replies = await until(
-                    lambda: [i for i in drain(w.raw) if i["quoted"] == bad],
-                    "the reply to the broken /_call",
-                    within=10,
-                )
-                (reply,) = replies
-                message = json.loads(reply["text"])
-                assert message["error"]["code"] == -32700 and message["id"] is None
-                assert bot.calls == [] and w.sim.stats.messages == 3
-
-    run(main)
+    async with world() as w:
+        bot = Recorder("bot")
+        async with serving(w.bot, {"mcp": bot}):
+            chat = f"@{w.direct}"
+            await send_text(w.alice, chat, "hello bot")
+            bad = await send_text(w.alice, chat, '/_call mcp {"jsonrpc": ')
+            replies = await until(
+                lambda: [i for i in drain(w.raw) if i["quoted"] == bad],
+                "the reply to the broken /_call",
+                within=10,
+            )
+            (reply,) = replies
+            message = json.loads(reply["text"])
+            assert message["error"]["code"] == -32700 and message["id"] is None
+            assert bot.calls == [] and w.sim.stats.messages == 3
 
 
-def test_a_broken_command_for_another_member_is_left_to_that_member() -> None:
+@pytest.mark.anyio
+async def test_a_broken_command_for_another_member_is_left_to_that_member() -> None:
     """In a group, a /_call that does not parse but mentions another member is not
     answered by this bot; one that mentions it gets the parse error."""
 
-    async def main() -> None:
-        async with world() as w, serving(w.bot, {"mcp": Recorder("bot")}):
-            chat = f"#{w.group}"
-            other = await send_text(w.alice, chat, '/_call @carol mcp {"broken": ')
-            mine = await send_text(w.alice, chat, '/_call @bot mcp {"broken": ')
-            received: list[dict[str, Any]] = []
+    async with world() as w, serving(w.bot, {"mcp": Recorder("bot")}):
+        chat = f"#{w.group}"
+        other = await send_text(w.alice, chat, '/_call @carol mcp {"broken": ')
+        mine = await send_text(w.alice, chat, '/_call @bot mcp {"broken": ')
+        received: list[dict[str, Any]] = []
 
-            def answered() -> bool:
-                received.extend(drain(w.raw))
-                return any(i["quoted"] == mine for i in received)
+        def answered() -> bool:
+            received.extend(drain(w.raw))
+            return any(i["quoted"] == mine for i in received)
 
-            await until(answered, "the reply to the /_call mentioning bot", within=10)
-            await asyncio.sleep(0.2)  # the behaviour under test: no reply to carol's
-            received += drain(w.raw)
-            (reply,) = [i for i in received if i["quoted"] == mine]
-            assert json.loads(reply["text"])["error"]["code"] == -32700
-            assert not [i for i in received if i["quoted"] == other]
-
-    run(main)
+        await until(answered, "the reply to the /_call mentioning bot", within=10)
+        await asyncio.sleep(0.2)  # the behaviour under test: no reply to carol's
+        received += drain(w.raw)
+        (reply,) = [i for i in received if i["quoted"] == mine]
+        assert json.loads(reply["text"])["error"]["code"] == -32700
+        assert not [i for i in received if i["quoted"] == other]
 
 
-def test_a_failing_or_late_handler_gets_the_internal_error_without_its_text() -> None:
+@pytest.mark.anyio
+async def test_a_failing_or_late_handler_gets_the_internal_error_without_its_text() -> None:
     """A handler that raises is answered -32603 without its exception text; one past
     handler_timeout is cancelled and answered the same way."""
     cancelled = []
@@ -291,42 +271,38 @@ def test_a_failing_or_late_handler_gets_the_internal_error_without_its_text() ->
             raise
         return ""
 
-    async def main() -> None:
-        async with world() as w:
-            async with serving(w.bot, {"mcp": failing}):
-                (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-                assert reply.message is not None and reply.message["error"]["code"] == -32603
-                assert "secret" not in reply.text
-            async with serving(w.bot, {"mcp": late}, handler_timeout=0.2):
-                (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-                assert reply.message is not None and reply.message["error"]["code"] == -32603
-                assert cancelled == [True]
-
-    run(main)
+    async with world() as w:
+        async with serving(w.bot, {"mcp": failing}):
+            (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+            assert reply.message is not None and reply.message["error"]["code"] == -32603
+            assert "secret" not in reply.text
+        async with serving(w.bot, {"mcp": late}, handler_timeout=0.2):
+            (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+            assert reply.message is not None and reply.message["error"]["code"] == -32603
+            assert cancelled == [True]
 
 
-def test_each_command_is_answered_exactly_once() -> None:
+@pytest.mark.anyio
+async def test_each_command_is_answered_exactly_once() -> None:
     """The same chat item delivered twice is answered once."""
 
-    async def main() -> None:
-        async with world() as w:
-            bot = Recorder("bot")
-            async with serving(w.bot, {"mcp": bot}):
-                captured = w.bot.events()
-                await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-                event = await anext(captured)
-                captured.close()
-                await w.sim.send_event("bot", event)
-                await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-                assert len(bot.calls) == 2
-
-    run(main)
+    async with world() as w:
+        bot = Recorder("bot")
+        async with serving(w.bot, {"mcp": bot}):
+            captured = w.bot.events()
+            await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+            event = await anext(captured)
+            captured.close()
+            await w.sim.send_event("bot", event)
+            await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+            assert len(bot.calls) == 2
 
 
 # -- refusals before sending -------------------------------------------------------------
 
 
-def test_the_caller_refuses_before_sending() -> None:
+@pytest.mark.anyio
+async def test_the_caller_refuses_before_sending() -> None:
     """Refused before sending: a command that does not fit one message; an A2A request
     with a credential in a group ("A request with a credential MUST NOT be sent in a
     group"); a mention in a direct chat or of an unknown member."""
@@ -338,125 +314,117 @@ def test_the_caller_refuses_before_sending() -> None:
         "params": {},
     }
 
-    async def main() -> None:
-        async with world() as w:
-            with pytest.raises(CallRefused, match="does not fit"):
-                await w.alice.call(f"@{w.direct}", "mcp", {"x": "y" * 16_000})
-            with pytest.raises(CallRefused, match="credential") as info:
-                await w.alice.call(f"#{w.group}", "a2a", credential)
-            assert "Bearer" not in str(info.value)
-            with pytest.raises(CallRefused, match="direct chat"):
-                await w.alice.call(f"@{w.direct}", "mcp", PING, member="bot")
-            with pytest.raises(CallRefused, match="no member"):
-                await w.alice.call(f"#{w.group}", "mcp", PING, member="nobody")
-            with pytest.raises(SimplexRpcError, match="ChatRef"):
-                await w.alice.call("bot", "mcp", PING)
-            assert w.sim.stats.messages == 0
-            # In a direct chat the credential may go.
-            assert await w.alice.call(f"@{w.direct}", "a2a", credential, wait=0.1) == ()
-            assert w.sim.stats.messages == 1
-
-    run(main)
+    async with world() as w:
+        with pytest.raises(CallRefused, match="does not fit"):
+            await w.alice.call(f"@{w.direct}", "mcp", {"x": "y" * 16_000})
+        with pytest.raises(CallRefused, match="credential") as info:
+            await w.alice.call(f"#{w.group}", "a2a", credential)
+        assert "Bearer" not in str(info.value)
+        with pytest.raises(CallRefused, match="direct chat"):
+            await w.alice.call(f"@{w.direct}", "mcp", PING, member="bot")
+        with pytest.raises(CallRefused, match="no member"):
+            await w.alice.call(f"#{w.group}", "mcp", PING, member="nobody")
+        with pytest.raises(SimplexRpcError, match="ChatRef"):
+            await w.alice.call("bot", "mcp", PING)
+        assert w.sim.stats.messages == 0
+        # In a direct chat the credential may go.
+        assert await w.alice.call(f"@{w.direct}", "a2a", credential, wait=0.1) == ()
+        assert w.sim.stats.messages == 1
 
 
 # -- hostile events --------------------------------------------------------------------------
 
 
-def test_hostile_events_never_crash_the_bot_nor_get_answered_twice(
+@pytest.mark.anyio
+async def test_hostile_events_never_crash_the_bot_nor_get_answered_twice(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Every field of an event can be missing, of the wrong type or hostile: the bot logs
     and goes on."""
 
-    async def main() -> None:
-        async with world() as w:
-            bot = Recorder("bot")
-            async with serving(w.bot, {"mcp": bot}):
-                captured = w.bot.events()
+    async with world() as w:
+        bot = Recorder("bot")
+        async with serving(w.bot, {"mcp": bot}):
+            captured = w.bot.events()
+            await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+            good = await anext(captured)
+            captured.close()
+            item = good["chatItems"][0]
+
+            def variant(**changes: Any) -> dict[str, Any]:
+                copy = json.loads(json.dumps(item))
+                chat_item = copy["chatItem"]
+                chat_item["meta"]["itemId"] = changes.pop("item_id", 1000)
+                for key, value in changes.items():
+                    if key == "text":
+                        chat_item["content"]["msgContent"]["text"] = value
+                    else:
+                        chat_item[key] = value
+                return {"type": "newChatItems", "user": good["user"], "chatItems": [copy]}
+
+            no_text = variant(item_id=1001)
+            del no_text["chatItems"][0]["chatItem"]["content"]["msgContent"]["text"]
+            hostile = [
+                no_text,
+                variant(item_id=1002, quotedItem={"itemId": 99_999}, text="hi"),
+                variant(item_id=1003, mentions=[1, 2], text="/_call @bot mcp {}"),
+                variant(item_id=1004, text="/_call mcp " + "[" * 100_000),
+                variant(item_id=1005, text='/_call mcp {"a":"\ud800"}'),
+                {**good, "user": {"userId": 2}},
+                {"type": "newChatItems", "user": good["user"], "chatItems": "nope"},
+                {"type": "newChatItems", "user": good["user"], "chatItems": [None, 1, {}]},
+            ]
+            with caplog.at_level(logging.DEBUG, logger="simplex_rpc.adapter"):
+                for event in hostile:
+                    await w.sim.send_event("bot", event)
                 await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-                good = await anext(captured)
-                captured.close()
-                item = good["chatItems"][0]
-
-                def variant(**changes: Any) -> dict[str, Any]:
-                    copy = json.loads(json.dumps(item))
-                    chat_item = copy["chatItem"]
-                    chat_item["meta"]["itemId"] = changes.pop("item_id", 1000)
-                    for key, value in changes.items():
-                        if key == "text":
-                            chat_item["content"]["msgContent"]["text"] = value
-                        else:
-                            chat_item[key] = value
-                    return {"type": "newChatItems", "user": good["user"], "chatItems": [copy]}
-
-                no_text = variant(item_id=1001)
-                del no_text["chatItems"][0]["chatItem"]["content"]["msgContent"]["text"]
-                hostile = [
-                    no_text,
-                    variant(item_id=1002, quotedItem={"itemId": 99_999}, text="hi"),
-                    variant(item_id=1003, mentions=[1, 2], text="/_call @bot mcp {}"),
-                    variant(item_id=1004, text="/_call mcp " + "[" * 100_000),
-                    variant(item_id=1005, text='/_call mcp {"a":"\ud800"}'),
-                    {**good, "user": {"userId": 2}},
-                    {"type": "newChatItems", "user": good["user"], "chatItems": "nope"},
-                    {"type": "newChatItems", "user": good["user"], "chatItems": [None, 1, {}]},
-                ]
-                with caplog.at_level(logging.DEBUG, logger="simplex_rpc.adapter"):
-                    for event in hostile:
-                        await w.sim.send_event("bot", event)
-                    await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-                # Answered: the two good calls, and item 1003 (a direct chat answers
-                # every command; its broken mention map does not matter there).
-                assert 1003 in {c.item_id for c in bot.calls}
-                assert len(bot.calls) == 3
-                assert "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[" not in caplog.text
-
-    run(main)
+            # Answered: the two good calls, and item 1003 (a direct chat answers
+            # every command; its broken mention map does not matter there).
+            assert 1003 in {c.item_id for c in bot.calls}
+            assert len(bot.calls) == 3
+            assert "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[" not in caplog.text
 
 
-def test_commands_of_another_user_of_the_core_are_ignored() -> None:
+@pytest.mark.anyio
+async def test_commands_of_another_user_of_the_core_are_ignored() -> None:
     """serve_calls answers its own user's commands only, as serve does."""
 
-    async def main() -> None:
-        async with (
-            CoreSimulator(users=(1, 2)) as sim,
-            ChatCore.connect(sim.url_for("alice")) as alice,
-            ChatCore.connect(sim.url_for("bot")) as bot,
-        ):
-            for core in (alice, bot):
-                await core.start(service_requests=False)
-            to_user2, _ = sim.connect("alice", ("bot", 2))
-            recorder = Recorder("bot")
-            async with serving(bot, {"mcp": recorder}):
-                assert await alice.call(f"@{to_user2}", "mcp", PING, wait=0.5) == ()
-                assert recorder.calls == []
-
-    run(main)
+    async with (
+        CoreSimulator(users=(1, 2)) as sim,
+        ChatCore.connect(sim.url_for("alice")) as alice,
+        ChatCore.connect(sim.url_for("bot")) as bot,
+    ):
+        for core in (alice, bot):
+            await core.start(service_requests=False)
+        to_user2, _ = sim.connect("alice", ("bot", 2))
+        recorder = Recorder("bot")
+        async with serving(bot, {"mcp": recorder}):
+            assert await alice.call(f"@{to_user2}", "mcp", PING, wait=0.5) == ()
+            assert recorder.calls == []
 
 
 # -- review of issue 10 -----------------------------------------------------------------
 
 
-def test_a_broken_call_whose_mention_is_a_quoted_name_gets_the_parse_error() -> None:
+@pytest.mark.anyio
+async def test_a_broken_call_whose_mention_is_a_quoted_name_gets_the_parse_error() -> None:
     """A /_call that does not parse gets -32700 (MCP) whatever its mention: a quoted
     name (@'b o t', a name with spaces) is skipped by parse_call's rule to find the
     protocol."""
 
-    async def main() -> None:
-        async with world() as w, serving(w.bot, {"mcp": Recorder("bot")}):
-            bad = await send_text(w.alice, f"@{w.direct}", "/_call @'b o t' mcp {bad json")
-            replies = await until(
-                lambda: [i for i in drain(w.raw) if i["quoted"] == bad],
-                "the reply to the broken /_call",
-                within=10,
-            )
-            (reply,) = replies
-            assert json.loads(reply["text"])["error"]["code"] == -32700
-
-    run(main)
+    async with world() as w, serving(w.bot, {"mcp": Recorder("bot")}):
+        bad = await send_text(w.alice, f"@{w.direct}", "/_call @'b o t' mcp {bad json")
+        replies = await until(
+            lambda: [i for i in drain(w.raw) if i["quoted"] == bad],
+            "the reply to the broken /_call",
+            within=10,
+        )
+        (reply,) = replies
+        assert json.loads(reply["text"])["error"]["code"] == -32700
 
 
-def test_handlers_that_are_not_async_functions_are_refused_before_anything_runs() -> None:
+@pytest.mark.anyio
+async def test_handlers_that_are_not_async_functions_are_refused_before_anything_runs() -> None:
     """serve_calls takes an async handler(call, send) -> str or a bridge for each
     protocol: anything else is refused with the library's error naming the protocol,
     before the bot subscribes to events."""
@@ -464,55 +432,51 @@ def test_handlers_that_are_not_async_functions_are_refused_before_anything_runs(
     def sync_handler(call: IncomingCall, send: ReplySink) -> str:
         return "{}"
 
-    async def main() -> None:
-        async with world() as w:
-            before = len(w.bot._subscribers)
-            with pytest.raises(SimplexRpcError, match=r"handlers\['mcp'\].*not an async function"):
-                await w.bot.serve_calls(1, {"mcp": sync_handler})  # type: ignore[dict-item]
-            with pytest.raises(SimplexRpcError, match=r"handlers\['x'\].*got int"):
-                await w.bot.serve_calls(1, {"mcp": Recorder("bot"), "x": 42})  # type: ignore[dict-item]
-            assert len(w.bot._subscribers) == before
-
-    run(main)
+    async with world() as w:
+        before = len(w.bot._subscribers)
+        with pytest.raises(SimplexRpcError, match=r"handlers\['mcp'\].*not an async function"):
+            await w.bot.serve_calls(1, {"mcp": sync_handler})  # type: ignore[dict-item]
+        with pytest.raises(SimplexRpcError, match=r"handlers\['x'\].*got int"):
+            await w.bot.serve_calls(1, {"mcp": Recorder("bot"), "x": 42})  # type: ignore[dict-item]
+        assert len(w.bot._subscribers) == before
 
 
-def test_user_and_item_ids_are_integers_of_the_core_never_booleans() -> None:
+@pytest.mark.anyio
+async def test_user_and_item_ids_are_integers_of_the_core_never_booleans() -> None:
     """userId and itemId are Int64 ids of the core (TYPES.md): a JSON true is not user 1,
     and an item id outside 1 <= id < 2**63 is not a chat item; neither is answered."""
 
-    async def main() -> None:
-        async with world() as w:
-            bot = Recorder("bot")
-            async with serving(w.bot, {"mcp": bot}):
-                captured = w.bot.events()
-                await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-                good = await anext(captured)
-                captured.close()
+    async with world() as w:
+        bot = Recorder("bot")
+        async with serving(w.bot, {"mcp": bot}):
+            captured = w.bot.events()
+            await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+            good = await anext(captured)
+            captured.close()
 
-                def variant(item_id: Any, user: Any = None) -> dict[str, Any]:
-                    event = json.loads(json.dumps(good))
-                    event["chatItems"][0]["chatItem"]["meta"]["itemId"] = item_id
-                    if user is not None:
-                        event["user"] = {"userId": user}
-                    return event
+            def variant(item_id: Any, user: Any = None) -> dict[str, Any]:
+                event = json.loads(json.dumps(good))
+                event["chatItems"][0]["chatItem"]["meta"]["itemId"] = item_id
+                if user is not None:
+                    event["user"] = {"userId": user}
+                return event
 
-                for event in (
-                    variant(2000, user=True),
-                    variant(True),
-                    variant(2**63),
-                    variant(2**70),
-                    variant(0),
-                    variant(-5),
-                    variant(2001),  # the control: answered, after every event before it
-                ):
-                    await w.sim.send_event("bot", event)
-                await until(lambda: len(bot.calls) >= 2, "the control's call", within=10)
-                assert [c.item_id for c in bot.calls][1:] == [2001]
-
-    run(main)
+            for event in (
+                variant(2000, user=True),
+                variant(True),
+                variant(2**63),
+                variant(2**70),
+                variant(0),
+                variant(-5),
+                variant(2001),  # the control: answered, after every event before it
+            ):
+                await w.sim.send_event("bot", event)
+            await until(lambda: len(bot.calls) >= 2, "the control's call", within=10)
+            assert [c.item_id for c in bot.calls][1:] == [2001]
 
 
-def test_a_stalled_bot_keeps_reading_and_bounds_its_backlog(
+@pytest.mark.anyio
+async def test_a_stalled_bot_keeps_reading_and_bounds_its_backlog(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """While every handler is busy the bot keeps reading events (so the core's event
@@ -542,51 +506,49 @@ def test_a_stalled_bot_keeps_reading_and_bounds_its_backlog(
         def close(self) -> None:
             pass
 
-    async def main() -> None:
-        async with world() as w:
-            answered: list[int] = []
+    async with world() as w:
+        answered: list[int] = []
 
-            async def stalled(call: IncomingCall, send: ReplySink) -> str:
-                await release.wait()
-                answered.append(call.item_id)
-                return json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}})
+        async def stalled(call: IncomingCall, send: ReplySink) -> str:
+            await release.wait()
+            answered.append(call.item_id)
+            return json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}})
 
-            captured = w.bot.events()
-            await send_text(w.alice, f"@{w.direct}", "hello")
-            good = await anext(captured)
-            captured.close()
+        captured = w.bot.events()
+        await send_text(w.alice, f"@{w.direct}", "hello")
+        good = await anext(captured)
+        captured.close()
 
-            def command(item_id: int) -> dict[str, Any]:
-                event = json.loads(json.dumps(good))
-                chat_item = event["chatItems"][0]["chatItem"]
-                chat_item["meta"]["itemId"] = item_id
-                chat_item["content"]["msgContent"]["text"] = (
-                    '/_call mcp {"jsonrpc":"2.0","id":1,"method":"ping"}'
-                )
-                return event
-
-            server = _CallServer(
-                w.bot, 1, {"mcp": stalled}, concurrency=1, handler_timeout=60, backlog=2
+        def command(item_id: int) -> dict[str, Any]:
+            event = json.loads(json.dumps(good))
+            chat_item = event["chatItems"][0]["chatItem"]
+            chat_item["meta"]["itemId"] = item_id
+            chat_item["content"]["msgContent"]["text"] = (
+                '/_call mcp {"jsonrpc":"2.0","id":1,"method":"ping"}'
             )
-            stream = Gated([command(i) for i in range(3000, 3006)])
-            with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
-                task = asyncio.create_task(server.run(stream))
-                async with asyncio.timeout(10):
-                    await stream.read.wait()  # every event read while the handler stalls
-                release.set()
-                await until(lambda: len(answered) >= 3, "three answers", within=10)
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            # One running, two in the backlog; the other three not answered.
-            assert answered == [3000, 3001, 3002]
-            (line,) = [r.getMessage() for r in caplog.records if "not answered" in r.getMessage()]
-            assert line.startswith("3 /_call command(s) not answered")
+            return event
 
-    run(main)
+        server = _CallServer(
+            w.bot, 1, {"mcp": stalled}, concurrency=1, handler_timeout=60, backlog=2
+        )
+        stream = Gated([command(i) for i in range(3000, 3006)])
+        with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
+            task = asyncio.create_task(server.run(stream))
+            async with asyncio.timeout(10):
+                await stream.read.wait()  # every event read while the handler stalls
+            release.set()
+            await until(lambda: len(answered) >= 3, "three answers", within=10)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        # One running, two in the backlog; the other three not answered.
+        assert answered == [3000, 3001, 3002]
+        (line,) = [r.getMessage() for r in caplog.records if "not answered" in r.getMessage()]
+        assert line.startswith("3 /_call command(s) not answered")
 
 
-def test_a_handler_failure_is_logged_by_type_and_excerpt_the_traceback_at_debug(
+@pytest.mark.anyio
+async def test_a_handler_failure_is_logged_by_type_and_excerpt_the_traceback_at_debug(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A traceback can carry the request's content: the ERROR line names the exception
@@ -595,16 +557,13 @@ def test_a_handler_failure_is_logged_by_type_and_excerpt_the_traceback_at_debug(
     async def failing(call: IncomingCall, send: ReplySink) -> str:
         raise RuntimeError("request content " * 100)
 
-    async def main() -> None:
-        async with world() as w, serving(w.bot, {"mcp": failing}):
-            with caplog.at_level(logging.DEBUG, logger="simplex_rpc.adapter"):
-                (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-            assert reply.message is not None and reply.message["error"]["code"] == -32603
-            (error,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
-            # The library's log adapter writes a traceback into the message, redacted.
-            assert "RuntimeError" in error.getMessage() and "Traceback" not in error.getMessage()
-            assert len(error.getMessage()) < 300
-            traced = [r for r in caplog.records if "Traceback" in r.getMessage()]
-            assert traced and all(r.levelno == logging.DEBUG for r in traced)
-
-    run(main)
+    async with world() as w, serving(w.bot, {"mcp": failing}):
+        with caplog.at_level(logging.DEBUG, logger="simplex_rpc.adapter"):
+            (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
+        assert reply.message is not None and reply.message["error"]["code"] == -32603
+        (error,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        # The library's log adapter writes a traceback into the message, redacted.
+        assert "RuntimeError" in error.getMessage() and "Traceback" not in error.getMessage()
+        assert len(error.getMessage()) < 300
+        traced = [r for r in caplog.records if "Traceback" in r.getMessage()]
+        assert traced and all(r.levelno == logging.DEBUG for r in traced)

@@ -30,7 +30,6 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import a2a_pb2 as pb
 
-from _support import run
 from simplex_rpc import PublicKey, Request, Response, SigningKey, a2a
 from simplex_rpc.a2a import A2aBridge, Caller, CallerStore
 from simplex_rpc.adapter import ChatCore, ServiceRequest
@@ -126,7 +125,8 @@ def naming_requests(task_id: str, context_id: str) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize(("owner", "other"), [(ALICE, BOB), (GROUP_ALICE, GROUP_BOB)])
-def test_a_context_and_its_tasks_are_available_only_to_their_caller(
+@pytest.mark.anyio
+async def test_a_context_and_its_tasks_are_available_only_to_their_caller(
     owner: Caller, other: Caller
 ) -> None:
     """ "A context and its tasks are available only to their caller ... A request that
@@ -136,94 +136,81 @@ def test_a_context_and_its_tasks_are_available_only_to_their_caller(
     its answer is the one for an id nobody ever used, so it does not reveal that the
     context exists."""
 
-    async def main() -> None:
-        bridge, agent = make_bridge()
-        first = await last_answer(bridge, send("ask: my secret is 42"), owner)
-        task_id, context_id = ids_of(first)
-        for what, request in naming_requests(task_id, context_id).items():
-            foreign = await last_answer(bridge, request, other)
-            unknown_request = json.loads(
-                json.dumps(request)
-                .replace(task_id, UNUSED_TASK)
-                .replace(context_id, UNUSED_CONTEXT)
-            )
-            unknown = await last_answer(bridge, unknown_request, other)
-            assert "error" in foreign, f"{what}: served to another caller: {foreign}"
-            assert foreign["error"]["code"] == a2a.TASK_NOT_FOUND, what
-            assert foreign == unknown, f"{what}: the answer tells a foreign id from an unknown one"
-        assert agent.memory[context_id] == ["ask: my secret is 42"]
-        # The owner still continues its own task and context.
-        follow = await last_answer(
-            bridge, send("done", taskId=task_id, contextId=context_id), owner
+    bridge, agent = make_bridge()
+    first = await last_answer(bridge, send("ask: my secret is 42"), owner)
+    task_id, context_id = ids_of(first)
+    for what, request in naming_requests(task_id, context_id).items():
+        foreign = await last_answer(bridge, request, other)
+        unknown_request = json.loads(
+            json.dumps(request).replace(task_id, UNUSED_TASK).replace(context_id, UNUSED_CONTEXT)
         )
-        assert follow["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
-        listed = await last_answer(
-            bridge, a2a.make_request("ListTasks", {"contextId": context_id}, id=3), owner
-        )
-        assert [t["id"] for t in listed["result"]["tasks"]] == [task_id]
+        unknown = await last_answer(bridge, unknown_request, other)
+        assert "error" in foreign, f"{what}: served to another caller: {foreign}"
+        assert foreign["error"]["code"] == a2a.TASK_NOT_FOUND, what
+        assert foreign == unknown, f"{what}: the answer tells a foreign id from an unknown one"
+    assert agent.memory[context_id] == ["ask: my secret is 42"]
+    # The owner still continues its own task and context.
+    follow = await last_answer(bridge, send("done", taskId=task_id, contextId=context_id), owner)
+    assert follow["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    listed = await last_answer(
+        bridge, a2a.make_request("ListTasks", {"contextId": context_id}, id=3), owner
+    )
+    assert [t["id"] for t in listed["result"]["tasks"]] == [task_id]
 
-    run(main)
 
-
-def test_the_same_member_in_another_conversation_is_another_caller() -> None:
+@pytest.mark.anyio
+async def test_the_same_member_in_another_conversation_is_another_caller() -> None:
     """A context is available "in the conversation where they were created": the same
     person as a contact and as a member of a group are two callers."""
 
-    async def main() -> None:
-        bridge, agent = make_bridge()
-        _, context_id = ids_of(await last_answer(bridge, send("ask: direct only"), ALICE))
-        answer = await last_answer(bridge, send("again", contextId=context_id), GROUP_ALICE)
-        assert answer["error"]["code"] == a2a.TASK_NOT_FOUND
-        assert agent.memory[context_id] == ["ask: direct only"]
-
-    run(main)
+    bridge, agent = make_bridge()
+    _, context_id = ids_of(await last_answer(bridge, send("ask: direct only"), ALICE))
+    answer = await last_answer(bridge, send("again", contextId=context_id), GROUP_ALICE)
+    assert answer["error"]["code"] == a2a.TASK_NOT_FOUND
+    assert agent.memory[context_id] == ["ask: direct only"]
 
 
-def test_a_stream_of_another_caller_is_not_joined() -> None:
+@pytest.mark.anyio
+async def test_a_stream_of_another_caller_is_not_joined() -> None:
     """SendStreamingMessage and SubscribeToTask name contexts and tasks too: the other
     caller's stream ends at once with the unknown-task answer."""
 
-    async def main() -> None:
-        bridge, _ = make_bridge()
-        events = [
-            e
-            async for e in bridge.stream(
-                send("ask: streamed", method="SendStreamingMessage"), caller=ALICE
-            )
-        ]
-        task_id = events[0]["result"]["task"]["id"]
-        context_id = events[0]["result"]["task"]["contextId"]
-        for request in (
-            a2a.make_request("SubscribeToTask", {"id": task_id}, id=2),
-            send("join", method="SendStreamingMessage", contextId=context_id),
-        ):
-            answers = [e async for e in bridge.stream(request, caller=BOB)]
-            assert len(answers) == 1 and answers[0]["error"]["code"] == a2a.TASK_NOT_FOUND
-
-    run(main)
+    bridge, _ = make_bridge()
+    events = [
+        e
+        async for e in bridge.stream(
+            send("ask: streamed", method="SendStreamingMessage"), caller=ALICE
+        )
+    ]
+    task_id = events[0]["result"]["task"]["id"]
+    context_id = events[0]["result"]["task"]["contextId"]
+    for request in (
+        a2a.make_request("SubscribeToTask", {"id": task_id}, id=2),
+        send("join", method="SendStreamingMessage", contextId=context_id),
+    ):
+        answers = [e async for e in bridge.stream(request, caller=BOB)]
+        assert len(answers) == 1 and answers[0]["error"]["code"] == a2a.TASK_NOT_FOUND
 
 
-def test_service_rpc_callers_are_scoped_too() -> None:
+@pytest.mark.anyio
+async def test_service_rpc_callers_are_scoped_too() -> None:
     """Over Service RPC the caller is the signer (or an anonymous requester): a
     one-shot SendMessage that refers to another caller's task by referenceTaskIds is
     answered as for an unknown task, in the envelope's response."""
 
-    async def main() -> None:
-        bridge, agent = make_bridge()
-        task_id, context_id = ids_of(await last_answer(bridge, send("ask: private"), ALICE))
-        signer = SigningKey.generate().public_key
-        for key in (signer, None):
-            response = await rpc(bridge, send("peek", referenceTaskIds=[task_id]), key)
-            assert response.ok and response.response["error"]["code"] == a2a.TASK_NOT_FOUND
-        assert agent.memory[context_id] == ["ask: private"]
-        # A signed requester's own one-shot task is not the conversation's either.
-        own = await rpc(bridge, send("mine"), signer)
-        assert own.ok
-        rpc_task, _ = ids_of(own.response)
-        got = await last_answer(bridge, a2a.make_request("GetTask", {"id": rpc_task}, id=4), ALICE)
-        assert got["error"]["code"] == a2a.TASK_NOT_FOUND
-
-    run(main)
+    bridge, agent = make_bridge()
+    task_id, context_id = ids_of(await last_answer(bridge, send("ask: private"), ALICE))
+    signer = SigningKey.generate().public_key
+    for key in (signer, None):
+        response = await rpc(bridge, send("peek", referenceTaskIds=[task_id]), key)
+        assert response.ok and response.response["error"]["code"] == a2a.TASK_NOT_FOUND
+    assert agent.memory[context_id] == ["ask: private"]
+    # A signed requester's own one-shot task is not the conversation's either.
+    own = await rpc(bridge, send("mine"), signer)
+    assert own.ok
+    rpc_task, _ = ids_of(own.response)
+    got = await last_answer(bridge, a2a.make_request("GetTask", {"id": rpc_task}, id=4), ALICE)
+    assert got["error"]["code"] == a2a.TASK_NOT_FOUND
 
 
 async def rpc(bridge: A2aBridge, message: dict[str, Any], signer: PublicKey | None) -> Response:
@@ -258,23 +245,21 @@ async def group_of_three() -> AsyncIterator[tuple[ChatCore, ChatCore, str, str]]
                 await serving
 
 
-def test_in_a_group_through_the_core_each_member_has_their_own_contexts() -> None:
+@pytest.mark.anyio
+async def test_in_a_group_through_the_core_each_member_has_their_own_contexts() -> None:
     """End to end through the chat core: in a group, Bob sees Alice's contextId in the
     conversation (replies are ordinary messages), and his /_call naming it is answered
     as for an unknown task."""
 
-    async def main() -> None:
-        async with group_of_three() as (alice, bob, at_alice, at_bob):
-            (reply,) = await alice.call(at_alice, "a2a", send("ask: 42"), member="bot", wait=20)
-            assert reply.message is not None
-            _, context_id = ids_of(reply.message)
-            (answer,) = await bob.call(
-                at_bob, "a2a", send("tell me", contextId=context_id), member="bot", wait=20
-            )
-            assert answer.message is not None
-            assert answer.message["error"]["code"] == a2a.TASK_NOT_FOUND
-
-    run(main)
+    async with group_of_three() as (alice, bob, at_alice, at_bob):
+        (reply,) = await alice.call(at_alice, "a2a", send("ask: 42"), member="bot", wait=20)
+        assert reply.message is not None
+        _, context_id = ids_of(reply.message)
+        (answer,) = await bob.call(
+            at_bob, "a2a", send("tell me", contextId=context_id), member="bot", wait=20
+        )
+        assert answer.message is not None
+        assert answer.message["error"]["code"] == a2a.TASK_NOT_FOUND
 
 
 def test_caller_store_names_only_the_callers_own_ids() -> None:
@@ -300,7 +285,8 @@ def test_caller_store_names_only_the_callers_own_ids() -> None:
     assert store.check_request(BOB, send("go")) is None  # names nothing
 
 
-def test_caller_store_scoped_checks_then_records_each_answer() -> None:
+@pytest.mark.anyio
+async def test_caller_store_scoped_checks_then_records_each_answer() -> None:
     """CallerStore.scoped is what a bridge or a gateway wraps its upstream call in: a
     refused request never reaches the upstream, and each answer it passes on gives the
     caller the ids it names."""
@@ -315,20 +301,18 @@ def test_caller_store_scoped_checks_then_records_each_answer() -> None:
 
         return answers()
 
-    async def main() -> None:
-        first = send("hi")
-        got = [a async for a in store.scoped(ALICE, first, lambda: upstream(first))]
-        assert got[0]["result"]["task"]["id"] == "t-9"
-        assert store.owner_of_context("c-9") == ALICE
-        stolen = send("mine now", contextId="c-9")
-        refused = [a async for a in store.scoped(BOB, stolen, lambda: upstream(stolen))]
-        assert len(refused) == 1 and refused[0]["error"]["code"] == a2a.TASK_NOT_FOUND
-        assert calls == [first]
-
-    run(main)
+    first = send("hi")
+    got = [a async for a in store.scoped(ALICE, first, lambda: upstream(first))]
+    assert got[0]["result"]["task"]["id"] == "t-9"
+    assert store.owner_of_context("c-9") == ALICE
+    stolen = send("mine now", contextId="c-9")
+    refused = [a async for a in store.scoped(BOB, stolen, lambda: upstream(stolen))]
+    assert len(refused) == 1 and refused[0]["error"]["code"] == a2a.TASK_NOT_FOUND
+    assert calls == [first]
 
 
-def test_caller_store_scoped_closes_the_upstream_when_left_early() -> None:
+@pytest.mark.anyio
+async def test_caller_store_scoped_closes_the_upstream_when_left_early() -> None:
     """A stream left early (a reply that could not be sent) ends the upstream's stream
     too: scoped closes the iterator it was given."""
     store = CallerStore()
@@ -342,33 +326,28 @@ def test_caller_store_scoped_closes_the_upstream_when_left_early() -> None:
         finally:
             closed.append(True)
 
-    async def main() -> None:
-        answers = store.scoped(ALICE, send("go"), events)
-        async for _ in answers:
-            break
-        await answers.aclose()  # type: ignore[attr-defined]
-        assert closed == [True]
-        assert store.owner_of_task("t-0") == ALICE and store.owner_of_task("t-1") is None
-
-    run(main)
+    answers = store.scoped(ALICE, send("go"), events)
+    async for _ in answers:
+        break
+    await answers.aclose()  # type: ignore[attr-defined]
+    assert closed == [True]
+    assert store.owner_of_task("t-0") == ALICE and store.owner_of_task("t-1") is None
 
 
-def test_an_unsigned_rpc_requester_leaves_nothing_behind() -> None:
+@pytest.mark.anyio
+async def test_an_unsigned_rpc_requester_leaves_nothing_behind() -> None:
     """An unsigned Service RPC requester is a new caller each time: nothing it is given
     could be named again, so the bridge keeps nothing for it (the store does not grow
     with anonymous traffic), and its task is nobody's to name."""
 
-    async def main() -> None:
-        bridge, _ = make_bridge()
-        response = await rpc(bridge, send("one-shot"), None)
-        assert response.ok
-        task_id, context_id = ids_of(response.response)
-        assert bridge.callers.owner_of_task(task_id) is None
-        assert bridge.callers.owner_of_context(context_id) is None
-        signed = SigningKey.generate().public_key
-        mine = await rpc(bridge, send("one-shot"), signed)
-        signed_task, _ = ids_of(mine.response)
-        owner = bridge.callers.owner_of_task(signed_task)
-        assert owner is not None and owner.chat == f"rpc:{signed.encode()}"
-
-    run(main)
+    bridge, _ = make_bridge()
+    response = await rpc(bridge, send("one-shot"), None)
+    assert response.ok
+    task_id, context_id = ids_of(response.response)
+    assert bridge.callers.owner_of_task(task_id) is None
+    assert bridge.callers.owner_of_context(context_id) is None
+    signed = SigningKey.generate().public_key
+    mine = await rpc(bridge, send("one-shot"), signed)
+    signed_task, _ = ids_of(mine.response)
+    owner = bridge.callers.owner_of_task(signed_task)
+    assert owner is not None and owner.chat == f"rpc:{signed.encode()}"

@@ -17,7 +17,8 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from _support import run
+import pytest
+
 from simplex_rpc.adapter import ChatCore, IncomingCall, ReplySink
 from simplex_rpc.chat import Reply
 from simplex_rpc.testing import CoreSimulator
@@ -65,42 +66,38 @@ async def shop() -> AsyncIterator[tuple[ChatCore, str]]:
                     await task
 
 
-def test_a_broadcast_collects_every_reply_until_its_wait_ends() -> None:
+@pytest.mark.anyio
+async def test_a_broadcast_collects_every_reply_until_its_wait_ends() -> None:
     """ "A caller collects every reply until its wait ends ... a broadcast receives the
     answers of every member that serves the protocol": the declared owner's answer
     does not end the broadcast; carol, who serves without a declaration, is heard."""
 
-    async def main() -> None:
-        async with shop() as (alice, group):
-            replies = await alice.call(group, "mcp", PING, wait=3)
-            assert sorted(r.sender for r in replies) == ["bot", "carol"]
-            assert all(r.ends for r in replies)
-
-    run(main)
+    async with shop() as (alice, group):
+        replies = await alice.call(group, "mcp", PING, wait=3)
+        assert sorted(r.sender for r in replies) == ["bot", "carol"]
+        assert all(r.ends for r in replies)
 
 
-def test_a_caller_stops_a_broadcast_early_only_when_it_says_so() -> None:
+@pytest.mark.anyio
+async def test_a_caller_stops_a_broadcast_early_only_when_it_says_so() -> None:
     """A caller who wants to stop early says so explicitly: ``until`` (a predicate of the
     replies so far) ends the collection at once, long before a wait of 600 s."""
 
     def both_answered(replies: Sequence[Reply]) -> bool:
         return {r.sender for r in replies if r.ends} >= {"bot", "carol"}
 
-    async def main() -> None:
-        async with shop() as (alice, group):
-            async with asyncio.timeout(60):  # fails clearly if until= is not honoured
-                replies = await alice.call(group, "mcp", PING, wait=600, until=both_answered)
-            assert sorted(r.sender for r in replies) == ["bot", "carol"]
-            async with asyncio.timeout(60):
-                stream = alice.call_stream(group, "mcp", PING, wait=600, until=both_answered)
-                seen = [r.sender async for r in stream]
-            assert sorted(seen) == ["bot", "carol"]
-            # Leaving call_stream is the other explicit stop.
-            async with asyncio.timeout(60):
-                senders = []
-                async for reply in alice.call_stream(group, "mcp", PING, wait=600):
-                    senders.append(reply.sender)
-                    break
-            assert len(senders) == 1 and senders[0] in ("bot", "carol")
-
-    run(main)
+    async with shop() as (alice, group):
+        async with asyncio.timeout(60):  # fails clearly if until= is not honoured
+            replies = await alice.call(group, "mcp", PING, wait=600, until=both_answered)
+        assert sorted(r.sender for r in replies) == ["bot", "carol"]
+        async with asyncio.timeout(60):
+            stream = alice.call_stream(group, "mcp", PING, wait=600, until=both_answered)
+            seen = [r.sender async for r in stream]
+        assert sorted(seen) == ["bot", "carol"]
+        # Leaving call_stream is the other explicit stop.
+        async with asyncio.timeout(60):
+            senders = []
+            async for reply in alice.call_stream(group, "mcp", PING, wait=600):
+                senders.append(reply.sender)
+                break
+        assert len(senders) == 1 and senders[0] in ("bot", "carol")

@@ -22,7 +22,6 @@ from a2a.client.errors import A2AClientError
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format  # type: ignore[import-untyped]
 
-from _support import run
 from simplex_rpc import a2a
 from simplex_rpc.a2a import register_client
 from simplex_rpc.adapter import CallRefused, ChatCore, IncomingCall, ReplySink
@@ -87,69 +86,63 @@ async def group() -> AsyncIterator[tuple[CoreSimulator, ChatCore, str, str]]:
                 await serving
 
 
-def test_a_scheme_credential_is_not_sent_in_a_group_whatever_its_name() -> None:
+@pytest.mark.anyio
+async def test_a_scheme_credential_is_not_sent_in_a_group_whatever_its_name() -> None:
     """ "A request with a credential MUST NOT be sent in a group": with the bot's card,
     X-Acme-Pass (its API key scheme) is refused before anything is sent; so is
     Authorization (its HTTP scheme). A parameter the card names no scheme for goes."""
 
-    async def main() -> None:
-        async with group() as (sim, alice, at, _):
-            sent = sim.stats.messages
-            for name in ("X-Acme-Pass", "x-acme-pass", "Authorization"):
-                with pytest.raises(CallRefused, match=r"credential.*" + name):
-                    await alice.call(
-                        at,
-                        "a2a",
-                        call_with({name: "s3cret"}),
-                        member="bot",
-                        wait=5,
-                        agent_card=CARD,
-                    )
-            assert sim.stats.messages == sent
-            (reply,) = await alice.call(
-                at, "a2a", call_with({"X-Trace": "1"}), member="bot", wait=20, agent_card=CARD
-            )
-            assert reply.message is not None and "result" in reply.message
-
-    run(main)
+    async with group() as (sim, alice, at, _):
+        sent = sim.stats.messages
+        for name in ("X-Acme-Pass", "x-acme-pass", "Authorization"):
+            with pytest.raises(CallRefused, match=r"credential.*" + name):
+                await alice.call(
+                    at,
+                    "a2a",
+                    call_with({name: "s3cret"}),
+                    member="bot",
+                    wait=5,
+                    agent_card=CARD,
+                )
+        assert sim.stats.messages == sent
+        (reply,) = await alice.call(
+            at, "a2a", call_with({"X-Trace": "1"}), member="bot", wait=20, agent_card=CARD
+        )
+        assert reply.message is not None and "result" in reply.message
 
 
-def test_without_the_card_the_name_rule_stays() -> None:
+@pytest.mark.anyio
+async def test_without_the_card_the_name_rule_stays() -> None:
     """Without the card, a parameter is a credential by its name (Authorization,
     X-Api-Key, ...), as before."""
 
-    async def main() -> None:
-        async with group() as (_, alice, at, _link):
-            for name in ("Authorization", "X-Api-Key", "Api-Secret-Value"):
-                with pytest.raises(CallRefused, match="credential"):
-                    await alice.call(at, "a2a", call_with({name: "s3cret"}), member="bot", wait=5)
-
-    run(main)
+    async with group() as (_, alice, at, _link):
+        for name in ("Authorization", "X-Api-Key", "Api-Secret-Value"):
+            with pytest.raises(CallRefused, match="credential"):
+                await alice.call(at, "a2a", call_with({name: "s3cret"}), member="bot", wait=5)
 
 
-def test_the_sdk_client_with_the_card_does_not_send_a_credential_in_a_group() -> None:
+@pytest.mark.anyio
+async def test_the_sdk_client_with_the_card_does_not_send_a_credential_in_a_group() -> None:
     """The a2a-sdk client through register_client has the card it was created from: a
     request with the card's API key in the group is not sent."""
 
-    async def main() -> None:
-        async with group() as (sim, alice, at, link):
-            card = json_format.ParseDict(CARD, pb.AgentCard(), ignore_unknown_fields=True)
-            card.supported_interfaces.append(
-                json_format.ParseDict(a2a.agent_card_interface(link), pb.AgentInterface())
-            )
-            factory = register_client(
-                ClientConfig(streaming=False), alice, 1, chats={link: (at, "bot")}, timeout=10
-            )
-            client = factory.create(card)
-            message = pb.Message(message_id="m", role=pb.ROLE_USER, parts=[pb.Part(text="hi")])
-            message.context_id = "c-1"  # a follow-up: it goes to the conversation
-            context = ClientCallContext(service_parameters={"X-Acme-Pass": "s3cret"})
-            sent = sim.stats.messages
-            with pytest.raises(A2AClientError, match="credential"):
-                async for _ in client.send_message(
-                    pb.SendMessageRequest(message=message), context=context
-                ):
-                    pass
-            assert sim.stats.messages == sent
-
-    run(main)
+    async with group() as (sim, alice, at, link):
+        card = json_format.ParseDict(CARD, pb.AgentCard(), ignore_unknown_fields=True)
+        card.supported_interfaces.append(
+            json_format.ParseDict(a2a.agent_card_interface(link), pb.AgentInterface())
+        )
+        factory = register_client(
+            ClientConfig(streaming=False), alice, 1, chats={link: (at, "bot")}, timeout=10
+        )
+        client = factory.create(card)
+        message = pb.Message(message_id="m", role=pb.ROLE_USER, parts=[pb.Part(text="hi")])
+        message.context_id = "c-1"  # a follow-up: it goes to the conversation
+        context = ClientCallContext(service_parameters={"X-Acme-Pass": "s3cret"})
+        sent = sim.stats.messages
+        with pytest.raises(A2AClientError, match="credential"):
+            async for _ in client.send_message(
+                pb.SendMessageRequest(message=message), context=context
+            ):
+                pass
+        assert sim.stats.messages == sent

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from _support import run
 from simplex_rpc.adapter import ChatCore
 from simplex_rpc.declarations import CHANGE_FREQUENCIES
 from simplex_rpc.testing import CoreSimulator
@@ -44,18 +43,16 @@ async def channel(public_group: dict[str, Any] | None) -> AsyncIterator[tuple[Ch
 
 
 @pytest.mark.parametrize("frequency", CHANGE_FREQUENCIES)
-def test_change_frequency_of_a_channel_reaches_the_caller(frequency: str) -> None:
+@pytest.mark.anyio
+async def test_change_frequency_of_a_channel_reaches_the_caller(frequency: str) -> None:
     """ "changeFrequency: ... how often the channel is updated": each Sitemaps value
     read from the link, with the audience beside it."""
 
-    async def main() -> None:
-        record = {"audience": ["agent"], "changeFrequency": frequency}
-        async with channel(record) as (reader, link):
-            found = await reader.link_declarations(1, link)
-            assert found.kind == "group" and found.audience == ["agent"]
-            assert found.change_frequency == frequency
-
-    run(main)
+    record = {"audience": ["agent"], "changeFrequency": frequency}
+    async with channel(record) as (reader, link):
+        found = await reader.link_declarations(1, link)
+        assert found.kind == "group" and found.audience == ["agent"]
+        assert found.change_frequency == frequency
 
 
 @pytest.mark.parametrize(
@@ -68,28 +65,24 @@ def test_change_frequency_of_a_channel_reaches_the_caller(frequency: str) -> Non
         {"changeFrequency": 7},
     ],
 )
-def test_change_frequency_absent_or_unknown_is_none(record: dict[str, Any] | None) -> None:
+@pytest.mark.anyio
+async def test_change_frequency_absent_or_unknown_is_none(record: dict[str, Any] | None) -> None:
     """No changeFrequency, or a value outside the Sitemaps values: None."""
 
-    async def main() -> None:
-        async with channel(record) as (reader, link):
-            found = await reader.link_declarations(1, link)
-            assert found.change_frequency is None
-
-    run(main)
+    async with channel(record) as (reader, link):
+        found = await reader.link_declarations(1, link)
+        assert found.change_frequency is None
 
 
-def test_a_contact_address_has_no_change_frequency() -> None:
+@pytest.mark.anyio
+async def test_a_contact_address_has_no_change_frequency() -> None:
     """A contact address is not a channel: its change_frequency is None."""
 
-    async def main() -> None:
-        async with CoreSimulator() as sim, ChatCore.connect(sim.url_for("bot")) as bot:
-            await bot.start(service_requests=True)
-            sim.set_profile("bot", {"displayName": "bot", "fullName": ""})
-            address = await bot.service_address(1)
-            async with ChatCore.connect(sim.url_for("reader")) as reader:
-                await reader.start(service_requests=False)
-                found = await reader.link_declarations(1, address.link)
-                assert found.kind == "contact" and found.change_frequency is None
-
-    run(main)
+    async with CoreSimulator() as sim, ChatCore.connect(sim.url_for("bot")) as bot:
+        await bot.start(service_requests=True)
+        sim.set_profile("bot", {"displayName": "bot", "fullName": ""})
+        address = await bot.service_address(1)
+        async with ChatCore.connect(sim.url_for("reader")) as reader:
+            await reader.start(service_requests=False)
+            found = await reader.link_declarations(1, address.link)
+            assert found.kind == "contact" and found.change_frequency is None

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from _support import pair, run
+from _support import pair
 from simplex_rpc import Request, Response, a2a
 from simplex_rpc.adapter import ServiceRequest
 
@@ -39,30 +39,26 @@ async def ask(p: Any, size: int) -> Response:
     return response
 
 
-def test_serve_answers_above_10000_bytes_too_large_by_default() -> None:
+@pytest.mark.anyio
+async def test_serve_answers_above_10000_bytes_too_large_by_default() -> None:
     """ "A request and a response SHOULD NOT exceed 10,000 bytes of JSON": by default a
     response of 10,001 bytes is answered too_large; one of 10,000 is sent."""
 
-    async def main() -> None:
-        async with pair(sized) as p:
-            assert (await ask(p, 10_000)).ok
-            too_big = await ask(p, 10_001)
-            assert too_big.error is not None and too_big.error.code == "too_large"
-
-    run(main)
+    async with pair(sized) as p:
+        assert (await ask(p, 10_000)).ok
+        too_big = await ask(p, 10_001)
+        assert too_big.error is not None and too_big.error.code == "too_large"
 
 
-def test_serve_allows_up_to_the_block_limit_when_asked() -> None:
+@pytest.mark.anyio
+async def test_serve_allows_up_to_the_block_limit_when_asked() -> None:
     """The explicit option: max_response_bytes=MAX_RESPONSE sends up to the padded
     block's limit (11,101 bytes), and too_large above it."""
 
-    async def main() -> None:
-        async with pair(sized, max_response_bytes=sx.MAX_RESPONSE) as p:
-            assert (await ask(p, sx.MAX_RESPONSE)).ok
-            over = await ask(p, sx.MAX_RESPONSE + 1)
-            assert over.error is not None and over.error.code == "too_large"
-
-    run(main)
+    async with pair(sized, max_response_bytes=sx.MAX_RESPONSE) as p:
+        assert (await ask(p, sx.MAX_RESPONSE)).ok
+        over = await ask(p, sx.MAX_RESPONSE + 1)
+        assert over.error is not None and over.error.code == "too_large"
 
 
 @pytest.mark.parametrize("value", [" 1.0", "1.0 ", "\t1.0\t", "  1.0  "])

@@ -22,7 +22,6 @@ from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import a2a_pb2 as pb
 from mcp.server.mcpserver import MCPServer
 
-from _support import run
 from _waiting import until
 from simplex_rpc import a2a, mcp
 from simplex_rpc.a2a import A2aBridge, Caller
@@ -71,22 +70,20 @@ async def a2a_answer(bridge: A2aBridge, version: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("served", [("1.1",), ("1.0",), ("1.1", "1.0")])
-def test_a2a_bridge_declares_exactly_the_versions_it_serves(served: tuple[str, ...]) -> None:
+@pytest.mark.anyio
+async def test_a2a_bridge_declares_exactly_the_versions_it_serves(served: tuple[str, ...]) -> None:
     """ "versions: ... The protocol versions the bot serves": A2aBridge.supported (what
     serve_calls(declare=True) declares) is supported_versions, and each is served while
     a version outside it gets VersionNotSupportedError."""
 
-    async def main() -> None:
-        bridge = a2a_bridge(supported_versions=served)
-        assert bridge.supported == served
-        for version in served:
-            answer = await a2a_answer(bridge, version)
-            assert "result" in answer, f"{version} is declared but refused: {answer}"
-        for version in {"1.0", "1.1", "2.0"} - set(served):
-            answer = await a2a_answer(bridge, version)
-            assert answer["error"]["code"] == a2a.VERSION_NOT_SUPPORTED
-
-    run(main)
+    bridge = a2a_bridge(supported_versions=served)
+    assert bridge.supported == served
+    for version in served:
+        answer = await a2a_answer(bridge, version)
+        assert "result" in answer, f"{version} is declared but refused: {answer}"
+    for version in {"1.0", "1.1", "2.0"} - set(served):
+        answer = await a2a_answer(bridge, version)
+        assert answer["error"]["code"] == a2a.VERSION_NOT_SUPPORTED
 
 
 def test_mcp_bridge_declares_exactly_the_revisions_it_serves() -> None:
@@ -110,28 +107,26 @@ async def bot_core() -> AsyncIterator[ChatCore]:
         yield bot
 
 
-def test_serve_calls_declares_the_versions_the_a2a_bridge_serves() -> None:
+@pytest.mark.anyio
+async def test_serve_calls_declares_the_versions_the_a2a_bridge_serves() -> None:
     """The issue's case: with supported_versions=("1.1",), serve_calls(declare=True)
     declares a2a ["1.1"], not ["1.0"]."""
 
-    async def main() -> None:
-        async with bot_core() as bot:
-            bridge = a2a_bridge(supported_versions=("1.1",))
-            task = asyncio.create_task(bot.serve_calls(1, {"a2a": bridge}, declare=True))
-            try:
+    async with bot_core() as bot:
+        bridge = a2a_bridge(supported_versions=("1.1",))
+        task = asyncio.create_task(bot.serve_calls(1, {"a2a": bridge}, declare=True))
+        try:
 
-                async def a2a_declared() -> dict[str, Any]:
-                    found = await bot.declared(1)
-                    return found if "a2a" in found else {}
+            async def a2a_declared() -> dict[str, Any]:
+                found = await bot.declared(1)
+                return found if "a2a" in found else {}
 
-                declared = await until(a2a_declared, "the a2a declaration", within=20)
-                assert declared["a2a"].versions == ("1.1",)
-            finally:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-
-    run(main)
+            declared = await until(a2a_declared, "the a2a declaration", within=20)
+            assert declared["a2a"].versions == ("1.1",)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 @pytest.mark.parametrize(
@@ -148,47 +143,44 @@ def test_serve_calls_declares_the_versions_the_a2a_bridge_serves() -> None:
         ("a2a", ["01.0"], "01.0"),
     ],
 )
-def test_declared_versions_are_in_the_bindings_form(
+@pytest.mark.anyio
+async def test_declared_versions_are_in_the_bindings_form(
     name: str, versions: list[str], bad: str
 ) -> None:
     """ "MCP revisions from 2026-07-28 on" and "A2A versions in the Major.Minor form":
     declare() refuses anything else with a DeclarationError naming the entry, before
     the profile is written."""
 
-    async def main() -> None:
-        async with bot_core() as bot:
-            entry = {"versions": versions, "transports": {"chat": True}}
-            with pytest.raises(DeclarationError, match=rf"protocols\.{name}\.versions") as info:
-                await bot.declare(1, {name: entry})
-            assert repr(bad) in str(info.value)
-            with pytest.raises(DeclarationError, match=name):
-                await bot.declare(1, {name: ProtocolDeclaration(versions=tuple(versions))})
-            assert await bot.declared(1) == {}
-
-    run(main)
+    async with bot_core() as bot:
+        entry = {"versions": versions, "transports": {"chat": True}}
+        with pytest.raises(DeclarationError, match=rf"protocols\.{name}\.versions") as info:
+            await bot.declare(1, {name: entry})
+        assert repr(bad) in str(info.value)
+        with pytest.raises(DeclarationError, match=name):
+            await bot.declare(1, {name: ProtocolDeclaration(versions=tuple(versions))})
+        assert await bot.declared(1) == {}
 
 
-def test_declared_versions_of_the_known_bindings_and_of_others() -> None:
+@pytest.mark.anyio
+async def test_declared_versions_of_the_known_bindings_and_of_others() -> None:
     """Versions in the bindings' form are written; the versions of a protocol the
     library has no binding for are left alone."""
 
-    async def main() -> None:
-        async with bot_core() as bot:
-            written = await bot.declare(
-                1,
-                {
-                    "mcp": {"versions": ["2026-07-28", "2027-01-15"], "transports": {"chat": True}},
-                    "a2a": {"versions": ["1.0", "1.12"], "transports": {"chat": True}},
-                    "acme-orders": {"versions": ["v1", "2025-06-18"], "transports": {"rpc": True}},
-                },
-            )
-            assert written["acme-orders"].versions == ("v1", "2025-06-18")
-            assert (await bot.declared(1))["mcp"].versions == ("2026-07-28", "2027-01-15")
-
-    run(main)
+    async with bot_core() as bot:
+        written = await bot.declare(
+            1,
+            {
+                "mcp": {"versions": ["2026-07-28", "2027-01-15"], "transports": {"chat": True}},
+                "a2a": {"versions": ["1.0", "1.12"], "transports": {"chat": True}},
+                "acme-orders": {"versions": ["v1", "2025-06-18"], "transports": {"rpc": True}},
+            },
+        )
+        assert written["acme-orders"].versions == ("v1", "2025-06-18")
+        assert (await bot.declared(1))["mcp"].versions == ("2026-07-28", "2027-01-15")
 
 
-def test_serve_and_serve_calls_refuse_to_declare_versions_off_the_form() -> None:
+@pytest.mark.anyio
+async def test_serve_and_serve_calls_refuse_to_declare_versions_off_the_form() -> None:
     """The declarations that serve(declare=True) and serve_calls(declare=True) write
     are checked the same way, before anything runs."""
 
@@ -198,17 +190,10 @@ def test_serve_and_serve_calls_refuse_to_declare_versions_off_the_form() -> None
     def handler(request: ServiceRequest) -> Any:
         return {}
 
-    async def main() -> None:
-        async with bot_core() as bot:
-            await bot.service_address(1)
-            with pytest.raises(DeclarationError, match="mcp"):
-                await bot.serve_calls(
-                    1, {"mcp": echo}, declare=True, versions={"mcp": ["2025-06-18"]}
-                )
-            with pytest.raises(DeclarationError, match="a2a"):
-                await bot.serve(
-                    1, handler, protocols=["a2a"], declare=True, versions={"a2a": ["v1"]}
-                )
-            assert await bot.declared(1) == {}
-
-    run(main)
+    async with bot_core() as bot:
+        await bot.service_address(1)
+        with pytest.raises(DeclarationError, match="mcp"):
+            await bot.serve_calls(1, {"mcp": echo}, declare=True, versions={"mcp": ["2025-06-18"]})
+        with pytest.raises(DeclarationError, match="a2a"):
+            await bot.serve(1, handler, protocols=["a2a"], declare=True, versions={"a2a": ["v1"]})
+        assert await bot.declared(1) == {}

@@ -30,7 +30,6 @@ import anyio
 import pytest
 
 from _scripted_core import ScriptedCore, request_event, scripted_serving
-from _support import run
 from simplex_rpc import Request
 from simplex_rpc.adapter import ChatCore, ChatCoreError, ServiceRequest
 
@@ -42,61 +41,57 @@ LINK = "simplex:/a#bot-address-0123456789ab?h=simulator.local"
 # -- a handler that swallows its cancellation -------------------------------------------------
 
 
-def test_a_handler_that_swallows_cancellation_is_answered_at_its_deadline() -> None:
+@pytest.mark.anyio
+async def test_a_handler_that_swallows_cancellation_is_answered_at_its_deadline() -> None:
     """The answer (internal, the deadline's) comes while the handler still runs; its late
     result, when it finally returns, is dropped: one answer per request."""
 
-    async def main() -> None:
-        release = asyncio.Event()
-        returned = asyncio.Event()
+    release = asyncio.Event()
+    returned = asyncio.Event()
 
-        async def stubborn(request: ServiceRequest) -> str:
-            try:
-                await asyncio.sleep(60)  # the behaviour under test: a handler past its deadline
-            except asyncio.CancelledError:
-                # Swallows the cancellation and goes on (for at most 8 s: a hung test
-                # must still end).
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(release.wait(), 8)
-            returned.set()
-            return "late"
+    async def stubborn(request: ServiceRequest) -> str:
+        try:
+            await asyncio.sleep(60)  # the behaviour under test: a handler past its deadline
+        except asyncio.CancelledError:
+            # Swallows the cancellation and goes on (for at most 8 s: a hung test
+            # must still end).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(release.wait(), 8)
+        returned.set()
+        return "late"
 
-        async with scripted_serving(stubborn, handler_timeout=1.0) as (fake, _core, _task):
-            await fake.event(request_event("s1"))
-            await fake.wait_answers(1, within=20)  # the handler has not returned
-            assert not returned.is_set()
-            (answer,) = fake.answers["s1"]
-            assert answer["error"]["code"] == "internal"
-            release.set()
-            await returned.wait()
-            await asyncio.sleep(0.3)  # the behaviour under test: the late result sends nothing
-            assert len(fake.answers["s1"]) == 1
-
-    run(main)
+    async with scripted_serving(stubborn, handler_timeout=1.0) as (fake, _core, _task):
+        await fake.event(request_event("s1"))
+        await fake.wait_answers(1, within=20)  # the handler has not returned
+        assert not returned.is_set()
+        (answer,) = fake.answers["s1"]
+        assert answer["error"]["code"] == "internal"
+        release.set()
+        await returned.wait()
+        await asyncio.sleep(0.3)  # the behaviour under test: the late result sends nothing
+        assert len(fake.answers["s1"]) == 1
 
 
-def test_a2a_swallowing_handler_is_answered_conversation_required_at_the_deadline() -> None:
+@pytest.mark.anyio
+async def test_a2a_swallowing_handler_is_answered_conversation_required_at_the_deadline() -> None:
     """For a2a the deadline's answer is conversation_required, as for a handler that ends."""
 
-    async def main() -> None:
-        release = asyncio.Event()
+    release = asyncio.Event()
 
-        async def stubborn(request: ServiceRequest) -> str:
-            loop = asyncio.get_running_loop()
-            give_up = loop.time() + 8  # a hung test must still end
-            while not release.is_set() and loop.time() < give_up:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.sleep(0.2)  # the behaviour under test: cancellation swallowed
-            return "late"
+    async def stubborn(request: ServiceRequest) -> str:
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + 8  # a hung test must still end
+        while not release.is_set() and loop.time() < give_up:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0.2)  # the behaviour under test: cancellation swallowed
+        return "late"
 
-        async with scripted_serving(stubborn, handler_timeout=1.0) as (fake, _core, _task):
-            await fake.event(request_event("s2", {"jsonrpc": "2.0"}, protocol="a2a"))
-            await fake.wait_answers(1, within=20)
-            (answer,) = fake.answers["s2"]
-            assert answer["error"]["code"] == "conversation_required"
-            release.set()
-
-    run(main)
+    async with scripted_serving(stubborn, handler_timeout=1.0) as (fake, _core, _task):
+        await fake.event(request_event("s2", {"jsonrpc": "2.0"}, protocol="a2a"))
+        await fake.wait_answers(1, within=20)
+        (answer,) = fake.answers["s2"]
+        assert answer["error"]["code"] == "conversation_required"
+        release.set()
 
 
 # -- the requester's cap on an answer ---------------------------------------------------------
@@ -119,23 +114,24 @@ HUGE_ERROR = json.dumps(
 
 
 @pytest.mark.parametrize("payload", [HUGE_RESULT, HUGE_ERROR], ids=["5MB", "200k-message"])
-def test_the_requester_refuses_an_answer_past_max_response(payload: str) -> None:
+@pytest.mark.anyio
+async def test_the_requester_refuses_an_answer_past_max_response(payload: str) -> None:
     """service_request: an answer longer than MAX_RESPONSE is an error naming the limit,
     not a Response the caller passes on."""
 
-    async def main() -> None:
-        async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-            fake.raw["/_service_request"] = service_response(payload)
-            with pytest.raises(ChatCoreError) as caught:
-                await core.service_request(1, LINK, Request(protocol="mcp", request={}))
-            assert "MAX_RESPONSE" in str(caught.value) or "11103" in str(caught.value)
-            assert len(str(caught.value)) < 1000
-
-    run(main)
+    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+        fake.raw["/_service_request"] = service_response(payload)
+        with pytest.raises(ChatCoreError) as caught:
+            await core.service_request(1, LINK, Request(protocol="mcp", request={}))
+        assert "MAX_RESPONSE" in str(caught.value) or "11103" in str(caught.value)
+        assert len(str(caught.value)) < 1000
 
 
 @pytest.mark.parametrize("payload", [HUGE_RESULT, HUGE_ERROR], ids=["5MB", "200k-message"])
-def test_the_mcp_sdk_client_answers_an_oversized_response_as_an_mcp_error(payload: str) -> None:
+@pytest.mark.anyio
+async def test_the_mcp_sdk_client_answers_an_oversized_response_as_an_mcp_error(
+    payload: str,
+) -> None:
     """The MCP SDK client over SimplexTransport: the oversized answer is an MCPError with a
     short message, never the bot's 5 MB or 200,000 characters."""
     from mcp import Client
@@ -143,18 +139,15 @@ def test_the_mcp_sdk_client_answers_an_oversized_response_as_an_mcp_error(payloa
 
     from simplex_rpc.mcp import SimplexTransport
 
-    async def main() -> None:
-        async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-            fake.raw["/_service_request"] = service_response(payload)
-            with pytest.raises((MCPError, ExceptionGroup)) as caught:
-                async with Client(SimplexTransport(core, 1, LINK, timeout=5)) as client:
-                    await client.list_tools()
-            error = leaf(caught.value)
-            assert isinstance(error, MCPError), error
-            assert "MAX_RESPONSE" in error.error.message
-            assert len(error.error.message) < 2000
-
-    run(main)
+    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+        fake.raw["/_service_request"] = service_response(payload)
+        with pytest.raises((MCPError, ExceptionGroup)) as caught:
+            async with Client(SimplexTransport(core, 1, LINK, timeout=5)) as client:
+                await client.list_tools()
+        error = leaf(caught.value)
+        assert isinstance(error, MCPError), error
+        assert "MAX_RESPONSE" in error.error.message
+        assert len(error.error.message) < 2000
 
 
 def leaf(exc: BaseException) -> BaseException:
@@ -167,14 +160,16 @@ def leaf(exc: BaseException) -> BaseException:
 # -- mcp-proxy --timeout covers the connection step --------------------------------------------
 
 
-def test_mcp_proxy_timeout_covers_the_connection_step(tmp_path: Path) -> None:
+@pytest.mark.anyio
+@pytest.mark.time_limit(90)
+async def test_mcp_proxy_timeout_covers_the_connection_step(tmp_path: Path) -> None:
     """A core that never answers /_start: with --timeout 2, a request is an MCP error in
     about 2 seconds (bounded here at 30), not after the 60-second /_start timeout."""
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from mcp.shared.exceptions import MCPError
 
-    async def main() -> None:
+    with anyio.fail_after(90):
         async with ScriptedCore() as fake:
             fake.raw["/_start"] = lambda corr_id, cmd: None  # never answered
             params = StdioServerParameters(
@@ -188,8 +183,6 @@ def test_mcp_proxy_timeout_covers_the_connection_step(tmp_path: Path) -> None:
             message = caught.value.error.message
             assert message.startswith("the SimpleX bot could not be reached"), message
             assert "/_start within 2 s" in message, message
-
-    run(main, limit=90)
 
 
 # -- the one table ------------------------------------------------------------------------------

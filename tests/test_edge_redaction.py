@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from _redaction import TENANT, TOKEN, every_level, secrets_of
-from _support import run
 from simplex_rpc import Request, SigningKey, a2a
 from simplex_rpc.adapter import ChatCore, IncomingCall, ReplySink, ServiceRequest
 from simplex_rpc.testing import CoreSimulator
@@ -42,7 +41,8 @@ def credential_request(n: int) -> dict[str, Any]:
     )
 
 
-def test_no_log_line_at_any_level_and_no_repr_holds_a_credential_or_key(
+@pytest.mark.anyio
+async def test_no_log_line_at_any_level_and_no_repr_holds_a_credential_or_key(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     key = SigningKey.generate()
@@ -61,7 +61,7 @@ def test_no_log_line_at_any_level_and_no_repr_holds_a_credential_or_key(
         texts.append(json.dumps(call.request))
         return json.dumps({"jsonrpc": "2.0", "id": call.request.get("id"), "result": {"ok": 1}})
 
-    async def main() -> None:
+    with every_level() as captured:
         async with (
             CoreSimulator() as sim,
             ChatCore.connect(sim.url_for("bob")) as bob,
@@ -110,9 +110,6 @@ def test_no_log_line_at_any_level_and_no_repr_holds_a_credential_or_key(
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
-
-    with every_level() as captured:
-        run(main)
     assert texts and any(TOKEN in t for t in texts), "the handlers see the credential"
     assert len(captured.lines) > 20, "DEBUG lines were captured"
     assert any("websockets" in line for line in captured.lines)

@@ -33,12 +33,12 @@ import pytest
 
 import simplex_rpc as sx
 from _badge import World, world
-from _support import run
 from _waiting import until
 from simplex_rpc.adapter import (
     TYPED_ERRORS,
     AnswerStore,
     AnswerStoreProtocol,
+    Begun,
     RateLimit,
     RawRequest,
     SQLiteAnswerStore,
@@ -85,38 +85,40 @@ async def call(w: World, obj: dict[str, Any], key: sx.SigningKey | None = A) -> 
     return answer
 
 
-def test_a_repeated_signed_request_gets_the_stored_answer_without_a_second_run() -> None:
-    service = badge.BadgeService({"C1"})
-
-    async def main() -> None:
-        async with world() as w:
-            async with serving(w, service, AnswerStore()) as task:
-                first = await call(w, badge.redeem_request(A, "C1"))
-                assert first == {"type": "badge", "code": "C1", "serial": 1}
-                assert service.runs == 1
-                again = await badge.redeem(w.alice, w.link, A, "C1")  # the example's caller
-                assert again == first
-                assert service.runs == 1  # answered from the store: the handler did not run
-            outcome = task.result()
-            assert (outcome.answered, outcome.stored) == (2, 1)
-
-    run(main)
-
-
 class WatchedStore(AnswerStore):
-    """An ``AnswerStore`` that records each decision of ``begin`` (new, running, done)."""
+    """An in-memory answer store that records each decision of ``begin``: what a test
+    waits on to know that a repeat is waiting for a run in progress."""
 
     def __init__(self) -> None:
         super().__init__()
         self.decisions: list[str] = []
 
-    def begin(self, signer: Any, request: bytes) -> Any:
+    def begin(self, signer: sx.PublicKey | None, request: bytes) -> Begun:
         begun = super().begin(signer, request)
         self.decisions.append(begun.state)
         return begun
 
 
-def test_a_concurrent_repeat_does_not_start_a_second_run(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.anyio
+async def test_a_repeated_signed_request_gets_the_stored_answer_without_a_second_run() -> None:
+    service = badge.BadgeService({"C1"})
+
+    async with world() as w:
+        async with serving(w, service, AnswerStore()) as task:
+            first = await call(w, badge.redeem_request(A, "C1"))
+            assert first == {"type": "badge", "code": "C1", "serial": 1}
+            assert service.runs == 1
+            again = await badge.redeem(w.alice, w.link, A, "C1")  # the example's caller
+            assert again == first
+            assert service.runs == 1  # answered from the store: the handler did not run
+        outcome = task.result()
+        assert (outcome.answered, outcome.stored) == (2, 1)
+
+
+@pytest.mark.anyio
+async def test_a_concurrent_repeat_does_not_start_a_second_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """While the first run is still running, the identical request waits for its answer."""
     service = badge.BadgeService({"C1"})
     release = asyncio.Event()
@@ -130,10 +132,9 @@ def test_a_concurrent_repeat_does_not_start_a_second_run(caplog: pytest.LogCaptu
 
     held = badge.BadgeService(set())
     held.handle = slow  # the example's handler, held until the repeat is waiting
-
     store = WatchedStore()
 
-    async def main() -> None:
+    with caplog.at_level(logging.INFO, logger="simplex_rpc.adapter"):
         async with world() as w, serving(w, held, store):
             request = badge.redeem_request(A, "C1")
             first = asyncio.create_task(call(w, request))
@@ -141,97 +142,87 @@ def test_a_concurrent_repeat_does_not_start_a_second_run(caplog: pytest.LogCaptu
             second = asyncio.create_task(call(w, request))
             (responder,) = w.bob._request_sinks
             await until(lambda: len(responder.running) >= 2, "both requests at the responder")
-            # The repeat found the first run in progress: its next step is to wait for it.
-            await until(lambda: "running" in store.decisions, "the repeat waits for the run")
+            # The gate's next step after a "running" decision is its wait on the run.
+            await until(lambda: "running" in store.decisions, "the repeat waiting for the run")
             release.set()
             answers = await asyncio.gather(first, second)
         assert answers[0] == answers[1] == {"type": "badge", "code": "C1", "serial": 1}
         assert service.runs == 1
-
-    with caplog.at_level(logging.INFO, logger="simplex_rpc.adapter"):
-        run(main)
     assert any("answered from the answer store (joined)" in r.getMessage() for r in caplog.records)
 
 
-def test_a_different_signer_is_a_different_request() -> None:
+@pytest.mark.anyio
+async def test_a_different_signer_is_a_different_request() -> None:
     """The same bytes signed by another key run again: the key is (signer, SHA-256)."""
     service = badge.BadgeService({"C1"})
 
-    async def main() -> None:
-        async with world() as w, serving(w, service, AnswerStore()):
-            assert (await call(w, STATUS, A))["type"] == "status"
-            assert (await call(w, STATUS, A))["type"] == "status"
-            assert service.runs == 1
-            assert (await call(w, STATUS, B))["type"] == "status"
-            assert service.runs == 2
-            # And the command's own rule: another key cannot take A's badge.
-            assert (await call(w, badge.redeem_request(A, "C1"), A))["type"] == "badge"
-            taken = await call(w, badge.redeem_request(B, "C1"), B)
-            assert taken == {
-                "type": "error",
-                "code": "already_redeemed",
-                "message": "the code was redeemed by another key",
-            }
-
-    run(main)
+    async with world() as w, serving(w, service, AnswerStore()):
+        assert (await call(w, STATUS, A))["type"] == "status"
+        assert (await call(w, STATUS, A))["type"] == "status"
+        assert service.runs == 1
+        assert (await call(w, STATUS, B))["type"] == "status"
+        assert service.runs == 2
+        # And the command's own rule: another key cannot take A's badge.
+        assert (await call(w, badge.redeem_request(A, "C1"), A))["type"] == "badge"
+        taken = await call(w, badge.redeem_request(B, "C1"), B)
+        assert taken == {
+            "type": "error",
+            "code": "already_redeemed",
+            "message": "the code was redeemed by another key",
+        }
 
 
 @pytest.mark.parametrize("unsigned", [False, True])
-def test_unsigned_requests_are_stored_only_when_the_store_opts_in(unsigned: bool) -> None:
+@pytest.mark.anyio
+async def test_unsigned_requests_are_stored_only_when_the_store_opts_in(unsigned: bool) -> None:
     service = badge.BadgeService(set())
 
-    async def main() -> None:
-        async with world() as w, serving(w, service, AnswerStore(unsigned=unsigned)):
-            for _ in range(3):
-                assert (await call(w, STATUS, None))["type"] == "status"
-        assert service.runs == (1 if unsigned else 3)
-
-    run(main)
+    async with world() as w, serving(w, service, AnswerStore(unsigned=unsigned)):
+        for _ in range(3):
+            assert (await call(w, STATUS, None))["type"] == "status"
+    assert service.runs == (1 if unsigned else 3)
 
 
-def test_the_sqlite_store_survives_a_restart_of_the_responder(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_the_sqlite_store_survives_a_restart_of_the_responder(tmp_path: Path) -> None:
     """The repeat after the restart is answered from the file: the new service, which
     knows nothing of the code, does not run (it would answer unknown_code)."""
     path = tmp_path / "answers.db"
 
-    async def main() -> None:
-        async with world() as w:
-            before = badge.BadgeService({"C1"})
-            with SQLiteAnswerStore(path) as store:
-                async with serving(w, before, store):
-                    first = await call(w, badge.redeem_request(A, "C1"))
-            assert first["type"] == "badge" and before.runs == 1
-            after = badge.BadgeService(set())  # a restart: nothing in memory
-            with SQLiteAnswerStore(path) as store:
-                async with serving(w, after, store):
-                    assert await call(w, badge.redeem_request(A, "C1")) == first
-                    assert after.runs == 0
-                    fresh = await call(w, badge.redeem_request(A, "C2"))
-                    assert fresh["code"] == "unknown_code" and after.runs == 1
-
-    run(main)
+    async with world() as w:
+        before = badge.BadgeService({"C1"})
+        with SQLiteAnswerStore(path) as store:
+            async with serving(w, before, store):
+                first = await call(w, badge.redeem_request(A, "C1"))
+        assert first["type"] == "badge" and before.runs == 1
+        after = badge.BadgeService(set())  # a restart: nothing in memory
+        with SQLiteAnswerStore(path) as store:
+            async with serving(w, after, store):
+                assert await call(w, badge.redeem_request(A, "C1")) == first
+                assert after.runs == 0
+                fresh = await call(w, badge.redeem_request(A, "C2"))
+                assert fresh["code"] == "unknown_code" and after.runs == 1
 
 
-def test_the_envelope_rules_of_the_example() -> None:
+@pytest.mark.anyio
+async def test_the_envelope_rules_of_the_example() -> None:
     """A version, a signed key that must equal the signer, type-tagged answers and errors;
     the responder's own errors (a request that is not a JSON object) in the same shape."""
     service = badge.BadgeService({"C1"})
 
-    async def main() -> None:
-        async with world() as w, serving(w, service, None):
-            assert (await call(w, {**STATUS, "version": 2}))["code"] == "unsupported_version"
-            assert (await call(w, {"version": 1}))["code"] == "bad_request"
-            wrong_key = badge.redeem_request(B, "C1")  # names B, signed by A
-            refused = await call(w, wrong_key, A)
-            assert refused["type"] == "error" and "purchaseKey" in refused["message"]
-            unsigned = await call(w, badge.redeem_request(A, "C1"), None)
-            assert unsigned["code"] == "bad_request"
-            assert (await call(w, badge.redeem_request(A, "C1")))["serial"] == 1
-
-    run(main)
+    async with world() as w, serving(w, service, None):
+        assert (await call(w, {**STATUS, "version": 2}))["code"] == "unsupported_version"
+        assert (await call(w, {"version": 1}))["code"] == "bad_request"
+        wrong_key = badge.redeem_request(B, "C1")  # names B, signed by A
+        refused = await call(w, wrong_key, A)
+        assert refused["type"] == "error" and "purchaseKey" in refused["message"]
+        unsigned = await call(w, badge.redeem_request(A, "C1"), None)
+        assert unsigned["code"] == "bad_request"
+        assert (await call(w, badge.redeem_request(A, "C1")))["serial"] == 1
 
 
-def test_a_burst_meets_the_three_budget_kinds_and_retry_after_is_the_next_tokens_wait() -> None:
+@pytest.mark.anyio
+async def test_a_burst_meets_the_three_budget_kinds_and_retry_after_is_the_next_tokens_wait() -> None:  # noqa: E501  # noqa: E501
     """The badge service's budgets through serve_raw: the unsigned calls (2 a minute, every
     call counts), each signer's failures (2 an hour) and everyone's failures (3 an hour).
     A request refused by a budget takes no token and is no failure; a repeat answered
@@ -252,32 +243,30 @@ def test_a_burst_meets_the_three_budget_kinds_and_retry_after_is_the_next_tokens
             and (low <= retry <= high)
         )
 
-    async def main() -> None:
-        async with world() as w, serving(w, service, AnswerStore(), budgets=budgets):
-            # Unsigned: two pass, the third waits for the next token (30 s).
-            assert [(await call(w, STATUS, None))["type"] for _ in range(2)] == ["status"] * 2
-            assert limited(await call(w, STATUS, None), 29, 30)
-            assert (await call(w, STATUS, A))["type"] == "status"  # signed: not that bucket
-            # A signer's failures: X1 fails, its repeat comes from the store (no failure),
-            # X2 fails: A's bucket is empty, for a success too.
-            assert (await call(w, badge.redeem_request(A, "X1")))["code"] == "unknown_code"
-            assert (await call(w, badge.redeem_request(A, "X1")))["code"] == "unknown_code"
-            assert (await call(w, badge.redeem_request(A, "X2")))["code"] == "unknown_code"
-            runs = service.runs
-            assert limited(await call(w, STATUS, A), 1790, 1800)
-            assert limited(await call(w, badge.redeem_request(A, "C1")), 1790, 1800)
-            assert service.runs == runs  # refused before the handler
-            # Everyone's failures: B's failure is the third: C (no failure of its own)
-            # waits for the global bucket's next token.
-            assert (await call(w, badge.redeem_request(B, "X3"), B))["code"] == "unknown_code"
-            C = sx.SigningKey.generate()
-            assert limited(await call(w, badge.redeem_request(C, "C1"), C), 1190, 1200)
-            assert "C1" in service.codes  # nobody redeemed it
-
-    run(main)
+    async with world() as w, serving(w, service, AnswerStore(), budgets=budgets):
+        # Unsigned: two pass, the third waits for the next token (30 s).
+        assert [(await call(w, STATUS, None))["type"] for _ in range(2)] == ["status"] * 2
+        assert limited(await call(w, STATUS, None), 29, 30)
+        assert (await call(w, STATUS, A))["type"] == "status"  # signed: not that bucket
+        # A signer's failures: X1 fails, its repeat comes from the store (no failure),
+        # X2 fails: A's bucket is empty, for a success too.
+        assert (await call(w, badge.redeem_request(A, "X1")))["code"] == "unknown_code"
+        assert (await call(w, badge.redeem_request(A, "X1")))["code"] == "unknown_code"
+        assert (await call(w, badge.redeem_request(A, "X2")))["code"] == "unknown_code"
+        runs = service.runs
+        assert limited(await call(w, STATUS, A), 1790, 1800)
+        assert limited(await call(w, badge.redeem_request(A, "C1")), 1790, 1800)
+        assert service.runs == runs  # refused before the handler
+        # Everyone's failures: B's failure is the third: C (no failure of its own)
+        # waits for the global bucket's next token.
+        assert (await call(w, badge.redeem_request(B, "X3"), B))["code"] == "unknown_code"
+        C = sx.SigningKey.generate()
+        assert limited(await call(w, badge.redeem_request(C, "C1"), C), 1190, 1200)
+        assert "C1" in service.codes  # nobody redeemed it
 
 
-def test_the_caller_repeats_the_identical_request_after_a_timeout() -> None:
+@pytest.mark.anyio
+async def test_the_caller_repeats_the_identical_request_after_a_timeout() -> None:
     """service_request_raw's retry: the core's ASETimeout hid the outcome, so the identical
     signed request goes again at once; the responder's store makes the repeat wait for the
     first run, which answers both: one run."""
@@ -295,25 +284,23 @@ def test_the_caller_repeats_the_identical_request_after_a_timeout() -> None:
     held = badge.BadgeService(set())
     held.handle = slow_once
 
-    async def main() -> None:
-        async with world() as w, serving(w, held, AnswerStore()):
-            answer = await w.alice.service_request_raw(
-                1,
-                w.link,
-                badge.redeem_request(A, "C1"),
-                timeout=1,
-                sign_key=A,
-                retries=3,
-                errors=TYPED_ERRORS,
-            )
-            assert answer == {"type": "badge", "code": "C1", "serial": 1}
-            assert service.runs == 1
-            assert w.sim.stats.requester_timeouts >= 1
-
-    run(main)
+    async with world() as w, serving(w, held, AnswerStore()):
+        answer = await w.alice.service_request_raw(
+            1,
+            w.link,
+            badge.redeem_request(A, "C1"),
+            timeout=1,
+            sign_key=A,
+            retries=3,
+            errors=TYPED_ERRORS,
+        )
+        assert answer == {"type": "badge", "code": "C1", "serial": 1}
+        assert service.runs == 1
+        assert w.sim.stats.requester_timeouts >= 1
 
 
-def test_the_caller_repeats_after_retry_after_and_not_past_max_retry_after() -> None:
+@pytest.mark.anyio
+async def test_the_caller_repeats_after_retry_after_and_not_past_max_retry_after() -> None:
     """An error answer with retryAfter is repeated after it (the identical bytes), at most
     ``retries`` times; one past ``max_retry_after`` is returned as it is."""
     seen: list[dict[str, Any]] = []
@@ -330,32 +317,29 @@ def test_the_caller_repeats_after_retry_after_and_not_past_max_retry_after() -> 
         never.append(1)
         return TYPED_ERRORS.error("busy", "much later", 100)
 
-    async def main() -> None:
-        async with world() as w:
-            stop, ready = asyncio.Event(), asyncio.Event()
-            task = asyncio.create_task(
-                w.bob.serve_raw(1, busy_once, errors=TYPED_ERRORS, stop=stop, ready=ready)
-            )
-            await ready.wait()
-            answer = await w.alice.service_request_raw(
-                1, w.link, {"n": 1}, timeout=10, retries=1, errors=TYPED_ERRORS
-            )
-            assert answer == {"type": "ok"} and seen == [{"n": 1}, {"n": 1}]
-            stop.set()
-            await task
-            stop = asyncio.Event()
-            task = asyncio.create_task(w.bob.serve_raw(1, far, errors=TYPED_ERRORS, stop=stop))
-            answer = await w.alice.service_request_raw(
-                1,
-                w.link,
-                {"n": 2},
-                timeout=10,
-                retries=3,
-                max_retry_after=10,
-                errors=TYPED_ERRORS,
-            )
-            assert answer["retryAfter"] == 100 and never == [1]
-            stop.set()
-            await task
-
-    run(main)
+    async with world() as w:
+        stop, ready = asyncio.Event(), asyncio.Event()
+        task = asyncio.create_task(
+            w.bob.serve_raw(1, busy_once, errors=TYPED_ERRORS, stop=stop, ready=ready)
+        )
+        await ready.wait()
+        answer = await w.alice.service_request_raw(
+            1, w.link, {"n": 1}, timeout=10, retries=1, errors=TYPED_ERRORS
+        )
+        assert answer == {"type": "ok"} and seen == [{"n": 1}, {"n": 1}]
+        stop.set()
+        await task
+        stop = asyncio.Event()
+        task = asyncio.create_task(w.bob.serve_raw(1, far, errors=TYPED_ERRORS, stop=stop))
+        answer = await w.alice.service_request_raw(
+            1,
+            w.link,
+            {"n": 2},
+            timeout=10,
+            retries=3,
+            max_retry_after=10,
+            errors=TYPED_ERRORS,
+        )
+        assert answer["retryAfter"] == 100 and never == [1]
+        stop.set()
+        await task

@@ -23,7 +23,7 @@ import pytest
 
 import simplex_rpc as sx
 from _scripted_core import ScriptedCore
-from _support import pair, run
+from _support import pair
 from simplex_rpc import Request, Response
 from simplex_rpc.adapter import (
     ENVELOPE_ERRORS,
@@ -67,7 +67,8 @@ def event(request_id: str, data: Any, signer: str | None = None) -> dict[str, An
     return out
 
 
-def test_the_handler_gets_the_object_and_its_answer_goes_back_as_it_is() -> None:
+@pytest.mark.anyio
+async def test_the_handler_gets_the_object_and_its_answer_goes_back_as_it_is() -> None:
     seen: list[RawRequest] = []
     key = sx.SigningKey.generate().public_key
 
@@ -75,14 +76,11 @@ def test_the_handler_gets_the_object_and_its_answer_goes_back_as_it_is() -> None
         seen.append(raw)
         return {"type": "ok", "echo": raw.data}
 
-    async def main() -> None:
-        async with raw_serving(handler) as (fake, _):
-            data = {"version": 1, "request": {"type": "x"}}
-            await fake.event(event("r1", data, key.encode()))
-            await fake.wait_answers(1)
-            assert fake.answers["r1"] == [{"type": "ok", "echo": data}]
-
-    run(main)
+    async with raw_serving(handler) as (fake, _):
+        data = {"version": 1, "request": {"type": "x"}}
+        await fake.event(event("r1", data, key.encode()))
+        await fake.wait_answers(1)
+        assert fake.answers["r1"] == [{"type": "ok", "echo": data}]
     (raw,) = seen
     assert raw.signer == key and raw.request_id == "r1" and raw.user_id == 1
     assert "version" not in repr(raw) and "2 members" in repr(raw)  # no content in the repr
@@ -100,7 +98,8 @@ def test_the_handler_gets_the_object_and_its_answer_goes_back_as_it_is() -> None
         ({"big": True}, "too_large", "size limit"),
     ],
 )
-def test_the_responders_own_answers_take_the_services_shape(
+@pytest.mark.anyio
+async def test_the_responders_own_answers_take_the_services_shape(
     errors: Any, data: Any, code: str, says: str
 ) -> None:
     def handler(raw: RawRequest) -> Any:
@@ -112,47 +111,43 @@ def test_the_responders_own_answers_take_the_services_shape(
             return {"x": "y" * 200}
         return {"type": "ok"}
 
-    async def main() -> None:
-        async with raw_serving(handler, errors=errors, max_response_bytes=100) as (fake, _):
-            await fake.event(event("r1", data))
-            await fake.wait_answers(1)
-            (answer,) = fake.answers["r1"]
-            assert errors.code(answer) == code
-            message = answer["error"]["message"] if errors is ENVELOPE_ERRORS else answer["message"]
-            assert says in message and "secret" not in message
-
-    run(main)
+    async with raw_serving(handler, errors=errors, max_response_bytes=100) as (fake, _):
+        await fake.event(event("r1", data))
+        await fake.wait_answers(1)
+        (answer,) = fake.answers["r1"]
+        assert errors.code(answer) == code
+        message = answer["error"]["message"] if errors is ENVELOPE_ERRORS else answer["message"]
+        assert says in message and "secret" not in message
 
 
-def test_a_handler_past_its_deadline_and_overload_are_answered_in_the_services_shape() -> None:
+@pytest.mark.anyio
+async def test_a_handler_past_its_deadline_and_overload_are_answered_in_the_services_shape() -> None:  # noqa: E501  # noqa: E501
     release = asyncio.Event()
 
     async def handler(raw: RawRequest) -> dict[str, Any]:
         await release.wait()
         return {"type": "late"}
 
-    async def main() -> None:
-        async with raw_serving(
-            handler, errors=TYPED_ERRORS, concurrency=1, max_queue=0, handler_timeout=1
-        ) as (fake, _):
-            await fake.event(event("slow", {"n": 1}))
-            await fake.event(event("shed", {"n": 2}))
-            await fake.wait_answers(2)
-            (shed,) = fake.answers["shed"]
-            assert shed["type"] == "error" and shed["code"] == "rate_limited"
-            assert isinstance(shed["retryAfter"], int)
-            (late,) = fake.answers["slow"]
-            assert late == {
-                "type": "error",
-                "code": "internal",
-                "message": "the responder did not finish in time",
-            }
-            release.set()
-
-    run(main)
+    async with raw_serving(
+        handler, errors=TYPED_ERRORS, concurrency=1, max_queue=0, handler_timeout=1
+    ) as (fake, _):
+        await fake.event(event("slow", {"n": 1}))
+        await fake.event(event("shed", {"n": 2}))
+        await fake.wait_answers(2)
+        (shed,) = fake.answers["shed"]
+        assert shed["type"] == "error" and shed["code"] == "rate_limited"
+        assert isinstance(shed["retryAfter"], int)
+        (late,) = fake.answers["slow"]
+        assert late == {
+            "type": "error",
+            "code": "internal",
+            "message": "the responder did not finish in time",
+        }
+        release.set()
 
 
-def test_the_core_repeating_a_request_id_is_answered_once_and_never_reaches_the_store() -> None:
+@pytest.mark.anyio
+async def test_the_core_repeating_a_request_id_is_answered_once_and_never_reaches_the_store() -> None:  # noqa: E501  # noqa: E501
     """Two rules, two cases: the core reporting one request twice (the same requestId) is
     the admission's; a requester repeating its request (a new requestId, the same bytes and
     signer) is the answer store's."""
@@ -163,23 +158,21 @@ def test_the_core_repeating_a_request_id_is_answered_once_and_never_reaches_the_
         runs.append(raw.request_id)
         return {"type": "ok", "run": len(runs)}
 
-    async def main() -> None:
-        async with raw_serving(handler, answers=AnswerStore()) as (fake, _):
-            await fake.event(event("r1", {"q": 1}, signer))
-            await fake.wait_answers(1)
-            await fake.event(event("r1", {"q": 1}, signer))  # the core's repeat
-            await fake.event(event("r2", {"q": 1}, signer))  # the requester's repeat
-            await fake.event(event("r3", {"q": 2}, signer))  # another request
-            await fake.wait_answers(3)
-            assert fake.answers["r1"] == [{"type": "ok", "run": 1}]
-            assert fake.answers["r2"] == [{"type": "ok", "run": 1}]
-            assert fake.answers["r3"] == [{"type": "ok", "run": 2}]
-
-    run(main)
+    async with raw_serving(handler, answers=AnswerStore()) as (fake, _):
+        await fake.event(event("r1", {"q": 1}, signer))
+        await fake.wait_answers(1)
+        await fake.event(event("r1", {"q": 1}, signer))  # the core's repeat
+        await fake.event(event("r2", {"q": 1}, signer))  # the requester's repeat
+        await fake.event(event("r3", {"q": 2}, signer))  # another request
+        await fake.wait_answers(3)
+        assert fake.answers["r1"] == [{"type": "ok", "run": 1}]
+        assert fake.answers["r2"] == [{"type": "ok", "run": 1}]
+        assert fake.answers["r3"] == [{"type": "ok", "run": 2}]
     assert runs == ["r1", "r3"]
 
 
-def test_serve_keeps_envelope_answers_too() -> None:
+@pytest.mark.anyio
+async def test_serve_keeps_envelope_answers_too() -> None:
     """serve(answers=): the same store under the protocol text's envelope; an error with
     retryAfter is not kept (a repeat may succeed)."""
     runs: list[Any] = []
@@ -192,33 +185,28 @@ def test_serve_keeps_envelope_answers_too() -> None:
 
     key = sx.SigningKey.generate()
 
-    async def main() -> None:
-        async with pair(handler, answers=AnswerStore()) as p:
+    async with pair(handler, answers=AnswerStore()) as p:
 
-            async def ask(what: str) -> Response:
-                response: Response = await p.alice.service_request(
-                    1, p.link, Request(protocol="mcp", request=what), timeout=5, sign_key=key
-                )
-                return response
+        async def ask(what: str) -> Response:
+            response: Response = await p.alice.service_request(
+                1, p.link, Request(protocol="mcp", request=what), timeout=5, sign_key=key
+            )
+            return response
 
-            assert (await ask("a")).response == {"n": 1}
-            assert (await ask("a")).response == {"n": 1}
-            assert not (await ask("busy")).ok
-            assert not (await ask("busy")).ok
-
-    run(main)
+        assert (await ask("a")).response == {"n": 1}
+        assert (await ask("a")).response == {"n": 1}
+        assert not (await ask("busy")).ok
+        assert not (await ask("busy")).ok
     assert runs == ["a", "busy", "busy"]
 
 
-def test_a_store_that_is_not_one_is_refused_before_serving() -> None:
-    async def main() -> None:
-        async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-            with pytest.raises(SimplexRpcError, match="answers: expected an answer store"):
-                await core.serve_raw(1, lambda r: {}, answers=object())  # type: ignore[arg-type]
-            with pytest.raises(SimplexRpcError, match="errors: expected an ErrorFormat"):
-                await core.serve_raw(1, lambda r: {}, errors=object())  # type: ignore[arg-type]
-
-    run(main)
+@pytest.mark.anyio
+async def test_a_store_that_is_not_one_is_refused_before_serving() -> None:
+    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+        with pytest.raises(SimplexRpcError, match="answers: expected an answer store"):
+            await core.serve_raw(1, lambda r: {}, answers=object())  # type: ignore[arg-type]
+        with pytest.raises(SimplexRpcError, match="errors: expected an ErrorFormat"):
+            await core.serve_raw(1, lambda r: {}, errors=object())  # type: ignore[arg-type]
 
 
 # -- the caller ---------------------------------------------------------------------
@@ -256,18 +244,16 @@ def test_a_raw_request_that_cannot_be_sent_is_refused_before_sending(
         ('{"x":"' + "y" * 15_000 + '"}', ChatCoreError, "more than a response can carry"),
     ],
 )
-def test_an_answer_that_is_not_an_object_or_too_long_is_refused(
+@pytest.mark.anyio
+async def test_an_answer_that_is_not_an_object_or_too_long_is_refused(
     data: str, raises: type[Exception], says: str
 ) -> None:
-    async def main() -> None:
-        async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-            fake.raw["/_service_request"] = lambda corr_id, cmd: json.dumps(
-                {"corrId": corr_id, "resp": {"type": "serviceResponse", "responseData": data}}
-            )
-            with pytest.raises(raises, match=says):
-                await core.service_request_raw(1, LINK, {"q": 1}, timeout=5)
-
-    run(main)
+    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+        fake.raw["/_service_request"] = lambda corr_id, cmd: json.dumps(
+            {"corrId": corr_id, "resp": {"type": "serviceResponse", "responseData": data}}
+        )
+        with pytest.raises(raises, match=says):
+            await core.service_request_raw(1, LINK, {"q": 1}, timeout=5)
 
 
 def test_the_typed_error_shape_is_configurable() -> None:
@@ -282,7 +268,8 @@ def test_the_typed_error_shape_is_configurable() -> None:
         TypedErrors(tag="code")
 
 
-def test_no_key_or_credential_in_any_log_of_raw_traffic() -> None:
+@pytest.mark.anyio
+async def test_no_key_or_credential_in_any_log_of_raw_traffic() -> None:
     """Redaction (issue 21's rule, kept by the raw layer): signed and unsigned raw
     requests carrying a credential, through serve_raw with an answer store and the raw
     caller's retries, at every level of every logger: no key, no credential."""
@@ -297,7 +284,7 @@ def test_no_key_or_credential_in_any_log_of_raw_traffic() -> None:
             return TYPED_ERRORS.error("busy", "later", 1)
         return {"type": "ok", "echo": raw.data}
 
-    async def main() -> None:
+    with every_level() as captured:
         from _badge import world
 
         async with world() as w:
@@ -319,16 +306,14 @@ def test_no_key_or_credential_in_any_log_of_raw_traffic() -> None:
                 assert answer["type"] == "ok"
             stop.set()
             await task
-
-    with every_level() as captured:
-        run(main)
     text = "\n".join(captured.lines + seen)
     assert captured.lines
     for secret in secrets_of(key):
         assert secret not in text
 
 
-def test_a_failed_run_is_not_kept_and_a_failing_store_runs_nothing() -> None:
+@pytest.mark.anyio
+async def test_a_failed_run_is_not_kept_and_a_failing_store_runs_nothing() -> None:
     """What is kept: not an answer the handler failed to give (internal), so its repeat
     runs again. A store that fails in begin answers internal and runs nothing (running
     could run twice what the store would have answered)."""
@@ -345,25 +330,23 @@ def test_a_failed_run_is_not_kept_and_a_failing_store_runs_nothing() -> None:
         def begin(self, signer: Any, request: bytes) -> Any:
             raise SimplexRpcError("answer store 'x.db': database is locked")
 
-    async def main() -> None:
-        async with raw_serving(handler, answers=AnswerStore(), errors=TYPED_ERRORS) as (fake, _):
-            await fake.event(event("r1", {"q": 1}, signer))
-            await fake.wait_answers(1)
-            await fake.event(event("r2", {"q": 1}, signer))
-            await fake.event(event("r3", {"q": 1}, signer))
-            await fake.wait_answers(3)
-            assert fake.answers["r1"][0]["code"] == "internal"
-            assert fake.answers["r2"] == fake.answers["r3"] == [{"type": "ok"}]
-        async with raw_serving(handler, answers=Broken(), errors=TYPED_ERRORS) as (fake, _):
-            await fake.event(event("r4", {"q": 1}, signer))
-            await fake.wait_answers(1)
-            assert fake.answers["r4"][0]["code"] == "internal"
-
-    run(main)
+    async with raw_serving(handler, answers=AnswerStore(), errors=TYPED_ERRORS) as (fake, _):
+        await fake.event(event("r1", {"q": 1}, signer))
+        await fake.wait_answers(1)
+        await fake.event(event("r2", {"q": 1}, signer))
+        await fake.event(event("r3", {"q": 1}, signer))
+        await fake.wait_answers(3)
+        assert fake.answers["r1"][0]["code"] == "internal"
+        assert fake.answers["r2"] == fake.answers["r3"] == [{"type": "ok"}]
+    async with raw_serving(handler, answers=Broken(), errors=TYPED_ERRORS) as (fake, _):
+        await fake.event(event("r4", {"q": 1}, signer))
+        await fake.wait_answers(1)
+        assert fake.answers["r4"][0]["code"] == "internal"
     assert runs == ["r1", "r2"]
 
 
-def test_a_run_past_its_deadline_lets_the_waiting_repeat_run() -> None:
+@pytest.mark.anyio
+async def test_a_run_past_its_deadline_lets_the_waiting_repeat_run() -> None:
     """Exactly once with a store: the first run passes its deadline (answered internal at
     that moment, nothing kept); the repeat that came later and waited for it begins again
     and runs (a repeat that came with the first shares its deadline, and its fate)."""
@@ -377,20 +360,17 @@ def test_a_run_past_its_deadline_lets_the_waiting_repeat_run() -> None:
             await hang.wait()  # never set: cancelled at the deadline
         return {"type": "ok", "by": raw.request_id}
 
-    async def main() -> None:
-        async with raw_serving(
-            handler, answers=AnswerStore(), errors=TYPED_ERRORS, handler_timeout=1
-        ) as (fake, _):
-            await fake.event(event("first", {"q": 1}, signer))
-            # Later than the first: its own deadline, from its own arrival, is later too.
-            await asyncio.sleep(0.5)  # the behaviour under test: a later arrival
-            await fake.event(event("repeat", {"q": 1}, signer))
-            await fake.wait_answers(2)
-            assert fake.answers["first"][0]["code"] == "internal"
-            assert fake.answers["repeat"] == [{"type": "ok", "by": "repeat"}]
-            await fake.event(event("later", {"q": 1}, signer))  # now kept: from the store
-            await fake.wait_answers(3)
-            assert fake.answers["later"] == [{"type": "ok", "by": "repeat"}]
-
-    run(main)
+    async with raw_serving(
+        handler, answers=AnswerStore(), errors=TYPED_ERRORS, handler_timeout=1
+    ) as (fake, _):
+        await fake.event(event("first", {"q": 1}, signer))
+        # Later than the first: its own deadline, from its own arrival, is later too.
+        await asyncio.sleep(0.5)  # the behaviour under test: a later arrival
+        await fake.event(event("repeat", {"q": 1}, signer))
+        await fake.wait_answers(2)
+        assert fake.answers["first"][0]["code"] == "internal"
+        assert fake.answers["repeat"] == [{"type": "ok", "by": "repeat"}]
+        await fake.event(event("later", {"q": 1}, signer))  # now kept: from the store
+        await fake.wait_answers(3)
+        assert fake.answers["later"] == [{"type": "ok", "by": "repeat"}]
     assert calls == ["first", "repeat"]

@@ -29,7 +29,7 @@ from _scripted_core import (
     scripted_serving,
     taken,
 )
-from _support import Held, pair, run
+from _support import Held, pair
 from _waiting import until
 from simplex_rpc import Request, Response, SimplexRpcError
 from simplex_rpc.adapter import (
@@ -51,8 +51,6 @@ def code(response: Response) -> str | None:
 def answer_code(envelope: dict[str, Any]) -> str | None:
     error = envelope.get("error")
     return error["code"] if isinstance(error, dict) else None
-
-
 
 
 @contextlib.asynccontextmanager
@@ -108,47 +106,48 @@ async def burst(
 # -- 1. the deadline counts from arrival, also for requests still in the event queue --
 
 
-def test_1_requests_waiting_behind_a_busy_slot_are_not_answered_after_their_deadline() -> None:
+@pytest.mark.anyio
+async def test_1_requests_waiting_behind_a_busy_slot_are_not_answered_after_their_deadline() -> (
+    None
+):
     """Problem 1: the deadline counts from the frame's arrival. Four requests arrive while the
     only slot is held for 2.5 s, past their 1-second deadline: none may then be handled and
     answered as a success, however long it sat in the event queue."""
     handled: list[str] = []
 
-    async def main() -> None:
-        started, release = asyncio.Event(), asyncio.Event()
+    started, release = asyncio.Event(), asyncio.Event()
 
-        async def handler(request: ServiceRequest) -> str:
-            handled.append(request.request_id)
-            if request.request_id == "first":
-                started.set()
-                await release.wait()
-                time.sleep(2.5)  # holds the slot and the loop: every deadline below passes
-            return "done"
+    async def handler(request: ServiceRequest) -> str:
+        handled.append(request.request_id)
+        if request.request_id == "first":
+            started.set()
+            await release.wait()
+            time.sleep(2.5)  # holds the slot and the loop: every deadline below passes
+        return "done"
 
-        async with scripted_serving(handler, concurrency=1, handler_timeout=1.0) as (
-            fake,
-            core,
-            _t,
-        ):
-            await fake.event(request_event("first"))
-            await started.wait()
-            for n in range(2, 6):
-                await fake.event(request_event(f"r{n}"))
-            # the frames are read (and so stamped) before the block
-            await until(lambda: taken(core) >= 5, "the four frames read")
-            release.set()
-            await fake.wait_answers(5)
-            assert fake.answers["first"] == [{"response": "done"}]
-            for n in range(2, 6):
-                (answer,) = fake.answers[f"r{n}"]
-                assert answer_code(answer) in {"rate_limited", "internal"}, (n, answer)
-
-    run(main)
+    async with scripted_serving(handler, concurrency=1, handler_timeout=1.0) as (
+        fake,
+        core,
+        _t,
+    ):
+        await fake.event(request_event("first"))
+        await started.wait()
+        for n in range(2, 6):
+            await fake.event(request_event(f"r{n}"))
+        # the frames are read (and so stamped) before the block
+        await until(lambda: taken(core) >= 5, "the four frames read")
+        release.set()
+        await fake.wait_answers(5)
+        assert fake.answers["first"] == [{"response": "done"}]
+        for n in range(2, 6):
+            (answer,) = fake.answers[f"r{n}"]
+            assert answer_code(answer) in {"rate_limited", "internal"}, (n, answer)
     assert handled[0] == "first"
     assert "r3" not in handled and "r4" not in handled and "r5" not in handled
 
 
-def test_1_queued_requests_are_answered_inside_the_core_window() -> None:
+@pytest.mark.anyio
+async def test_1_queued_requests_are_answered_inside_the_core_window() -> None:
     """Problem 1, the issue's second repro: with a core window of 6 s, a handler deadline of
     2 s and one slot, twelve requests at once: every one is answered within the window (the
     ones that cannot get a slot in time with rate_limited), none refused as late, none left
@@ -158,107 +157,99 @@ def test_1_queued_requests_are_answered_inside_the_core_window() -> None:
         await asyncio.sleep(0.8)  # the behaviour under test: a slow handler
         return "slow"
 
-    async def main() -> None:
-        async with responder_and_requester(
-            handler, response_window=6.0, concurrency=1, handler_timeout=2.0
-        ) as (sim, alice, link, _, _bob):
-            tasks = await burst(alice, link, 12, timeout=8)
-            results = await asyncio.gather(*tasks, return_exceptions=True)
-            assert sim.stats.late_responses == 0
-            assert sim.stats.requester_timeouts == 0
-            for result in results:
-                assert isinstance(result, Response), result
-                assert code(result) in {None, "rate_limited", "internal"}
-                if code(result) == "rate_limited":
-                    assert result.error is not None and result.error.retry_after is not None
-
-    run(main)
+    async with responder_and_requester(
+        handler, response_window=6.0, concurrency=1, handler_timeout=2.0
+    ) as (sim, alice, link, _, _bob):
+        tasks = await burst(alice, link, 12, timeout=8)
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert sim.stats.late_responses == 0
+        assert sim.stats.requester_timeouts == 0
+        for result in results:
+            assert isinstance(result, Response), result
+            assert code(result) in {None, "rate_limited", "internal"}
+            if code(result) == "rate_limited":
+                assert result.error is not None and result.error.retry_after is not None
 
 
 # -- 2. a full event buffer and a bounded queue: shed with rate_limited, never lose --
 
 
-def test_2_a_full_event_buffer_sheds_requests_instead_of_losing_them(
+@pytest.mark.anyio
+async def test_2_a_full_event_buffer_sheds_requests_instead_of_losing_them(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Problem 2: 100 requests into an event buffer of 20 with one slot. Each is answered:
     a success, or rate_limited with retryAfter; none waits out its timeout; the overload
     is logged as a few lines with counts, not one line per request."""
 
-    async def main() -> None:
-        held = Held("ok")
-        async with responder_and_requester(held, event_buffer=20, concurrency=1) as (
-            sim,
-            alice,
-            link,
-            _,
-            bob,
-        ):
-            with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
-                tasks = await burst(alice, link, 100)
-                await until(lambda: sim.stats.delivered == 100, "the burst delivered")
-                # the responder reads the burst while its slot is held
-                await until(lambda: taken(bob) >= 100, "the burst read by the responder")
-                held.release.set()
-                results = await asyncio.gather(*tasks, return_exceptions=True)
-            assert sim.stats.requester_timeouts == 0
-            shed = 0
-            for result in results:
-                assert isinstance(result, Response), result
-                if code(result) == "rate_limited":
-                    shed += 1
-                    assert result.error is not None and result.error.retry_after is not None
-                    assert result.error.retry_after >= 1
-                else:
-                    assert result.response == "ok"
-            assert shed >= 1
-            assert sim.stats.responses == 100 and sim.stats.duplicate_responses == 0
-
-    run(main)
+    held = Held("ok")
+    async with responder_and_requester(held, event_buffer=20, concurrency=1) as (
+        sim,
+        alice,
+        link,
+        _,
+        bob,
+    ):
+        with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
+            tasks = await burst(alice, link, 100)
+            await until(lambda: sim.stats.delivered == 100, "the burst delivered")
+            # the responder reads the burst while its slot is held
+            await until(lambda: taken(bob) >= 100, "the burst read by the responder")
+            held.release.set()
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert sim.stats.requester_timeouts == 0
+        shed = 0
+        for result in results:
+            assert isinstance(result, Response), result
+            if code(result) == "rate_limited":
+                shed += 1
+                assert result.error is not None and result.error.retry_after is not None
+                assert result.error.retry_after >= 1
+            else:
+                assert result.response == "ok"
+        assert shed >= 1
+        assert sim.stats.responses == 100 and sim.stats.duplicate_responses == 0
     overload = [
         r for r in caplog.records if r.name.startswith(ADAPTER_LOG) and r.levelno >= logging.WARNING
     ]
     assert 1 <= len(overload) <= 5, [r.getMessage() for r in overload]
 
 
-def test_2_past_max_queue_requests_are_answered_rate_limited_at_once() -> None:
+@pytest.mark.anyio
+async def test_2_past_max_queue_requests_are_answered_rate_limited_at_once() -> None:
     """Problem 2: ``max_queue`` bounds the requests waiting for a slot. With two slots held
     and a queue of three, the other fifteen of twenty are answered rate_limited with
     retryAfter at once, while the handlers still hold; the five then succeed."""
 
-    async def main() -> None:
-        held = Held("ok")
-        async with responder_and_requester(held, concurrency=2, max_queue=3) as (
-            sim,
-            alice,
-            link,
-            serving,
-            _bob,
-        ):
-            tasks = await burst(alice, link, 20)
-            await until(
-                lambda: sum(t.done() for t in tasks) >= 15 or serving.done(), "15 answers"
-            )
-            assert not serving.done(), serving.exception()
-            early = [t.result() for t in tasks if t.done()]
-            assert len(early) == 15
-            for response in early:
-                assert code(response) == "rate_limited"
-                # From the queue: (3 waiting + 2 running + itself) x the handlers' mean
-                # time (1 s before any has finished) / 2 slots.
-                assert response.error is not None and response.error.retry_after == 3
-            held.release.set()
-            results = await asyncio.gather(*tasks)
-            assert sum(r.response == "ok" for r in results) == 5
-            assert sim.stats.requester_timeouts == 0
-
-    run(main)
+    held = Held("ok")
+    async with responder_and_requester(held, concurrency=2, max_queue=3) as (
+        sim,
+        alice,
+        link,
+        serving,
+        _bob,
+    ):
+        tasks = await burst(alice, link, 20)
+        await until(lambda: sum(t.done() for t in tasks) >= 15 or serving.done(), "15 answers")
+        assert not serving.done(), serving.exception()
+        early = [t.result() for t in tasks if t.done()]
+        assert len(early) == 15
+        for response in early:
+            assert code(response) == "rate_limited"
+            # From the queue: (3 waiting + 2 running + itself) x the handlers' mean
+            # time (1 s before any has finished) / 2 slots.
+            assert response.error is not None and response.error.retry_after == 3
+        held.release.set()
+        results = await asyncio.gather(*tasks)
+        assert sum(r.response == "ok" for r in results) == 5
+        assert sim.stats.requester_timeouts == 0
 
 
 # -- 3. a handler that raises CancelledError --
 
 
-def test_3_a_handler_raising_cancelled_error_is_answered_internal(
+@pytest.mark.anyio
+async def test_3_a_handler_raising_cancelled_error_is_answered_internal(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Problem 3: a handler that awaited a future someone else cancelled raises CancelledError.
@@ -271,70 +262,63 @@ def test_3_a_handler_raising_cancelled_error_is_answered_internal(
             return await future
         return "fine"
 
-    async def main() -> None:
-        async with pair(handler) as p:
-            with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
-                first = await p.alice.service_request(
-                    1, p.link, Request(protocol="mcp", request="cancelled"), timeout=5
-                )
-                second = await p.alice.service_request(
-                    1, p.link, Request(protocol="mcp", request="next"), timeout=5
-                )
-            assert code(first) == "internal"
-            assert second.response == "fine"
-            assert not p.serving.done()
-
-    run(main)
+    async with pair(handler) as p:
+        with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
+            first = await p.alice.service_request(
+                1, p.link, Request(protocol="mcp", request="cancelled"), timeout=5
+            )
+            second = await p.alice.service_request(
+                1, p.link, Request(protocol="mcp", request="next"), timeout=5
+            )
+        assert code(first) == "internal"
+        assert second.response == "fine"
+        assert not p.serving.done()
     assert any("CancelledError" in r.getMessage() for r in caplog.records)
 
 
 # -- 4. a lost connection ends serve() at once --
 
 
-def test_4_serve_ends_at_once_when_the_connection_is_lost() -> None:
+@pytest.mark.anyio
+async def test_4_serve_ends_at_once_when_the_connection_is_lost() -> None:
     """Problem 4: 100 requests in flight and queued, four handlers held; the connection drops.
     serve() raises ChatCoreClosed promptly (not after the queue drains), and starts no handler
     whose answer could never be sent."""
     started = 0
 
-    async def main() -> None:
+    never = asyncio.Event()
+
+    async def handler(request: ServiceRequest) -> str:
         nonlocal started
-        never = asyncio.Event()
+        started += 1
+        await never.wait()
+        return "never"
 
-        async def handler(request: ServiceRequest) -> str:
-            nonlocal started
-            started += 1
-            await never.wait()
-            return "never"
-
-        async with responder_and_requester(handler, concurrency=4) as (
-            sim,
-            alice,
-            link,
-            serving,
-            bob,
-        ):
-            tasks = await burst(alice, link, 100, timeout=30)
-            await until(
-                lambda: sim.stats.delivered == 100 and started == 4, "the burst, four handlers"
-            )
-            await until(lambda: taken(bob) >= 100, "the burst read by the responder")
-            assert await sim.drop_connections("bob") == 2  # its commands and its answers
-            with pytest.raises(ChatCoreClosed):
-                async with asyncio.timeout(10):  # generous: the rule is "at once"
-                    await serving
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    run(main)
+    async with responder_and_requester(handler, concurrency=4) as (
+        sim,
+        alice,
+        link,
+        serving,
+        bob,
+    ):
+        tasks = await burst(alice, link, 100, timeout=30)
+        await until(lambda: sim.stats.delivered == 100 and started == 4, "the burst, four handlers")
+        await until(lambda: taken(bob) >= 100, "the burst read by the responder")
+        assert await sim.drop_connections("bob") == 2  # its commands and its answers
+        with pytest.raises(ChatCoreClosed):
+            async with asyncio.timeout(10):  # generous: the rule is "at once"
+                await serving
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     assert started == 4
 
 
 # -- 5. a repeated requestId is not handled again --
 
 
-def test_5_a_repeated_request_id_is_not_handled_again_after_its_answer(
+@pytest.mark.anyio
+async def test_5_a_repeated_request_id_is_not_handled_again_after_its_answer(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Problem 5: one response per request. The core reports the same requestId again after
@@ -346,21 +330,18 @@ def test_5_a_repeated_request_id_is_not_handled_again_after_its_answer(
         handled.append(request.request_id)
         return request.request_id
 
-    async def main() -> None:
-        async with scripted_serving(handler) as (fake, _, _t):
-            with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
+    async with scripted_serving(handler) as (fake, _, _t):
+        with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
+            await fake.event(request_event("same"))
+            await fake.wait_answers(1)
+            for _ in range(3):
                 await fake.event(request_event("same"))
-                await fake.wait_answers(1)
-                for _ in range(3):
-                    await fake.event(request_event("same"))
-                await fake.event(request_event("after"))
-                order = await fake.wait_answers(2)
-                await fake.event(request_event("last"))
-                order = await fake.wait_answers(3)
-            assert order == ["same", "after", "last"]
-            assert fake.answers["same"] == [{"response": "same"}]
-
-    run(main)
+            await fake.event(request_event("after"))
+            order = await fake.wait_answers(2)
+            await fake.event(request_event("last"))
+            order = await fake.wait_answers(3)
+        assert order == ["same", "after", "last"]
+        assert fake.answers["same"] == [{"response": "same"}]
     assert handled == ["same", "after", "last"]
     repeats = [r for r in caplog.records if "same" in r.getMessage() and "repeat" in r.getMessage()]
     assert len(repeats) == 1, [r.getMessage() for r in repeats]
@@ -369,7 +350,8 @@ def test_5_a_repeated_request_id_is_not_handled_again_after_its_answer(
 # -- 6. core frames are read strictly --
 
 
-def test_6_duplicate_member_names_in_request_data_are_refused_as_by_request_parse() -> None:
+@pytest.mark.anyio
+async def test_6_duplicate_member_names_in_request_data_are_refused_as_by_request_parse() -> None:
     """Problem 6: wire.md's strict JSON refuses duplicate member names. An envelope the core
     reports with a duplicate name is answered bad_request, as Request.parse refuses it,
     instead of being served with the last value."""
@@ -382,22 +364,20 @@ def test_6_duplicate_member_names_in_request_data_are_refused_as_by_request_pars
         handled.append(request.request.request)
         return "served"
 
-    async def main() -> None:
-        async with scripted_serving(handler) as (fake, _, _t):
-            await fake.send_raw(
-                '{"resp":{"type":"serviceRequest","user":{"userId":1},'
-                f'"requestId":"dup","requestData":{envelope}}}}}'
-            )
-            await fake.wait_answers(1)
-            (answer,) = fake.answers["dup"]
-            assert answer_code(answer) == "bad_request"
-            assert "duplicate" in answer["error"]["message"]
-
-    run(main)
+    async with scripted_serving(handler) as (fake, _, _t):
+        await fake.send_raw(
+            '{"resp":{"type":"serviceRequest","user":{"userId":1},'
+            f'"requestId":"dup","requestData":{envelope}}}}}'
+        )
+        await fake.wait_answers(1)
+        (answer,) = fake.answers["dup"]
+        assert answer_code(answer) == "bad_request"
+        assert "duplicate" in answer["error"]["message"]
     assert handled == []
 
 
-def test_6_a_duplicate_request_id_in_the_event_is_not_served_under_either_id() -> None:
+@pytest.mark.anyio
+async def test_6_a_duplicate_request_id_in_the_event_is_not_served_under_either_id() -> None:
     """Problem 6: an event whose requestId is given twice is ambiguous: served under neither
     value (strict JSON), and the next request is served as usual."""
     handled: list[str] = []
@@ -406,20 +386,18 @@ def test_6_a_duplicate_request_id_in_the_event_is_not_served_under_either_id() -
         handled.append(request.request_id)
         return "served"
 
-    async def main() -> None:
-        async with scripted_serving(handler) as (fake, _, _t):
-            await fake.send_raw(
-                '{"resp":{"type":"serviceRequest","user":{"userId":1},"requestId":"a",'
-                '"requestId":"b","requestData":{"protocol":"mcp","request":1}}}'
-            )
-            await fake.event(request_event("good"))
-            assert await fake.wait_answers(1) == ["good"]
-
-    run(main)
+    async with scripted_serving(handler) as (fake, _, _t):
+        await fake.send_raw(
+            '{"resp":{"type":"serviceRequest","user":{"userId":1},"requestId":"a",'
+            '"requestId":"b","requestData":{"protocol":"mcp","request":1}}}'
+        )
+        await fake.event(request_event("good"))
+        assert await fake.wait_answers(1) == ["good"]
     assert handled == ["good"]
 
 
-def test_6_the_event_around_the_request_does_not_use_up_the_envelope_depth() -> None:
+@pytest.mark.anyio
+async def test_6_the_event_around_the_request_does_not_use_up_the_envelope_depth() -> None:
     """The depth limit (64 levels, wire.md) applies to the envelope: the event and the frame
     around it get their own allowance, so an envelope of exactly 64 levels is served through
     the core as it is by Request.parse, and one of 65 is answered bad_request."""
@@ -432,18 +410,15 @@ def test_6_the_event_around_the_request_does_not_use_up_the_envelope_depth() -> 
     with pytest.raises(Exception, match="deeper"):
         Request.parse(nested(65))
 
-    async def main() -> None:
-        async with scripted_serving(lambda r: "deep ok") as (fake, _, _t):
-            for name, levels in (("d64", 64), ("d65", 65)):
-                await fake.send_raw(
-                    '{"resp":{"type":"serviceRequest","user":{"userId":1},'
-                    f'"requestId":"{name}","requestData":{nested(levels)}}}}}'
-                )
-            await fake.wait_answers(2)
-            assert fake.answers["d64"] == [{"response": "deep ok"}]
-            assert answer_code(fake.answers["d65"][0]) == "bad_request"
-
-    run(main)
+    async with scripted_serving(lambda r: "deep ok") as (fake, _, _t):
+        for name, levels in (("d64", 64), ("d65", 65)):
+            await fake.send_raw(
+                '{"resp":{"type":"serviceRequest","user":{"userId":1},'
+                f'"requestId":"{name}","requestData":{nested(levels)}}}}}'
+            )
+        await fake.wait_answers(2)
+        assert fake.answers["d64"] == [{"response": "deep ok"}]
+        assert answer_code(fake.answers["d65"][0]) == "bad_request"
 
 
 # -- 7. a result the library's strict rules refuse is answered internal --
@@ -456,23 +431,24 @@ def test_6_the_event_around_the_request_does_not_use_up_the_envelope_depth() -> 
         ("100 levels of nesting", json.loads("[" * 100 + "]" * 100)),
     ],
 )
-def test_7_a_result_the_strict_rules_refuse_is_answered_internal(name: str, result: Any) -> None:
+@pytest.mark.anyio
+async def test_7_a_result_the_strict_rules_refuse_is_answered_internal(
+    name: str, result: Any
+) -> None:
     """Problem 7: the core (here the simulator, with the library's strict JSON) refuses a
     response that is not strict JSON: the responder answers internal instead, so that the
     requester does not wait out its timeout."""
 
-    async def main() -> None:
-        async with pair(lambda r: result) as p:
-            response = await p.alice.service_request(
-                1, p.link, Request(protocol="mcp", request=name), timeout=5
-            )
-            assert code(response) == "internal"
-            assert p.sim.stats.requester_timeouts == 0
-
-    run(main)
+    async with pair(lambda r: result) as p:
+        response = await p.alice.service_request(
+            1, p.link, Request(protocol="mcp", request=name), timeout=5
+        )
+        assert code(response) == "internal"
+        assert p.sim.stats.requester_timeouts == 0
 
 
-def test_7_a_core_refusal_other_than_size_is_followed_by_internal_once() -> None:
+@pytest.mark.anyio
+async def test_7_a_core_refusal_other_than_size_is_followed_by_internal_once() -> None:
     """An answer the core refuses for a reason other than its size is followed by one
     internal, tried once: the requester gets an answer if the core takes any."""
     refusal = {
@@ -485,23 +461,18 @@ def test_7_a_core_refusal_other_than_size_is_followed_by_internal_once() -> None
             return json.dumps({"corrId": corr_id, "resp": refusal})
         return json.dumps({"corrId": corr_id, "resp": {"type": "serviceReplyAccepted"}})
 
-    async def main() -> None:
-        async with scripted_serving(lambda r: "refused") as (fake, _, _t):
-            fake.raw["/_service_response"] = refuse_success
-            await fake.event(request_event("r1"))
-            await fake.wait_answers(2)
-            first, second = fake.answers["r1"]
-            assert first == {"response": "refused"}
-            assert answer_code(second) == "internal"
-            fake.raw["/_service_response"] = lambda c, _cmd: json.dumps(
-                {"corrId": c, "resp": refusal}
-            )
-            await fake.event(request_event("r2"))
-            await fake.event(request_event("r3"))
-            await fake.wait_answers(6)
-            assert len(fake.answers["r2"]) == 2 and len(fake.answers["r3"]) == 2
-
-    run(main)
+    async with scripted_serving(lambda r: "refused") as (fake, _, _t):
+        fake.raw["/_service_response"] = refuse_success
+        await fake.event(request_event("r1"))
+        await fake.wait_answers(2)
+        first, second = fake.answers["r1"]
+        assert first == {"response": "refused"}
+        assert answer_code(second) == "internal"
+        fake.raw["/_service_response"] = lambda c, _cmd: json.dumps({"corrId": c, "resp": refusal})
+        await fake.event(request_event("r2"))
+        await fake.event(request_event("r3"))
+        await fake.wait_answers(6)
+        assert len(fake.answers["r2"]) == 2 and len(fake.answers["r3"]) == 2
 
 
 # -- 8. an unparseable frame with a readable corrId fails its command at once --
@@ -516,27 +487,26 @@ def test_7_a_core_refusal_other_than_size_is_followed_by_internal_once() -> None
     ],
     ids=["NaN", "truncated", "duplicate name"],
 )
-def test_8_a_command_whose_answer_cannot_be_parsed_fails_at_once(frame: str) -> None:
+@pytest.mark.anyio
+async def test_8_a_command_whose_answer_cannot_be_parsed_fails_at_once(frame: str) -> None:
     """Problem 8: the core's answer to a command is a frame that is not strict JSON but whose
     corrId can be read: the command fails at once with ChatCoreError, not after its timeout."""
 
-    async def main() -> None:
-        async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-            fake.raw["/_probe"] = lambda corr_id, cmd: frame.format(c=corr_id)
-            with pytest.raises(ChatCoreError) as caught:
-                async with asyncio.timeout(5):  # generous: the rule is "at once"
-                    await core.command("/_probe", timeout=30)
-            assert not isinstance(caught.value, ChatCoreTimeout)
-            assert "/_probe" in str(caught.value)
-            assert (await core.command("/_other"))["type"] == "cmdOk"
-
-    run(main)
+    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+        fake.raw["/_probe"] = lambda corr_id, cmd: frame.format(c=corr_id)
+        with pytest.raises(ChatCoreError) as caught:
+            async with asyncio.timeout(5):  # generous: the rule is "at once"
+                await core.command("/_probe", timeout=30)
+        assert not isinstance(caught.value, ChatCoreTimeout)
+        assert "/_probe" in str(caught.value)
+        assert (await core.command("/_other"))["type"] == "cmdOk"
 
 
 # -- 9. userId must be an integer, not a boolean or a float --
 
 
-def test_9_a_user_id_of_true_or_one_point_zero_is_not_user_1() -> None:
+@pytest.mark.anyio
+async def test_9_a_user_id_of_true_or_one_point_zero_is_not_user_1() -> None:
     """Problem 9: a serviceRequest for userId true or 1.0 is not a request to user 1 (a
     bool is refused as a user id elsewhere, as _check_user_id does)."""
     handled: list[str] = []
@@ -545,62 +515,58 @@ def test_9_a_user_id_of_true_or_one_point_zero_is_not_user_1() -> None:
         handled.append(request.request_id)
         return "served"
 
-    async def main() -> None:
-        async with scripted_serving(handler) as (fake, _, _t):
-            await fake.event(request_event("as-true", user_id=True))
-            await fake.event(request_event("as-float", user_id=1.0))
-            await fake.event(request_event("as-text", user_id="1"))
-            await fake.event(request_event("as-int"))
-            assert await fake.wait_answers(1) == ["as-int"]
-
-    run(main)
+    async with scripted_serving(handler) as (fake, _, _t):
+        await fake.event(request_event("as-true", user_id=True))
+        await fake.event(request_event("as-float", user_id=1.0))
+        await fake.event(request_event("as-text", user_id="1"))
+        await fake.event(request_event("as-int"))
+        assert await fake.wait_answers(1) == ["as-int"]
     assert handled == ["as-int"]
 
 
 # -- 10. a graceful stop, and warnings that say what happened --
 
 
-def test_10_cancelling_serve_is_a_graceful_stop(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.anyio
+async def test_10_cancelling_serve_is_a_graceful_stop(caplog: pytest.LogCaptureFixture) -> None:
     """Problem 10: on cancellation serve() stops taking requests, gives the handler in flight
     up to ``grace`` seconds, answers every queued request rate_limited with a short
     retryAfter (so that requesters retry), and logs one summary line."""
 
-    async def main() -> None:
-        started, release = asyncio.Event(), asyncio.Event()
+    started, release = asyncio.Event(), asyncio.Event()
 
-        async def handler(request: ServiceRequest) -> str:
-            started.set()
-            await release.wait()
-            return "finished"
+    async def handler(request: ServiceRequest) -> str:
+        started.set()
+        await release.wait()
+        return "finished"
 
-        with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
-            async with scripted_serving(handler, concurrency=1, grace=30.0) as (fake, core, task):
-                await fake.event(request_event("inflight"))
-                await started.wait()
-                for n in range(3):
-                    await fake.event(request_event(f"queued{n}"))
-                await until(lambda: taken(core) >= 4, "the queued requests read")
-                assert not task.done(), task.exception()
-                task.cancel()
-                order = await fake.wait_answers(3)
-                assert sorted(order) == ["queued0", "queued1", "queued2"]
-                for n in range(3):
-                    (answer,) = fake.answers[f"queued{n}"]
-                    assert answer_code(answer) == "rate_limited"
-                    assert 1 <= answer["error"]["retryAfter"] <= 5
-                assert not task.done()  # still within grace: the handler in flight may finish
-                release.set()
-                with pytest.raises(asyncio.CancelledError):
-                    await task
-                assert fake.answers["inflight"] == [{"response": "finished"}]
-
-    run(main)
+    with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
+        async with scripted_serving(handler, concurrency=1, grace=30.0) as (fake, core, task):
+            await fake.event(request_event("inflight"))
+            await started.wait()
+            for n in range(3):
+                await fake.event(request_event(f"queued{n}"))
+            await until(lambda: taken(core) >= 4, "the queued requests read")
+            assert not task.done(), task.exception()
+            task.cancel()
+            order = await fake.wait_answers(3)
+            assert sorted(order) == ["queued0", "queued1", "queued2"]
+            for n in range(3):
+                (answer,) = fake.answers[f"queued{n}"]
+                assert answer_code(answer) == "rate_limited"
+                assert 1 <= answer["error"]["retryAfter"] <= 5
+            assert not task.done()  # still within grace: the handler in flight may finish
+            release.set()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert fake.answers["inflight"] == [{"response": "finished"}]
     summary = [r.getMessage() for r in caplog.records if "shed" in r.getMessage()]
     assert len(summary) == 1, summary
     assert "1 answered" in summary[0] and "3 shed" in summary[0] and "0 cancelled" in summary[0]
 
 
-def test_10_a_handler_still_running_after_grace_is_cancelled_and_counted(
+@pytest.mark.anyio
+async def test_10_a_handler_still_running_after_grace_is_cancelled_and_counted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Problem 10: a handler that does not finish within ``grace`` is cancelled; its request
@@ -615,48 +581,44 @@ def test_10_a_handler_still_running_after_grace_is_cancelled_and_counted(
             raise
         return "never"
 
-    async def main() -> None:
-        with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
-            async with scripted_serving(handler, grace=0.5) as (fake, core, task):
-                await fake.event(request_event("stuck"))
-                await until(lambda: responder_of(core).running, "the stuck handler running")
-                assert not task.done(), task.exception()
-                task.cancel()
-                with pytest.raises(asyncio.CancelledError):
-                    await task
-                (answer,) = fake.answers["stuck"]
-                assert answer_code(answer) == "internal"
-
-    run(main)
+    with caplog.at_level(logging.INFO, logger=ADAPTER_LOG):
+        async with scripted_serving(handler, grace=0.5) as (fake, core, task):
+            await fake.event(request_event("stuck"))
+            await until(lambda: responder_of(core).running, "the stuck handler running")
+            assert not task.done(), task.exception()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            (answer,) = fake.answers["stuck"]
+            assert answer_code(answer) == "internal"
     assert cancelled == ["stuck"]
     summary = [r.getMessage() for r in caplog.records if "shed" in r.getMessage()]
     assert len(summary) == 1 and "1 cancelled" in summary[0], summary
 
 
-def test_10_an_answer_sent_whose_acknowledgement_is_lost_is_not_called_unanswered(
+@pytest.mark.anyio
+async def test_10_an_answer_sent_whose_acknowledgement_is_lost_is_not_called_unanswered(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Problem 10: the answer went to the core and the connection dropped before the core
     acknowledged it. The warning says so, and does not claim the request was not answered."""
 
-    async def main() -> None:
-        with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
-            async with scripted_serving(lambda r: "sent") as (fake, _, task):
-                fake.raw["/_service_response"] = lambda corr_id, cmd: None  # no acknowledgement
-                await fake.event(request_event("r1"))
-                await fake.wait_answers(1)
-                await fake.close_connection()
-                with pytest.raises(ChatCoreClosed):
-                    async with asyncio.timeout(10):
-                        await task
-
-    run(main)
+    with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
+        async with scripted_serving(lambda r: "sent") as (fake, _, task):
+            fake.raw["/_service_response"] = lambda corr_id, cmd: None  # no acknowledgement
+            await fake.event(request_event("r1"))
+            await fake.wait_answers(1)
+            await fake.close_connection()
+            with pytest.raises(ChatCoreClosed):
+                async with asyncio.timeout(10):
+                    await task
     lines = [r.getMessage() for r in caplog.records if "r1" in r.getMessage()]
     assert any("acknowledgement lost" in line for line in lines), lines
     assert not any("not answered" in line for line in lines), lines
 
 
-def test_5_the_memory_of_request_ids_is_bounded_and_covers_the_core_window(
+@pytest.mark.anyio
+async def test_5_the_memory_of_request_ids_is_bounded_and_covers_the_core_window(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Problem 5: the answered requestIds are remembered for at least the core's 180-second
@@ -671,19 +633,16 @@ def test_5_the_memory_of_request_ids_is_bounded_and_covers_the_core_window(
         handled.append(request.request_id)
         return "ok"
 
-    async def main() -> None:
-        async with scripted_serving(handler) as (fake, core, _t):
-            for n, name in enumerate(["a", "b", "c", "d"], start=1):
-                await fake.event(request_event(name))
-                await fake.wait_answers(n)
-            await fake.event(request_event("d"))  # remembered: not handled again
-            await fake.event(request_event("a"))  # forgotten (the bound): handled again
-            assert await fake.wait_answers(5) == ["a", "b", "c", "d", "a"]
-            (responder,) = core._request_sinks
-            assert responder.memory >= RESPONSE_WINDOW
-            assert len(responder.seen) <= 3
-
-    run(main)
+    async with scripted_serving(handler) as (fake, core, _t):
+        for n, name in enumerate(["a", "b", "c", "d"], start=1):
+            await fake.event(request_event(name))
+            await fake.wait_answers(n)
+        await fake.event(request_event("d"))  # remembered: not handled again
+        await fake.event(request_event("a"))  # forgotten (the bound): handled again
+        assert await fake.wait_answers(5) == ["a", "b", "c", "d", "a"]
+        (responder,) = core._request_sinks
+        assert responder.memory >= RESPONSE_WINDOW
+        assert len(responder.seen) <= 3
     assert handled == ["a", "b", "c", "d", "a"]
 
 
@@ -709,16 +668,15 @@ def test_the_command_line_serve_takes_max_queue_and_grace(
     "options",
     [{"max_queue": -1}, {"max_queue": True}, {"grace": -0.5}, {"grace": float("inf")}],
 )
-def test_serve_refuses_a_bad_max_queue_or_grace(options: dict[str, Any]) -> None:
-    async def main() -> None:
-        async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-            with pytest.raises(SimplexRpcError, match=next(iter(options))):
-                await core.serve(1, lambda r: None, protocols=["mcp"], **options)
-
-    run(main)
+@pytest.mark.anyio
+async def test_serve_refuses_a_bad_max_queue_or_grace(options: dict[str, Any]) -> None:
+    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+        with pytest.raises(SimplexRpcError, match=next(iter(options))):
+            await core.serve(1, lambda r: None, protocols=["mcp"], **options)
 
 
-def test_10_requests_arriving_during_the_stop_are_answered_and_a_second_cancel_stops_at_once(
+@pytest.mark.anyio
+async def test_10_requests_arriving_during_the_stop_are_answered_and_a_second_cancel_stops_at_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Problem 10: while serve() stops, a new request is not taken: it is answered
@@ -734,75 +692,69 @@ def test_10_requests_arriving_during_the_stop_are_answered_and_a_second_cancel_s
             raise
         return "never"
 
-    async def main() -> None:
-        async with scripted_serving(handler, grace=60.0) as (fake, core, task):
-            await fake.event(request_event("stuck"))
-            responder = responder_of(core)
-            await until(lambda: responder.running, "the stuck handler running")
-            task.cancel()
-            await until(lambda: responder.stopping, "the graceful stop begun")
-            await fake.event(request_event("late"))
-            await fake.wait_answers(1)
-            (answer,) = fake.answers["late"]
-            assert answer_code(answer) == "rate_limited" and answer["error"]["retryAfter"] <= 5
-            assert not task.done()  # the grace of 60 s runs
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                async with asyncio.timeout(10):  # generous: the rule is "at once"
-                    await task
-
-    run(main)
+    async with scripted_serving(handler, grace=60.0) as (fake, core, task):
+        await fake.event(request_event("stuck"))
+        responder = responder_of(core)
+        await until(lambda: responder.running, "the stuck handler running")
+        task.cancel()
+        await until(lambda: responder.stopping, "the graceful stop begun")
+        await fake.event(request_event("late"))
+        await fake.wait_answers(1)
+        (answer,) = fake.answers["late"]
+        assert answer_code(answer) == "rate_limited" and answer["error"]["retryAfter"] <= 5
+        assert not task.done()  # the grace of 60 s runs
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            async with asyncio.timeout(10):  # generous: the rule is "at once"
+                await task
     assert cancelled == ["stuck"]
 
 
-def test_an_event_stream_raises_at_once_when_the_connection_is_lost() -> None:
+@pytest.mark.anyio
+async def test_an_event_stream_raises_at_once_when_the_connection_is_lost() -> None:
     """Problem 4, for every reader of events(): events still waiting when the connection
     is lost are not handed out (nothing could be answered): the next read raises
     ChatCoreClosed. When this side closes, the waiting events are read first."""
 
-    async def main() -> None:
-        async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-            stream = core.events()
-            for n in range(3):
-                await fake.event({"type": f"e{n}"})
-            assert await core.command("/_sync") == {"type": "cmdOk"}  # the events are read
-            await fake.close_connection()
-            with pytest.raises(ChatCoreClosed):
-                async with asyncio.timeout(10):
-                    await anext(stream)
-        async with ScriptedCore() as fake:
-            async with ChatCore.connect(fake.url) as core:
-                stream = core.events()
-                await fake.event({"type": "kept"})
-                assert await core.command("/_sync") == {"type": "cmdOk"}
-            assert (await anext(stream))["type"] == "kept"
-            with pytest.raises(StopAsyncIteration):
+    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+        stream = core.events()
+        for n in range(3):
+            await fake.event({"type": f"e{n}"})
+        assert await core.command("/_sync") == {"type": "cmdOk"}  # the events are read
+        await fake.close_connection()
+        with pytest.raises(ChatCoreClosed):
+            async with asyncio.timeout(10):
                 await anext(stream)
+    async with ScriptedCore() as fake:
+        async with ChatCore.connect(fake.url) as core:
+            stream = core.events()
+            await fake.event({"type": "kept"})
+            assert await core.command("/_sync") == {"type": "cmdOk"}
+        assert (await anext(stream))["type"] == "kept"
+        with pytest.raises(StopAsyncIteration):
+            await anext(stream)
 
-    run(main)
 
-
-def test_a_full_event_stream_logs_its_drops_at_powers_of_ten(
+@pytest.mark.anyio
+async def test_a_full_event_stream_logs_its_drops_at_powers_of_ten(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Overload as a few lines with counts: 120 events dropped by a full stream are
     logged at the 1st, 10th and 100th drop, not 120 times."""
 
-    async def main() -> None:
-        async with ScriptedCore() as fake, ChatCore.connect(fake.url, event_buffer=1) as core:
-            stream = core.events()
-            with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
-                for n in range(121):
-                    await fake.event({"type": f"e{n}"})
-                assert await core.command("/_sync") == {"type": "cmdOk"}
-            assert stream.dropped == 120
-
-    run(main)
+    async with ScriptedCore() as fake, ChatCore.connect(fake.url, event_buffer=1) as core:
+        stream = core.events()
+        with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
+            for n in range(121):
+                await fake.event({"type": f"e{n}"})
+            assert await core.command("/_sync") == {"type": "cmdOk"}
+        assert stream.dropped == 120
     lines = [r.getMessage() for r in caplog.records if "event stream full" in r.getMessage()]
     assert [line.split(": ")[1].split(" ")[0] for line in lines] == ["1", "10", "100"]
 
 
-def test_an_answer_the_core_does_not_accept_is_logged_and_not_sent_again(
+@pytest.mark.anyio
+async def test_an_answer_the_core_does_not_accept_is_logged_and_not_sent_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """APISendServiceResponse is acknowledged with serviceReplyAccepted (simplex-chat
@@ -813,7 +765,7 @@ def test_an_answer_the_core_does_not_accept_is_logged_and_not_sent_again(
     def other_reply(corr_id: str, cmd: str) -> str:
         return json.dumps({"corrId": corr_id, "resp": {"type": "chatRunning"}})
 
-    async def main() -> None:
+    with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
         async with scripted_serving(lambda r: "ok") as (fake, _, _t):
             fake.raw["/_service_response"] = other_reply
             await fake.event(request_event("r1"))
@@ -823,7 +775,4 @@ def test_an_answer_the_core_does_not_accept_is_logged_and_not_sent_again(
             )
             await asyncio.sleep(0.2)  # the behaviour under test: no second answer follows
             assert fake.answer_order == ["r1"]
-
-    with caplog.at_level(logging.WARNING, logger=ADAPTER_LOG):
-        run(main)
     assert "answer sent, not acknowledged" in caplog.text

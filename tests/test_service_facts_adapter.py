@@ -17,7 +17,6 @@ import logging
 import pytest
 
 import simplex_rpc as sx
-from _support import run
 from simplex_rpc import Request
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.errors import ChatCoreError, SimplexRpcError
@@ -47,7 +46,8 @@ async def bob_serving(sim: CoreSimulator):  # type: ignore[no-untyped-def]
                 await task
 
 
-def test_a_contact_name_target_is_sent_and_channel_or_bare_names_are_refused() -> None:
+@pytest.mark.anyio
+async def test_a_contact_name_target_is_sent_and_channel_or_bare_names_are_refused() -> None:
     world = {
         "users": [
             {"core": "bob", "address": {"pq_ratchet": True, "name": "bob.simplex"}},
@@ -55,57 +55,50 @@ def test_a_contact_name_target_is_sent_and_channel_or_bare_names_are_refused() -
         ]
     }
 
-    async def main() -> None:
-        async with CoreSimulator() as sim:
-            sim.load_world(world)
-            async with bob_serving(sim) as (_, alice):
-                request = Request(protocol="mcp", request={})
-                response = await alice.service_request(1, "@bob.simplex", request)
-                assert response.response == "ok"
-                for bad in ("#bob.simplex", "bob.simplex"):
-                    with pytest.raises(SimplexRpcError, match=r"@name\.simplex"):
-                        await alice.service_request(1, bad, request)
-                with pytest.raises(ChatCoreError):
-                    await alice.service_request(1, "@nobody.simplex", request, timeout=1)
-            assert sim.stats.requests == 1
-
-    run(main)
-
-
-def test_service_reply_sent_reaches_the_event_stream_after_the_acceptance() -> None:
-    async def main() -> None:
-        async with CoreSimulator() as sim, bob_serving(sim) as (bob, alice):
-            link = (await bob.service_address(1)).link
-            events = bob.events()
-            response = await alice.service_request(1, link, Request(protocol="mcp", request={}))
+    async with CoreSimulator() as sim:
+        sim.load_world(world)
+        async with bob_serving(sim) as (_, alice):
+            request = Request(protocol="mcp", request={})
+            response = await alice.service_request(1, "@bob.simplex", request)
             assert response.response == "ok"
-            async with asyncio.timeout(10):
-                async for event in events:
-                    if event.get("type") == "serviceReplySent":
-                        assert isinstance(event.get("connectionId"), (str, int))
-                        break
+            for bad in ("#bob.simplex", "bob.simplex"):
+                with pytest.raises(SimplexRpcError, match=r"@name\.simplex"):
+                    await alice.service_request(1, bad, request)
+            with pytest.raises(ChatCoreError):
+                await alice.service_request(1, "@nobody.simplex", request, timeout=1)
+        assert sim.stats.requests == 1
 
-    run(main)
+
+@pytest.mark.anyio
+async def test_service_reply_sent_reaches_the_event_stream_after_the_acceptance() -> None:
+    async with CoreSimulator() as sim, bob_serving(sim) as (bob, alice):
+        link = (await bob.service_address(1)).link
+        events = bob.events()
+        response = await alice.service_request(1, link, Request(protocol="mcp", request={}))
+        assert response.response == "ok"
+        async with asyncio.timeout(10):
+            async for event in events:
+                if event.get("type") == "serviceReplySent":
+                    assert isinstance(event.get("connectionId"), (str, int))
+                    break
 
 
-def test_a_bad_signature_is_logged_by_the_responder_the_requester_times_out(
+@pytest.mark.anyio
+async def test_a_bad_signature_is_logged_by_the_responder_the_requester_times_out(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async def main() -> None:
-        async with CoreSimulator() as sim, bob_serving(sim) as (bob, alice):
-            link = (await bob.service_address(1)).link
-            sim.bad_signatures = True
-            with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
-                with pytest.raises(ChatCoreError, match="ASETimeout"):
-                    await alice.service_request(
-                        1,
-                        link,
-                        Request(protocol="mcp", request={}),
-                        timeout=1,
-                        sign_key=sx.SigningKey.generate(),
-                    )
-                await bob.command("/user")  # the chatError event has been read
-            assert sim.stats.bad_signatures == 1 and sim.stats.delivered == 0
-
-    run(main)
+    async with CoreSimulator() as sim, bob_serving(sim) as (bob, alice):
+        link = (await bob.service_address(1)).link
+        sim.bad_signatures = True
+        with caplog.at_level(logging.WARNING, logger="simplex_rpc.adapter"):
+            with pytest.raises(ChatCoreError, match="ASETimeout"):
+                await alice.service_request(
+                    1,
+                    link,
+                    Request(protocol="mcp", request={}),
+                    timeout=1,
+                    sign_key=sx.SigningKey.generate(),
+                )
+            await bob.command("/user")  # the chatError event has been read
+        assert sim.stats.bad_signatures == 1 and sim.stats.delivered == 0
     assert "ASEBadSignature" in caplog.text and "will time out" in caplog.text

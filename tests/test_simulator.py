@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from _support import cores, run
+from _support import cores
 from _waiting import until
 from simplex_rpc.adapter import ChatCore, ChatCoreClosed, EventStream
 from simplex_rpc.errors import ChatCoreError
@@ -101,96 +101,89 @@ async def exchange(
         yield Exchange(sim=sim, bob=bob, alice=alice, links=links, events=bob.events())
 
 
-def test_start_answers_chat_started_then_chat_running() -> None:
+@pytest.mark.anyio
+async def test_start_answers_chat_started_then_chat_running() -> None:
     """/_start starts the chat once; a running chat answers chatRunning (COMMANDS.md StartChat)."""
 
-    async def main() -> None:
-        async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
-            started = await core.command("/_start main=on service_requests=on")
-            assert started["type"] == "chatStarted"
-            assert (await core.command("/_start main=on"))["type"] == "chatRunning"
-            assert (await core.command("/_stop"))["type"] == "chatStopped"
-            assert (await core.command("/_start main=on snd_files=off"))["type"] == "chatStarted"
-            with pytest.raises(ChatCoreError) as info:
-                await core.command("/_start bogus=on")
-            assert info.value.type_path == "error/commandError"
-
-    run(main)
+    async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
+        started = await core.command("/_start main=on service_requests=on")
+        assert started["type"] == "chatStarted"
+        assert (await core.command("/_start main=on"))["type"] == "chatRunning"
+        assert (await core.command("/_stop"))["type"] == "chatStopped"
+        assert (await core.command("/_start main=on snd_files=off"))["type"] == "chatStarted"
+        with pytest.raises(ChatCoreError) as info:
+            await core.command("/_start bogus=on")
+        assert info.value.type_path == "error/commandError"
 
 
-def test_unknown_command_and_unknown_user_are_chat_cmd_errors() -> None:
+@pytest.mark.anyio
+async def test_unknown_command_and_unknown_user_are_chat_cmd_errors() -> None:
     """A failed command answers chatCmdError with a chatError object; a command the core's
     parser refuses is ``commandError`` "Failed reading: empty" (tests/test_simulator_grammar.py)."""
 
-    async def main() -> None:
-        async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
-            with pytest.raises(ChatCoreError) as info:
-                await core.command("/no such command")
-            assert info.value.chat_error == {
-                "type": "error",
-                "errorType": {"type": "commandError", "message": "Failed reading: empty"},
-            }
-            with pytest.raises(ChatCoreError) as info:
-                await core.command("/_address 7 pq_ratchet=on")
-            assert info.value.type_path == "errorStore/userNotFound"
-
-    run(main)
+    async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
+        with pytest.raises(ChatCoreError) as info:
+            await core.command("/no such command")
+        assert info.value.chat_error == {
+            "type": "error",
+            "errorType": {"type": "commandError", "message": "Failed reading: empty"},
+        }
+        with pytest.raises(ChatCoreError) as info:
+            await core.command("/_address 7 pq_ratchet=on")
+        assert info.value.type_path == "errorStore/userNotFound"
 
 
-def test_requests_need_a_started_chat() -> None:
-    async def main() -> None:
-        async with exchange(requester_started=False) as ex:
-            with pytest.raises(ChatCoreError) as info:
-                await ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
-            assert info.value.type_path == "error/chatNotStarted"
-
-    run(main)
+@pytest.mark.anyio
+async def test_requests_need_a_started_chat() -> None:
+    async with exchange(requester_started=False) as ex:
+        with pytest.raises(ChatCoreError) as info:
+            await ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
+        assert info.value.type_path == "error/chatNotStarted"
 
 
-def test_relays_a_request_as_a_service_request_event_and_returns_the_response() -> None:
+@pytest.mark.anyio
+async def test_relays_a_request_as_a_service_request_event_and_returns_the_response() -> None:
     """Exchange: the responder's core reports serviceRequest (requestId, signerKey,
     requestData); /_service_response answers it; the requester's command returns
     serviceResponse with responseData."""
 
-    async def main() -> None:
-        async with exchange() as ex:
-            call, event = await ex.relay(
-                f"/_service_request 1 {ex.link} timeout=5 {envelope(request={'q': 2})}"
-            )
-            assert event["user"]["userId"] == 1
-            assert "signerKey" not in event  # unsigned: no signer
-            assert event["requestData"] == {"protocol": "mcp", "request": {"q": 2}}
-            accepted = await ex.bob.command(
-                f"/_service_response 1 {event['requestId']} " + json.dumps({"response": 42})
-            )
-            assert accepted["type"] == "serviceReplyAccepted"
-            assert isinstance(accepted["connectionId"], str)
-            resp = await call
-            assert resp["type"] == "serviceResponse"
-            assert resp["responseData"] == {"response": 42}
-            assert ex.sim.stats.delivered == 1 and ex.sim.stats.responses == 1
-
-    run(main)
+    async with exchange() as ex:
+        call, event = await ex.relay(
+            f"/_service_request 1 {ex.link} timeout=5 {envelope(request={'q': 2})}"
+        )
+        assert event["user"]["userId"] == 1
+        assert "signerKey" not in event  # unsigned: no signer
+        assert event["requestData"] == {"protocol": "mcp", "request": {"q": 2}}
+        accepted = await ex.bob.command(
+            f"/_service_response 1 {event['requestId']} " + json.dumps({"response": 42})
+        )
+        assert accepted["type"] == "serviceReplyAccepted"
+        assert isinstance(accepted["connectionId"], str)
+        resp = await call
+        assert resp["type"] == "serviceResponse"
+        assert resp["responseData"] == {"response": 42}
+        assert ex.sim.stats.delivered == 1 and ex.sim.stats.responses == 1
 
 
-def test_signer_key_is_derived_from_sign_key() -> None:
+@pytest.mark.anyio
+async def test_signer_key_is_derived_from_sign_key() -> None:
     """Signed requests: the agent verifies the signature and the core reports the key."""
 
-    async def main() -> None:
-        key = sx.SigningKey.generate()
-        async with exchange() as ex:
-            call, event = await ex.relay(
-                f"/_service_request 1 {ex.link} timeout=5 sign_key={key.encode()} {envelope()}"
-            )
-            assert sx.PublicKey.decode(event["signerKey"]) == key.public_key
-            assert event["signerKey"] == key.public_key.encode()
-            await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":1}}')
-            assert (await call)["responseData"] == {"response": 1}
-
-    run(main)
+    key = sx.SigningKey.generate()
+    async with exchange() as ex:
+        call, event = await ex.relay(
+            f"/_service_request 1 {ex.link} timeout=5 sign_key={key.encode()} {envelope()}"
+        )
+        assert sx.PublicKey.decode(event["signerKey"]) == key.public_key
+        assert event["signerKey"] == key.public_key.encode()
+        await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":1}}')
+        assert (await call)["responseData"] == {"response": 1}
 
 
-def test_each_request_is_sealed_with_a_fresh_112_byte_ad(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.anyio
+async def test_each_request_is_sealed_with_a_fresh_112_byte_ad(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Signed requests are bound to the ratchet session: a new AD per request."""
     seen: list[bytes] = []
     real = os.urandom
@@ -203,124 +196,112 @@ def test_each_request_is_sealed_with_a_fresh_112_byte_ad(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(testing.os, "urandom", recording)
 
-    async def main() -> None:
-        key = sx.SigningKey.generate()
-        async with exchange() as ex:
-            signed = f"/_service_request 1 {ex.link} timeout=5 sign_key={key.encode()} {envelope()}"
-            for _ in range(3):
-                call, event = await ex.relay(signed)
-                await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
-                await call
-
-    run(main)
+    key = sx.SigningKey.generate()
+    async with exchange() as ex:
+        signed = f"/_service_request 1 {ex.link} timeout=5 sign_key={key.encode()} {envelope()}"
+        for _ in range(3):
+            call, event = await ex.relay(signed)
+            await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
+            await call
     assert len(seen) == 3 and len(set(seen)) == 3
     assert all(len(ad) == 112 for ad in seen)
 
 
-def test_an_address_without_ratchet_keys_fails_at_once() -> None:
+@pytest.mark.anyio
+async def test_an_address_without_ratchet_keys_fails_at_once() -> None:
     """Requirements: a request to an address without ratchet keys fails at once."""
 
-    async def main() -> None:
-        async with exchange(pq=False) as ex:
-            assert "&rk=" not in ex.links["connFullLink"]
-            for link in (ex.links["connShortLink"], ex.links["connFullLink"]):
-                with pytest.raises(ChatCoreError) as info:
-                    # A long timeout: the failure must not wait for it.
-                    await ex.alice.command(
-                        f"/_service_request 1 {link} timeout=3600 {envelope()}", timeout=10
-                    )
-                assert info.value.type_path == "errorAgent/AGENT/A_SERVICE/ASENotDRAddress"
-            # An upgrade in place (pq_ratchet=on) puts the keys on the short link only:
-            # the full link stays as it was, without keys.
-            updated = await ex.bob.command(
-                '/_address_settings 1 pq_ratchet=on {"businessAddress":false}'
-            )
-            link = updated["contactLink"]["connLinkContact"]
-            assert link["connFullLink"] == ex.links["connFullLink"]
-            assert "&rk=" not in link["connFullLink"]
-            call, event = await ex.relay(
-                f"/_service_request 1 {link['connShortLink']} timeout=5 {envelope()}"
-            )
-            await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
-            assert (await call)["type"] == "serviceResponse"
+    async with exchange(pq=False) as ex:
+        assert "&rk=" not in ex.links["connFullLink"]
+        for link in (ex.links["connShortLink"], ex.links["connFullLink"]):
             with pytest.raises(ChatCoreError) as info:
+                # A long timeout: the failure must not wait for it.
                 await ex.alice.command(
-                    f"/_service_request 1 {ex.links['connFullLink']} timeout=5 {envelope()}"
+                    f"/_service_request 1 {link} timeout=3600 {envelope()}", timeout=10
                 )
-            assert info.value.type_path.endswith("ASENotDRAddress")
+            assert info.value.type_path == "errorAgent/AGENT/A_SERVICE/ASENotDRAddress"
+        # An upgrade in place (pq_ratchet=on) puts the keys on the short link only:
+        # the full link stays as it was, without keys.
+        updated = await ex.bob.command(
+            '/_address_settings 1 pq_ratchet=on {"businessAddress":false}'
+        )
+        link = updated["contactLink"]["connLinkContact"]
+        assert link["connFullLink"] == ex.links["connFullLink"]
+        assert "&rk=" not in link["connFullLink"]
+        call, event = await ex.relay(
+            f"/_service_request 1 {link['connShortLink']} timeout=5 {envelope()}"
+        )
+        await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
+        assert (await call)["type"] == "serviceResponse"
+        with pytest.raises(ChatCoreError) as info:
+            await ex.alice.command(
+                f"/_service_request 1 {ex.links['connFullLink']} timeout=5 {envelope()}"
+            )
+        assert info.value.type_path.endswith("ASENotDRAddress")
 
-    run(main)
 
-
-def test_requests_are_dropped_when_service_requests_are_off() -> None:
+@pytest.mark.anyio
+async def test_requests_are_dropped_when_service_requests_are_off() -> None:
     """Requirements: without service_requests=on the core drops each request and the
     requester waits until its timeout."""
 
-    async def main() -> None:
-        async with exchange(service_requests=False) as ex:
-            with pytest.raises(ChatCoreError) as info:
-                await ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
-            assert info.value.type_path == "errorAgent/AGENT/A_SERVICE/ASETimeout"
-            assert ex.sim.stats.dropped == 1 and ex.sim.stats.delivered == 0
-            assert ex.sim.stats.requester_timeouts == 1
-
-    run(main)
+    async with exchange(service_requests=False) as ex:
+        with pytest.raises(ChatCoreError) as info:
+            await ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
+        assert info.value.type_path == "errorAgent/AGENT/A_SERVICE/ASETimeout"
+        assert ex.sim.stats.dropped == 1 and ex.sim.stats.delivered == 0
+        assert ex.sim.stats.requester_timeouts == 1
 
 
-def test_the_requester_times_out_after_timeout() -> None:
+@pytest.mark.anyio
+async def test_the_requester_times_out_after_timeout() -> None:
     """timeout: how long the requester waits for the response."""
 
-    async def main() -> None:
-        async with exchange() as ex:
-            with pytest.raises(ChatCoreError) as info:
-                await ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
-            assert info.value.type_path.endswith("ASETimeout")
-            event = await next_request(ex.events)
-            # Within the window the responder's core still takes the answer.
-            accepted = await ex.bob.command(
-                f'/_service_response 1 {event["requestId"]} {{"response":0}}'
-            )
-            assert accepted["type"] == "serviceReplyAccepted"
-
-    run(main)
+    async with exchange() as ex:
+        with pytest.raises(ChatCoreError) as info:
+            await ex.alice.command(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
+        assert info.value.type_path.endswith("ASETimeout")
+        event = await next_request(ex.events)
+        # Within the window the responder's core still takes the answer.
+        accepted = await ex.bob.command(
+            f'/_service_response 1 {event["requestId"]} {{"response":0}}'
+        )
+        assert accepted["type"] == "serviceReplyAccepted"
 
 
-def test_a_response_after_the_window_is_refused() -> None:
+@pytest.mark.anyio
+async def test_a_response_after_the_window_is_refused() -> None:
     """Requirements: the core accepts a response within 180 seconds (here a short window)."""
 
-    async def main() -> None:
-        async with exchange(response_window=0.05) as ex:
-            call, event = await ex.relay(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
-            await asyncio.sleep(0.3)  # the behaviour under test: the 0.05 s window passes
-            with pytest.raises(ChatCoreError) as info:
-                await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
-            assert info.value.type_path.endswith("ASETimeout")
-            assert ex.sim.stats.late_responses == 1
-            with pytest.raises(ChatCoreError):
-                await call
-
-    run(main)
+    async with exchange(response_window=0.05) as ex:
+        call, event = await ex.relay(f"/_service_request 1 {ex.link} timeout=1 {envelope()}")
+        await asyncio.sleep(0.3)  # the behaviour under test: the 0.05 s window passes
+        with pytest.raises(ChatCoreError) as info:
+            await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
+        assert info.value.type_path.endswith("ASETimeout")
+        assert ex.sim.stats.late_responses == 1
+        with pytest.raises(ChatCoreError):
+            await call
 
 
-def test_a_request_is_answered_once() -> None:
-    async def main() -> None:
-        async with exchange() as ex:
-            call, event = await ex.relay(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
-            rid = event["requestId"]
-            await ex.bob.command(f'/_service_response 1 {rid} {{"response":1}}')
-            with pytest.raises(ChatCoreError) as info:
-                await ex.bob.command(f'/_service_response 1 {rid} {{"response":2}}')
-            assert info.value.type_path.endswith("ASENoPendingRequest")
-            assert ex.sim.stats.duplicate_responses == 1
-            with pytest.raises(ChatCoreError) as info:
-                await ex.bob.command('/_service_response 1 nosuchrequest {"response":2}')
-            assert info.value.type_path.endswith("ASENoPendingRequest")
-            assert (await call)["responseData"] == {"response": 1}
-
-    run(main)
+@pytest.mark.anyio
+async def test_a_request_is_answered_once() -> None:
+    async with exchange() as ex:
+        call, event = await ex.relay(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
+        rid = event["requestId"]
+        await ex.bob.command(f'/_service_response 1 {rid} {{"response":1}}')
+        with pytest.raises(ChatCoreError) as info:
+            await ex.bob.command(f'/_service_response 1 {rid} {{"response":2}}')
+        assert info.value.type_path.endswith("ASENoPendingRequest")
+        assert ex.sim.stats.duplicate_responses == 1
+        with pytest.raises(ChatCoreError) as info:
+            await ex.bob.command('/_service_response 1 nosuchrequest {"response":2}')
+        assert info.value.type_path.endswith("ASENoPendingRequest")
+        assert (await call)["responseData"] == {"response": 1}
 
 
-def test_an_oversized_request_fails_as_the_core_would() -> None:
+@pytest.mark.anyio
+async def test_an_oversized_request_fails_as_the_core_would() -> None:
     """Before encryption the agent pads a request to 11,106 bytes, its framing
     included, and a longer one fails: signed and unsigned limits differ by the
     signer's key and signature."""
@@ -333,43 +314,38 @@ def test_an_oversized_request_fails_as_the_core_would() -> None:
         assert len(text) == size
         return text
 
-    async def main() -> None:
-        key = sx.SigningKey.generate()
-        async with exchange() as ex:
-            queue = simulator_reply_queue()
-            cases = [
-                (sx.max_request_payload(queue, signed=False), ""),
-                (sx.max_request_payload(queue), f"sign_key={key.encode()} "),
-            ]
-            for limit, option in cases:
-                with pytest.raises(ChatCoreError) as info:
-                    await ex.alice.command(
-                        f"/_service_request 1 {ex.link} timeout=5 {option}{sized(limit + 1)}"
-                    )
-                assert info.value.type_path == "errorAgent/CMD/LARGE"
-                call, event = await ex.relay(
-                    f"/_service_request 1 {ex.link} timeout=5 {option}{sized(limit)}"
-                )
-                assert len(json.dumps(event["requestData"], separators=(",", ":"))) == limit
-                await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
-                await call
-
-    run(main)
-
-
-def test_an_oversized_response_fails_and_the_request_stays_open() -> None:
-    async def main() -> None:
-        async with exchange() as ex:
-            call, event = await ex.relay(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
-            rid = event["requestId"]
-            big = json.dumps({"response": "x" * sx.MAX_RESPONSE}, separators=(",", ":"))
+    key = sx.SigningKey.generate()
+    async with exchange() as ex:
+        queue = simulator_reply_queue()
+        cases = [
+            (sx.max_request_payload(queue, signed=False), ""),
+            (sx.max_request_payload(queue), f"sign_key={key.encode()} "),
+        ]
+        for limit, option in cases:
             with pytest.raises(ChatCoreError) as info:
-                await ex.bob.command(f"/_service_response 1 {rid} {big}")
+                await ex.alice.command(
+                    f"/_service_request 1 {ex.link} timeout=5 {option}{sized(limit + 1)}"
+                )
             assert info.value.type_path == "errorAgent/CMD/LARGE"
-            await ex.bob.command(f'/_service_response 1 {rid} {{"response":"ok"}}')
-            assert (await call)["responseData"] == {"response": "ok"}
+            call, event = await ex.relay(
+                f"/_service_request 1 {ex.link} timeout=5 {option}{sized(limit)}"
+            )
+            assert len(json.dumps(event["requestData"], separators=(",", ":"))) == limit
+            await ex.bob.command(f'/_service_response 1 {event["requestId"]} {{"response":0}}')
+            await call
 
-    run(main)
+
+@pytest.mark.anyio
+async def test_an_oversized_response_fails_and_the_request_stays_open() -> None:
+    async with exchange() as ex:
+        call, event = await ex.relay(f"/_service_request 1 {ex.link} timeout=5 {envelope()}")
+        rid = event["requestId"]
+        big = json.dumps({"response": "x" * sx.MAX_RESPONSE}, separators=(",", ":"))
+        with pytest.raises(ChatCoreError) as info:
+            await ex.bob.command(f"/_service_response 1 {rid} {big}")
+        assert info.value.type_path == "errorAgent/CMD/LARGE"
+        await ex.bob.command(f'/_service_response 1 {rid} {{"response":"ok"}}')
+        assert (await call)["responseData"] == {"response": "ok"}
 
 
 @pytest.mark.parametrize(
@@ -382,100 +358,90 @@ def test_an_oversized_response_fails_and_the_request_stays_open() -> None:
         ("", "{not json", "not JSON"),
     ],
 )
-def test_malformed_service_requests_are_command_errors(
+@pytest.mark.anyio
+async def test_malformed_service_requests_are_command_errors(
     options: str, json_text: str, what: str
 ) -> None:
-    async def main() -> None:
-        async with CoreSimulator() as sim, ChatCore.connect(sim.url_for("bob")) as bob:
-            await started(bob, True)
-            link = (await address(bob))["connShortLink"]
-            with pytest.raises(ChatCoreError) as info:
-                await bob.command(f"/_service_request 1 {link} {options}{json_text}")
-            assert info.value.type_path == "error/commandError"
-            assert what in str(info.value)
-
-    run(main)
+    async with CoreSimulator() as sim, ChatCore.connect(sim.url_for("bob")) as bob:
+        await started(bob, True)
+        link = (await address(bob))["connShortLink"]
+        with pytest.raises(ChatCoreError) as info:
+            await bob.command(f"/_service_request 1 {link} {options}{json_text}")
+        assert info.value.type_path == "error/commandError"
+        assert what in str(info.value)
 
 
-def test_unknown_targets() -> None:
-    async def main() -> None:
-        async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
-            await started(core, True)
-            with pytest.raises(ChatCoreError) as info:
-                await core.command(f"/_service_request 1 https://example.com {envelope()}")
-            assert info.value.type_path == "error/invalidConnReq"
-            gone = "simplex:/a#AAAAAAAAAAAAAAAAAAAAAAAA?h=simulator.local"
-            with pytest.raises(ChatCoreError) as info:
-                await core.command(f"/_service_request 1 {gone} {envelope()}")
-            assert info.value.type_path == "errorAgent/SMP/AUTH"
-
-    run(main)
+@pytest.mark.anyio
+async def test_unknown_targets() -> None:
+    async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
+        await started(core, True)
+        with pytest.raises(ChatCoreError) as info:
+            await core.command(f"/_service_request 1 https://example.com {envelope()}")
+        assert info.value.type_path == "error/invalidConnReq"
+        gone = "simplex:/a#AAAAAAAAAAAAAAAAAAAAAAAA?h=simulator.local"
+        with pytest.raises(ChatCoreError) as info:
+            await core.command(f"/_service_request 1 {gone} {envelope()}")
+        assert info.value.type_path == "errorAgent/SMP/AUTH"
 
 
-def test_address_commands() -> None:
+@pytest.mark.anyio
+async def test_address_commands() -> None:
     """/_address, /_show_address, /_address_settings, /_delete_address (COMMANDS.md)."""
 
-    async def main() -> None:
-        async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
-            with pytest.raises(ChatCoreError) as info:
-                await core.command("/_show_address 1")
-            assert info.value.type_path == "errorStore/userContactLinkNotFound"
-            created = await address(core)
-            with pytest.raises(ChatCoreError) as info:
-                await core.command("/_address 1")
-            assert info.value.type_path == "errorStore/duplicateContactLink"
-            shown = await core.command("/_show_address 1")
-            assert shown["contactLink"]["connLinkContact"] == created
-            assert shown["contactLink"]["addressSettings"] == {"businessAddress": False}
-            deleted = await core.command("/_delete_address 1")
-            assert deleted["type"] == "userContactLinkDeleted"
-            assert (await core.command("/user"))["user"]["userId"] == 1
-
-    run(main)
+    async with CoreSimulator() as sim, ChatCore.connect(sim.url) as core:
+        with pytest.raises(ChatCoreError) as info:
+            await core.command("/_show_address 1")
+        assert info.value.type_path == "errorStore/userContactLinkNotFound"
+        created = await address(core)
+        with pytest.raises(ChatCoreError) as info:
+            await core.command("/_address 1")
+        assert info.value.type_path == "errorStore/duplicateContactLink"
+        shown = await core.command("/_show_address 1")
+        assert shown["contactLink"]["connLinkContact"] == created
+        assert shown["contactLink"]["addressSettings"] == {"businessAddress": False}
+        deleted = await core.command("/_delete_address 1")
+        assert deleted["type"] == "userContactLinkDeleted"
+        assert (await core.command("/user"))["user"]["userId"] == 1
 
 
-def test_drop_connections_fails_pending_commands() -> None:
-    async def main() -> None:
-        async with exchange() as ex:
-            call = asyncio.create_task(
-                ex.alice.command(f"/_service_request 1 {ex.link} timeout=30 {envelope()}")
-            )
-            await until(
-                lambda: sum(t.in_flight for t in ex.alice._transports()) >= 1, "the request sent"
-            )
-            # ChatCore's pool: its first connection, and the request's own (a blocking
-            # /_service_request never runs on the first).
-            assert await ex.sim.drop_connections("alice") == 2
-            with pytest.raises(ChatCoreClosed):
-                await call
-            assert ex.alice.closed and not ex.bob.closed
-
-    run(main)
+@pytest.mark.anyio
+async def test_drop_connections_fails_pending_commands() -> None:
+    async with exchange() as ex:
+        call = asyncio.create_task(
+            ex.alice.command(f"/_service_request 1 {ex.link} timeout=30 {envelope()}")
+        )
+        await until(
+            lambda: sum(t.in_flight for t in ex.alice._transports()) >= 1, "the request sent"
+        )
+        # ChatCore's pool: its first connection, and the request's own (a blocking
+        # /_service_request never runs on the first).
+        assert await ex.sim.drop_connections("alice") == 2
+        with pytest.raises(ChatCoreClosed):
+            await call
+        assert ex.alice.closed and not ex.bob.closed
 
 
-def test_native_handle_speaks_result_and_error() -> None:
+@pytest.mark.anyio
+async def test_native_handle_speaks_result_and_error() -> None:
     """The native API's results: {"result": resp} or {"error": chatError}."""
 
-    async def main() -> None:
-        async with CoreSimulator() as sim:
-            handle = sim.native_handle("n")
+    async with CoreSimulator() as sim:
+        handle = sim.native_handle("n")
 
-            def commands() -> list[dict[str, Any]]:
-                return [
-                    json.loads(handle.chat_send_cmd("/_start main=on service_requests=on")),
-                    json.loads(handle.chat_send_cmd("/_show_address 1")),
-                    json.loads(handle.chat_recv_msg_wait(1000) or "{}"),
-                ]
+        def commands() -> list[dict[str, Any]]:
+            return [
+                json.loads(handle.chat_send_cmd("/_start main=on service_requests=on")),
+                json.loads(handle.chat_send_cmd("/_show_address 1")),
+                json.loads(handle.chat_recv_msg_wait(1000) or "{}"),
+            ]
 
-            started_, missing, nothing = await asyncio.to_thread(commands)
-            assert started_ == {"result": {"type": "chatStarted"}}
-            assert missing == {
-                "error": {"type": "errorStore", "storeError": {"type": "userContactLinkNotFound"}}
-            }
-            assert nothing == {}
-            await asyncio.to_thread(handle.close)
-
-    run(main)
+        started_, missing, nothing = await asyncio.to_thread(commands)
+        assert started_ == {"result": {"type": "chatStarted"}}
+        assert missing == {
+            "error": {"type": "errorStore", "storeError": {"type": "userContactLinkNotFound"}}
+        }
+        assert nothing == {}
+        await asyncio.to_thread(handle.close)
 
 
 def test_simulator_rejects_bad_configuration() -> None:
@@ -506,22 +472,20 @@ def test_the_simulator_builds_its_chat_errors_in_one_place() -> None:
     }
 
 
-def test_the_simulator_reads_an_address_token_from_its_short_and_full_links() -> None:
+@pytest.mark.anyio
+async def test_the_simulator_reads_an_address_token_from_its_short_and_full_links() -> None:
     """A contact address has a short and a full link (CreatedConnLink, TYPES.md); both
     name the same address, and nothing else (a group link, a foreign link) is one."""
     from simplex_rpc.testing._grammar import link_token as _link_token
 
-    async def main() -> None:
-        async with cores() as (sim, bob, _alice):
-            await started(bob, service_requests=True)
-            created = await bob.service_address(1)
-            assert created.short_link is not None
-            token = _link_token(created.short_link)
-            assert token is not None
-            assert _link_token(created.full_link) == token
-            ids = sim.create_group("team", "bob", [])
-            assert _link_token(sim.group_link("bob", ids[("bob", 1)])) is None
-            assert _link_token("simplex:/a#abc?h=example") is None
-            assert _link_token(created.short_link + " ") is None
-
-    run(main)
+    async with cores() as (sim, bob, _alice):
+        await started(bob, service_requests=True)
+        created = await bob.service_address(1)
+        assert created.short_link is not None
+        token = _link_token(created.short_link)
+        assert token is not None
+        assert _link_token(created.full_link) == token
+        ids = sim.create_group("team", "bob", [])
+        assert _link_token(sim.group_link("bob", ids[("bob", 1)])) is None
+        assert _link_token("simplex:/a#abc?h=example") is None
+        assert _link_token(created.short_link + " ") is None

@@ -28,10 +28,12 @@ import asyncio
 import json
 from typing import Any
 
+import anyio
+import pytest
+
 import simplex_rpc as sx
 from _raw_core import RawCore, raw_core
 from _records import EVENTS, RESPONSES, T, check_frame, checker
-from _support import run
 from simplex_rpc.testing import CoreSimulator
 
 # -- the checker itself ----------------------------------------------------------
@@ -286,17 +288,17 @@ async def scenario(sim: CoreSimulator, frames: list[tuple[str, Any]]) -> set[str
     return ran
 
 
-def test_every_frame_of_every_implemented_command_conforms_to_the_core_types() -> None:
+@pytest.mark.anyio
+@pytest.mark.time_limit(120)
+async def test_every_frame_of_every_implemented_command_conforms_to_the_core_types() -> None:
     """Every response and event of a scenario that uses every implemented command checks
     against simplex-chat 7.0.2's TypedDicts: zero missing fields, zero wrong types, zero
     unknown tags (issue 19, "Done when": the validator test passes with zero missing fields)."""
     frames: list[tuple[str, Any]] = []
 
-    async def main() -> None:
+    with anyio.fail_after(120):
         async with CoreSimulator() as sim:
             await scenario(sim, frames)
-
-    run(main, limit=120)
     check = checker()
     for i, (who, frame) in enumerate(frames):
         check_frame(check, frame, f"frame {i} to {who}")
@@ -336,29 +338,25 @@ def test_every_frame_of_every_implemented_command_conforms_to_the_core_types() -
     assert len(frames) > 80
 
 
-def test_the_native_handles_results_and_errors_conform_too() -> None:
+@pytest.mark.anyio
+async def test_the_native_handles_results_and_errors_conform_too() -> None:
     """The native API (``chat_send_cmd``, ``chat_recv_msg_wait``) carries the same records:
     ``{"result": ChatResponse | ChatEvent}`` or ``{"error": ChatError}``."""
     results: list[Any] = []
 
-    async def main() -> None:
-        async with CoreSimulator() as sim:
-            handle = sim.native_handle("eve")
-            sim.connect("eve", "frank")
-            try:
-                for command in ("/_start", "/u", "/users", "/_contacts 1", "/_nonsense"):
-                    results.append(
-                        json.loads(await asyncio.to_thread(handle.chat_send_cmd, command))
-                    )
-                async with raw_core(sim.url_for("frank"), "frank") as frank:
-                    await frank.ok("/_start", "chatStarted")
-                    await frank.ok("/_send @1 text hi eve", "newChatItems")
-                event = await asyncio.to_thread(handle.chat_recv_msg_wait, 5_000_000)
-                results.append(json.loads(event))
-            finally:
-                handle.close()
-
-    run(main)
+    async with CoreSimulator() as sim:
+        handle = sim.native_handle("eve")
+        sim.connect("eve", "frank")
+        try:
+            for command in ("/_start", "/u", "/users", "/_contacts 1", "/_nonsense"):
+                results.append(json.loads(await asyncio.to_thread(handle.chat_send_cmd, command)))
+            async with raw_core(sim.url_for("frank"), "frank") as frank:
+                await frank.ok("/_start", "chatStarted")
+                await frank.ok("/_send @1 text hi eve", "newChatItems")
+            event = await asyncio.to_thread(handle.chat_recv_msg_wait, 5_000_000)
+            results.append(json.loads(event))
+        finally:
+            handle.close()
     check = checker()
     for i, message in enumerate(results):
         if "error" in message:

@@ -29,7 +29,6 @@ import pytest
 
 import simplex_rpc as sx
 from _raw_core import RawCore, raw_core
-from _support import run
 from simplex_rpc.testing import CoreSimulator
 
 REQUEST = json.dumps({"protocol": "mcp", "request": {"n": 1}})
@@ -69,69 +68,62 @@ async def answered(
     return event, ack, await call
 
 
-def test_service_response_is_answered_service_reply_accepted_then_service_reply_sent() -> None:
+@pytest.mark.anyio
+async def test_service_response_is_answered_service_reply_accepted_then_service_reply_sent() -> None:  # noqa: E501
     """The badge plan: ``serviceReplyAccepted {user, connectionId}``, and later the event
     ``serviceReplySent {connectionId}`` with the same id."""
 
-    async def main() -> None:
-        async with CoreSimulator() as sim, pair(sim) as (bob, alice):
-            link = (await link_of(bob))["connShortLink"]
-            _, ack, response = await answered(bob, alice, link)
-            assert ack["type"] == "serviceReplyAccepted"
-            assert ack["user"]["userId"] == 1 and isinstance(ack["connectionId"], str)
-            sent = await bob.event("serviceReplySent")
-            assert sent == {"type": "serviceReplySent", "connectionId": ack["connectionId"]}
-            assert response["type"] == "serviceResponse"
-
-    run(main)
+    async with CoreSimulator() as sim, pair(sim) as (bob, alice):
+        link = (await link_of(bob))["connShortLink"]
+        _, ack, response = await answered(bob, alice, link)
+        assert ack["type"] == "serviceReplyAccepted"
+        assert ack["user"]["userId"] == 1 and isinstance(ack["connectionId"], str)
+        sent = await bob.event("serviceReplySent")
+        assert sent == {"type": "serviceReplySent", "connectionId": ack["connectionId"]}
+        assert response["type"] == "serviceResponse"
 
 
-def test_the_first_cores_answer_cmd_ok_and_report_no_delivery() -> None:
+@pytest.mark.anyio
+async def test_the_first_cores_answer_cmd_ok_and_report_no_delivery() -> None:
     """The Service RPC plan, item 4: ``APISendServiceResponse`` returns ``CRCmdOk``
     (``ack="cmdOk"``); those cores have no ``serviceReplySent``."""
 
-    async def main() -> None:
-        async with CoreSimulator(ack="cmdOk") as sim, pair(sim) as (bob, alice):
-            link = (await link_of(bob))["connShortLink"]
-            _, ack, response = await answered(bob, alice, link)
-            assert ack["type"] == "cmdOk" and ack["user_"]["userId"] == 1
-            assert response["type"] == "serviceResponse"
-            await sim.send_event("bob", {"type": "marker"})
-            assert (await bob.events.get())["type"] == "marker"  # no serviceReplySent first
-
-    run(main)
+    async with CoreSimulator(ack="cmdOk") as sim, pair(sim) as (bob, alice):
+        link = (await link_of(bob))["connShortLink"]
+        _, ack, response = await answered(bob, alice, link)
+        assert ack["type"] == "cmdOk" and ack["user_"]["userId"] == 1
+        assert response["type"] == "serviceResponse"
+        await sim.send_event("bob", {"type": "marker"})
+        assert (await bob.events.get())["type"] == "marker"  # no serviceReplySent first
 
 
-def test_a_bad_signature_is_the_responders_error_and_the_requester_times_out() -> None:
+@pytest.mark.anyio
+async def test_a_bad_signature_is_the_responders_error_and_the_requester_times_out() -> None:
     """The plan's amendment: an invalid signature arrives as the agent error
     ``A_SERVICE ASEBadSignature`` (a ``chatError`` event at the responder); no request is
     delivered, so the requester waits out its timeout."""
 
-    async def main() -> None:
-        async with CoreSimulator() as sim, pair(sim) as (bob, alice):
-            link = (await link_of(bob))["connShortLink"]
-            sim.bad_signatures = True
-            key = sx.SigningKey.generate().encode()
-            failed = await alice.cmd(
-                f"/_service_request 1 {link} timeout=1 sign_key={key} {REQUEST}"
-            )
-            assert agent_error(failed)["agentErr"]["serviceError"]["type"] == "ASETimeout"
-            error = await bob.event("chatError")
-            assert error["chatError"]["type"] == "errorAgent"
-            agent = error["chatError"]["agentError"]
-            assert agent["agentErr"] == {
-                "type": "A_SERVICE",
-                "serviceError": {"type": "ASEBadSignature"},
-            }
-            assert sim.stats.bad_signatures == 1 and sim.stats.delivered == 0
-            # An unsigned request has no signature to be bad: it is delivered.
-            _, _, response = await answered(bob, alice, link)
-            assert response["type"] == "serviceResponse"
-
-    run(main)
+    async with CoreSimulator() as sim, pair(sim) as (bob, alice):
+        link = (await link_of(bob))["connShortLink"]
+        sim.bad_signatures = True
+        key = sx.SigningKey.generate().encode()
+        failed = await alice.cmd(f"/_service_request 1 {link} timeout=1 sign_key={key} {REQUEST}")
+        assert agent_error(failed)["agentErr"]["serviceError"]["type"] == "ASETimeout"
+        error = await bob.event("chatError")
+        assert error["chatError"]["type"] == "errorAgent"
+        agent = error["chatError"]["agentError"]
+        assert agent["agentErr"] == {
+            "type": "A_SERVICE",
+            "serviceError": {"type": "ASEBadSignature"},
+        }
+        assert sim.stats.bad_signatures == 1 and sim.stats.delivered == 0
+        # An unsigned request has no signature to be bad: it is delivered.
+        _, _, response = await answered(bob, alice, link)
+        assert response["type"] == "serviceResponse"
 
 
-def test_a_contact_name_target_resolves_from_the_world() -> None:
+@pytest.mark.anyio
+async def test_a_contact_name_target_resolves_from_the_world() -> None:
     """Target resolution: ``@name.simplex`` is a contact name, resolved to the contact's
     link (here from the world file's ``address.name``); ``#…`` (a channel name) and a bare
     name fail."""
@@ -142,63 +134,54 @@ def test_a_contact_name_target_resolves_from_the_world() -> None:
         ]
     }
 
-    async def main() -> None:
-        async with CoreSimulator() as sim:
-            sim.load_world(world)
-            async with (
-                raw_core(sim.url_for("bob"), "bob") as bob,
-                raw_core(sim.url_for("alice"), "alice") as alice,
-            ):
-                await bob.ok("/_start main=on service_requests=on", "chatStarted")
-                await alice.ok("/_start main=on", "chatStarted")
-                _, _, response = await answered(bob, alice, "@bob.simplex")
-                assert response["type"] == "serviceResponse"
-                channel = await alice.cmd(f"/_service_request 1 #bob.simplex timeout=1 {REQUEST}")
-                assert channel["chatError"]["errorType"]["type"] == "commandError"
-                bare = await alice.cmd(f"/_service_request 1 bob.simplex timeout=1 {REQUEST}")
-                assert bare["chatError"]["errorType"]["type"] == "invalidConnReq"
-                unknown = await alice.cmd(
-                    f"/_service_request 1 @nobody.simplex timeout=1 {REQUEST}"
-                )
-                assert unknown["type"] == "chatCmdError"
-                assert sim.stats.requests == 1
-
-    run(main)
+    async with CoreSimulator() as sim:
+        sim.load_world(world)
+        async with (
+            raw_core(sim.url_for("bob"), "bob") as bob,
+            raw_core(sim.url_for("alice"), "alice") as alice,
+        ):
+            await bob.ok("/_start main=on service_requests=on", "chatStarted")
+            await alice.ok("/_start main=on", "chatStarted")
+            _, _, response = await answered(bob, alice, "@bob.simplex")
+            assert response["type"] == "serviceResponse"
+            channel = await alice.cmd(f"/_service_request 1 #bob.simplex timeout=1 {REQUEST}")
+            assert channel["chatError"]["errorType"]["type"] == "commandError"
+            bare = await alice.cmd(f"/_service_request 1 bob.simplex timeout=1 {REQUEST}")
+            assert bare["chatError"]["errorType"]["type"] == "invalidConnReq"
+            unknown = await alice.cmd(f"/_service_request 1 @nobody.simplex timeout=1 {REQUEST}")
+            assert unknown["type"] == "chatCmdError"
+            assert sim.stats.requests == 1
 
 
-def test_request_and_response_data_are_re_encoded_with_sorted_keys() -> None:
+@pytest.mark.anyio
+async def test_request_and_response_data_are_re_encoded_with_sorted_keys() -> None:
     """D3 of the plan: the payloads are ``J.Object``, encoded by ``J.encode``; aeson writes
     an object's keys in sorted order, so ``requestData`` and ``responseData`` arrive sorted
     at every level."""
 
-    async def main() -> None:
-        async with CoreSimulator() as sim, pair(sim) as (bob, alice):
-            link = (await link_of(bob))["connShortLink"]
-            request = '{"request":{"n":1,"b":[{"y":1,"x":2}]},"protocol":"mcp","a":0}'
-            event, _, response = await answered(bob, alice, link, request)
-            data = event["requestData"]
-            assert list(data) == ["a", "protocol", "request"]
-            assert list(data["request"]) == ["b", "n"]
-            assert list(data["request"]["b"][0]) == ["x", "y"]
-            assert list(response["responseData"]) == ["a", "z"]
-            assert list(response["responseData"]["a"]) == ["b", "y"]
-
-    run(main)
+    async with CoreSimulator() as sim, pair(sim) as (bob, alice):
+        link = (await link_of(bob))["connShortLink"]
+        request = '{"request":{"n":1,"b":[{"y":1,"x":2}]},"protocol":"mcp","a":0}'
+        event, _, response = await answered(bob, alice, link, request)
+        data = event["requestData"]
+        assert list(data) == ["a", "protocol", "request"]
+        assert list(data["request"]) == ["b", "n"]
+        assert list(data["request"]["b"][0]) == ["x", "y"]
+        assert list(response["responseData"]) == ["a", "z"]
+        assert list(response["responseData"]["a"]) == ["b", "y"]
 
 
-def test_a_request_the_core_cannot_pad_fails_the_command() -> None:
+@pytest.mark.anyio
+async def test_a_request_the_core_cannot_pad_fails_the_command() -> None:
     """A request whose encoding does not fit the 11,106-byte block fails the command with
     the agent's ``CMD LARGE``; nothing is sent."""
 
-    async def main() -> None:
-        async with CoreSimulator() as sim, pair(sim) as (bob, alice):
-            link = (await link_of(bob))["connShortLink"]
-            big = json.dumps({"protocol": "mcp", "request": {"pad": "x" * 12_000}})
-            failed = await alice.cmd(f"/_service_request 1 {link} timeout=30 {big}")
-            assert agent_error(failed)["cmdErr"] == {"type": "LARGE"}
-            assert sim.stats.requests == 0
-
-    run(main)
+    async with CoreSimulator() as sim, pair(sim) as (bob, alice):
+        link = (await link_of(bob))["connShortLink"]
+        big = json.dumps({"protocol": "mcp", "request": {"pad": "x" * 12_000}})
+        failed = await alice.cmd(f"/_service_request 1 {link} timeout=30 {big}")
+        assert agent_error(failed)["cmdErr"] == {"type": "LARGE"}
+        assert sim.stats.requests == 0
 
 
 @pytest.mark.parametrize(
@@ -209,47 +192,41 @@ def test_a_request_the_core_cannot_pad_fails_the_command() -> None:
         "/_rotate_address_keys 1",
     ],
 )
-def test_an_upgraded_address_has_keys_on_its_short_link_only(upgrade: str) -> None:
+@pytest.mark.anyio
+async def test_an_upgraded_address_has_keys_on_its_short_link_only(upgrade: str) -> None:
     """An address upgraded in place keeps its full link, without keys (no ``rk=``): a
     request to it still fails ``ASENotDRAddress``; its short link carries the keys."""
 
-    async def main() -> None:
-        async with CoreSimulator() as sim, pair(sim, pq=False) as (bob, alice):
-            before = await link_of(bob)
-            resp = await bob.cmd(upgrade)
-            assert resp["type"] in ("userContactLinkUpdated", "userContactLink")
-            after = resp["contactLink"]["connLinkContact"]
-            assert after["connFullLink"] == before["connFullLink"]
-            assert "rk=" not in after["connFullLink"]
-            full = await alice.cmd(
-                f"/_service_request 1 {after['connFullLink']} timeout=30 {REQUEST}"
-            )
-            assert agent_error(full)["agentErr"]["serviceError"]["type"] == "ASENotDRAddress"
-            _, _, response = await answered(bob, alice, after["connShortLink"])
-            assert response["type"] == "serviceResponse"
-
-    run(main)
+    async with CoreSimulator() as sim, pair(sim, pq=False) as (bob, alice):
+        before = await link_of(bob)
+        resp = await bob.cmd(upgrade)
+        assert resp["type"] in ("userContactLinkUpdated", "userContactLink")
+        after = resp["contactLink"]["connLinkContact"]
+        assert after["connFullLink"] == before["connFullLink"]
+        assert "rk=" not in after["connFullLink"]
+        full = await alice.cmd(f"/_service_request 1 {after['connFullLink']} timeout=30 {REQUEST}")
+        assert agent_error(full)["agentErr"]["serviceError"]["type"] == "ASENotDRAddress"
+        _, _, response = await answered(bob, alice, after["connShortLink"])
+        assert response["type"] == "serviceResponse"
 
 
-def test_an_address_without_a_short_link_gets_one_with_keys() -> None:
+@pytest.mark.anyio
+async def test_an_address_without_a_short_link_gets_one_with_keys() -> None:
     """An address of the time before short links (a full link alone) gets a short link
     with keys from ``/_short_link_address <userId> pq_ratchet=on``."""
 
-    async def main() -> None:
-        async with CoreSimulator() as sim:
-            created = sim.create_address("bob", short_link=False)
-            assert "connShortLink" not in created
-            async with (
-                raw_core(sim.url_for("bob"), "bob") as bob,
-                raw_core(sim.url_for("alice"), "alice") as alice,
-            ):
-                await bob.ok("/_start main=on service_requests=on", "chatStarted")
-                await alice.ok("/_start main=on", "chatStarted")
-                shown = await link_of(bob)
-                assert "connShortLink" not in shown
-                resp = await bob.ok("/_short_link_address 1 pq_ratchet=on", "userContactLink")
-                short = resp["contactLink"]["connLinkContact"]["connShortLink"]
-                _, _, response = await answered(bob, alice, short)
-                assert response["type"] == "serviceResponse"
-
-    run(main)
+    async with CoreSimulator() as sim:
+        created = sim.create_address("bob", short_link=False)
+        assert "connShortLink" not in created
+        async with (
+            raw_core(sim.url_for("bob"), "bob") as bob,
+            raw_core(sim.url_for("alice"), "alice") as alice,
+        ):
+            await bob.ok("/_start main=on service_requests=on", "chatStarted")
+            await alice.ok("/_start main=on", "chatStarted")
+            shown = await link_of(bob)
+            assert "connShortLink" not in shown
+            resp = await bob.ok("/_short_link_address 1 pq_ratchet=on", "userContactLink")
+            short = resp["contactLink"]["connLinkContact"]["connShortLink"]
+            _, _, response = await answered(bob, alice, short)
+            assert response["type"] == "serviceResponse"

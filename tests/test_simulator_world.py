@@ -22,10 +22,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from _raw_core import raw_core
-from _support import run
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.testing import CoreSimulator, WorldError, read_world
 
@@ -108,7 +108,9 @@ async def simulator_process(world: Path, *extra: str) -> AsyncIterator[tuple[Any
                 await proc.wait()
 
 
-def test_two_plain_websocket_bots_meet_and_talk_through_a_world_file(tmp_path: Path) -> None:
+@pytest.mark.anyio
+@pytest.mark.time_limit(150)
+async def test_two_plain_websocket_bots_meet_and_talk_through_a_world_file(tmp_path: Path) -> None:
     """The "Done when" test: the host and the guest bots, each its own process with plain
     ``websockets``, connect by the host's address link (``/_connect plan``, ``/_connect``,
     ``receivedContactRequest``, ``/_accept``, ``contactConnected``), exchange a message and a
@@ -133,7 +135,7 @@ def test_two_plain_websocket_bots_meet_and_talk_through_a_world_file(tmp_path: P
         assert proc.returncode == 0, err.decode()
         return [json.loads(line) for line in b"".join([*seen, out]).decode().splitlines()]
 
-    async def main() -> None:
+    with anyio.fail_after(150):
         async with simulator_process(world) as (_, ready):
             host = ready["users"]["host"]
             guest = ready["users"]["guest"]
@@ -177,84 +179,77 @@ def test_two_plain_websocket_bots_meet_and_talk_through_a_world_file(tmp_path: P
         ]:
             assert step in steps, (step, guest_log)
 
-    run(main, limit=150)
 
-
-def test_the_ready_line_names_each_users_url_and_ids(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_the_ready_line_names_each_users_url_and_ids(tmp_path: Path) -> None:
     """One JSON line: ``url``, and per user (``core`` or ``core:user``) its ``url``, ``userId``,
     ``displayName``, its address links, ``contacts`` (peer -> contact id at this user) and
     ``groups`` (group name -> group id at this user); the ids work in commands."""
     world = tmp_path / "world.json"
     world.write_text(json.dumps(FULL_WORLD))
 
-    async def main() -> None:
-        async with simulator_process(world) as (proc, ready):
-            users = ready["users"]
-            assert set(users) == {"alice", "bob", "bob:2", "carol"}
-            assert users["bob:2"]["url"] == users["bob"]["url"]  # one core, two users
-            assert users["bob:2"]["userId"] == 2
-            assert users["alice"]["url"] == ready["url"] + "/alice"
-            # Issue 30: the URL under the key of every ready line (simulator --json's too).
-            assert ready["listening"] == ready["url"] and next(iter(ready)) == "listening"
-            assert set(users["alice"]["contacts"]) == {"bob", "carol"}
-            assert set(users["carol"]["contacts"]) == {"alice", "bob:2"}
-            assert "address" not in users["bob"]
-            assert "&rk=" in users["alice"]["address"]["connFullLink"]  # pq_ratchet
-            for name in ("alice", "bob", "carol"):
-                assert set(users[name]["groups"]) == {"team"}
-            async with (
-                raw_core(users["bob"]["url"], "bob") as bob,
-                raw_core(users["alice"]["url"], "alice") as alice,
-            ):
-                # Without -m the simulator's chats run from the start, as the chat core's
-                # CLI started the usual way (src/Simplex/Chat/Core.hs, runSimplexChat).
-                await bob.ok("/_start", "chatRunning")
-                await alice.ok("/_start", "chatRunning")
-                me = await bob.ok("/user", "activeUser")
-                assert me["user"]["profile"]["displayName"] == "Bob"
-                await bob.ok(f"/_send @{users['bob']['contacts']['alice']} text hi", "newChatItems")
-                assert (await alice.event("newChatItems"))["chatItems"][0]["chatItem"]["meta"][
-                    "itemText"
-                ] == "hi"
-                members = await alice.ok(
-                    f"/_members #{users['alice']['groups']['team']}", "groupMembers"
-                )
-                roles = {
-                    m["memberProfile"]["displayName"]: m["memberRole"]
-                    for m in members["group"]["members"]
-                }
-                assert roles == {"Bob": "admin", "carol": "member"}
-                prefs = members["group"]["groupInfo"]["groupProfile"]["groupPreferences"]
-                assert prefs == {"directMessages": {"enable": "on"}}
-                shown = await alice.ok("/_show_address 1", "userContactLink")
-                assert shown["contactLink"]["addressSettings"]["autoAccept"] == {
-                    "acceptIncognito": False
-                }
-                plan = await bob.ok(
-                    f"/_connect plan 2 {users['alice']['address']['connShortLink']}",
-                    "connectionPlan",
-                )
-                data = plan["connectionPlan"]["contactAddressPlan"]["contactSLinkData_"]
-                assert data["serves"] == ["agent"]
-                assert data["profile"]["preferences"] == {"protocols": {"mcp": {}}}
-            assert proc.returncode is None
-            # Nothing else on stdout: the one line was all.
-
-    run(main)
+    async with simulator_process(world) as (proc, ready):
+        users = ready["users"]
+        assert set(users) == {"alice", "bob", "bob:2", "carol"}
+        assert users["bob:2"]["url"] == users["bob"]["url"]  # one core, two users
+        assert users["bob:2"]["userId"] == 2
+        assert users["alice"]["url"] == ready["url"] + "/alice"
+        # Issue 30: the URL under the key of every ready line (simulator --json's too).
+        assert ready["listening"] == ready["url"] and next(iter(ready)) == "listening"
+        assert set(users["alice"]["contacts"]) == {"bob", "carol"}
+        assert set(users["carol"]["contacts"]) == {"alice", "bob:2"}
+        assert "address" not in users["bob"]
+        assert "&rk=" in users["alice"]["address"]["connFullLink"]  # pq_ratchet
+        for name in ("alice", "bob", "carol"):
+            assert set(users[name]["groups"]) == {"team"}
+        async with (
+            raw_core(users["bob"]["url"], "bob") as bob,
+            raw_core(users["alice"]["url"], "alice") as alice,
+        ):
+            # Without -m the simulator's chats run from the start, as the chat core's
+            # CLI started the usual way (src/Simplex/Chat/Core.hs, runSimplexChat).
+            await bob.ok("/_start", "chatRunning")
+            await alice.ok("/_start", "chatRunning")
+            me = await bob.ok("/user", "activeUser")
+            assert me["user"]["profile"]["displayName"] == "Bob"
+            await bob.ok(f"/_send @{users['bob']['contacts']['alice']} text hi", "newChatItems")
+            assert (await alice.event("newChatItems"))["chatItems"][0]["chatItem"]["meta"][
+                "itemText"
+            ] == "hi"
+            members = await alice.ok(
+                f"/_members #{users['alice']['groups']['team']}", "groupMembers"
+            )
+            roles = {
+                m["memberProfile"]["displayName"]: m["memberRole"]
+                for m in members["group"]["members"]
+            }
+            assert roles == {"Bob": "admin", "carol": "member"}
+            prefs = members["group"]["groupInfo"]["groupProfile"]["groupPreferences"]
+            assert prefs == {"directMessages": {"enable": "on"}}
+            shown = await alice.ok("/_show_address 1", "userContactLink")
+            assert shown["contactLink"]["addressSettings"]["autoAccept"] == {
+                "acceptIncognito": False
+            }
+            plan = await bob.ok(
+                f"/_connect plan 2 {users['alice']['address']['connShortLink']}",
+                "connectionPlan",
+            )
+            data = plan["connectionPlan"]["contactAddressPlan"]["contactSLinkData_"]
+            assert data["serves"] == ["agent"]
+            assert data["profile"]["preferences"] == {"protocols": {"mcp": {}}}
+        assert proc.returncode is None
 
 
-def test_the_in_process_api_takes_the_same_world() -> None:
+@pytest.mark.anyio
+async def test_the_in_process_api_takes_the_same_world() -> None:
     """``CoreSimulator.load_world`` takes the decoded world (as :func:`read_world` returns it)
     and returns what the ready line prints: ``url`` and ``users``."""
 
-    async def main() -> None:
-        async with CoreSimulator(users=(1, 2)) as sim:
-            made = sim.load_world(FULL_WORLD)
-            assert made["users"]["alice"]["contacts"]["bob"] >= 1
-            assert made["users"]["alice"]["url"] == sim.url_for("alice")
-            assert made["users"]["bob"]["groups"]["team"] >= 1
-
-    run(main)
+    async with CoreSimulator(users=(1, 2)) as sim:
+        made = sim.load_world(FULL_WORLD)
+        assert made["users"]["alice"]["contacts"]["bob"] >= 1
+        assert made["users"]["alice"]["url"] == sim.url_for("alice")
+        assert made["users"]["bob"]["groups"]["team"] >= 1
 
 
 @pytest.mark.parametrize(
@@ -287,7 +282,8 @@ def test_the_in_process_api_takes_the_same_world() -> None:
         ("this is = = not toml", "TOML"),
     ],
 )
-def test_a_bad_world_is_one_clear_error(tmp_path: Path, world: str, message: str) -> None:
+@pytest.mark.anyio
+async def test_a_bad_world_is_one_clear_error(tmp_path: Path, world: str, message: str) -> None:
     """A world that breaks the format is refused with :class:`WorldError` (a
     :class:`SimplexRpcError`) naming what is wrong and where; the CLI says it in one line
     on stderr and exits 2, with nothing on stdout."""
@@ -297,27 +293,24 @@ def test_a_bad_world_is_one_clear_error(tmp_path: Path, world: str, message: str
         read_world(path)
     assert isinstance(caught.value, SimplexRpcError)
 
-    async def main() -> None:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "simplex_rpc",
-            "simulator",
-            "--world",
-            str(path),
-            "--port",
-            "0",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await asyncio.wait_for(proc.communicate(), 30)
-        assert proc.returncode == 2
-        assert out == b""
-        lines = err.decode().strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("simplex-rpc simulator:"), lines
-        assert "Traceback" not in err.decode()
-
-    run(main)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "simplex_rpc",
+        "simulator",
+        "--world",
+        str(path),
+        "--port",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2
+    assert out == b""
+    lines = err.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("simplex-rpc simulator:"), lines
+    assert "Traceback" not in err.decode()
 
 
 def test_a_world_file_that_is_missing_or_of_another_kind(tmp_path: Path) -> None:
@@ -334,7 +327,8 @@ def test_a_world_file_that_is_missing_or_of_another_kind(tmp_path: Path) -> None
         read_world(bad)
 
 
-def test_the_world_file_of_docs_adapter_md_builds(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_the_world_file_of_docs_adapter_md_builds(tmp_path: Path) -> None:
     """The world file docs/adapter.md shows is read and built as it says."""
     text = (HERE.parent / "docs" / "adapter.md").read_text()
     block = text.split("```toml\n# world.toml\n", 1)[1].split("```", 1)[0]
@@ -342,17 +336,14 @@ def test_the_world_file_of_docs_adapter_md_builds(tmp_path: Path) -> None:
     path.write_text(block)
     world = read_world(path)
 
-    async def main() -> None:
-        async with CoreSimulator() as sim:
-            made = sim.load_world(world)
-            users = made["users"]
-            assert set(users) == {"shop", "alice", "bob"}
-            assert users["alice"]["contacts"] == {"bob": users["alice"]["contacts"]["bob"]}
-            assert "&rk=" in users["shop"]["address"]["connFullLink"]
-            assert {name: set(u["groups"]) for name, u in users.items()} == {
-                "shop": {"team"},
-                "alice": {"team"},
-                "bob": {"team"},
-            }
-
-    run(main)
+    async with CoreSimulator() as sim:
+        made = sim.load_world(world)
+        users = made["users"]
+        assert set(users) == {"shop", "alice", "bob"}
+        assert users["alice"]["contacts"] == {"bob": users["alice"]["contacts"]["bob"]}
+        assert "&rk=" in users["shop"]["address"]["connFullLink"]
+        assert {name: set(u["groups"]) for name, u in users.items()} == {
+            "shop": {"team"},
+            "alice": {"team"},
+            "bob": {"team"},
+        }
