@@ -321,19 +321,17 @@ async def proxied(connect: ProxyConnect, link: str, **host: Any) -> AsyncIterato
 BOT_TOOLS = ["availability", "catalog", "deliver"]
 
 
-def test_after_the_core_is_lost_the_next_request_waits_for_the_new_connection() -> None:
+@pytest.mark.anyio
+async def test_after_the_core_is_lost_the_next_request_waits_for_the_new_connection() -> None:
     """The connection is made again on the next request after the core went away: that
     request waits for the attempt and is answered by the new connection."""
     cores: list[ChatCore] = []
 
-    async def main() -> None:
-        async with bot() as p, proxied(rpc_connect(p, cores), p.link) as host:
-            assert [t.name for t in (await host.list_tools()).tools] == BOT_TOOLS
-            await cores[0].close()
-            assert [t.name for t in (await host.list_tools()).tools] == BOT_TOOLS
-            assert len(cores) == 2 and not cores[1].closed
-
-    adapter_run(main)
+    async with bot() as p, proxied(rpc_connect(p, cores), p.link) as host:
+        assert [t.name for t in (await host.list_tools()).tools] == BOT_TOOLS
+        await cores[0].close()
+        assert [t.name for t in (await host.list_tools()).tools] == BOT_TOOLS
+        assert len(cores) == 2 and not cores[1].closed
 
 
 def test_after_the_core_is_lost_a_failed_reconnect_is_the_requests_error_with_its_reason() -> None:
@@ -366,7 +364,8 @@ def test_after_the_core_is_lost_a_failed_reconnect_is_the_requests_error_with_it
 
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
-def test_a_tool_that_needs_the_users_input_asks_the_host(mode: str) -> None:
+@pytest.mark.anyio
+async def test_a_tool_that_needs_the_users_input_asks_the_host(mode: str) -> None:
     """MCP input_required through the proxy: a 2026-07-28 host gets the bot's
     input_required result and answers it with its own elicitation callback; an older host
     (initialize handshake) is asked with elicitation/create while the proxy's client runs
@@ -377,19 +376,16 @@ def test_a_tool_that_needs_the_users_input_asks_the_host(mode: str) -> None:
         asked.append(params.message)
         return ElicitResult(action="accept", content={"street": "Rua Augusta"})
 
-    async def main() -> None:
-        host_mode = {"mode": "legacy"} if mode == "legacy" else {}
-        async with (
-            bot() as p,
-            proxied(rpc_connect(p), p.link, elicitation_callback=elicit, **host_mode) as host,
-        ):
-            assert host.protocol_version == (
-                "2026-07-28" if mode != "legacy" else LATEST_HANDSHAKE_VERSION
-            )
-            result = await host.call_tool("deliver", {"item": "anvil"})
-            assert text_of(result) == "One anvil to Rua Augusta."
-
-    adapter_run(main)
+    host_mode = {"mode": "legacy"} if mode == "legacy" else {}
+    async with (
+        bot() as p,
+        proxied(rpc_connect(p), p.link, elicitation_callback=elicit, **host_mode) as host,
+    ):
+        assert host.protocol_version == (
+            "2026-07-28" if mode != "legacy" else LATEST_HANDSHAKE_VERSION
+        )
+        result = await host.call_tool("deliver", {"item": "anvil"})
+        assert text_of(result) == "One anvil to Rua Augusta."
     assert asked == ["Which street in Lisbon?"]
 
 
@@ -412,7 +408,10 @@ def list_answer(change: Callable[[dict[str, Any]], None]) -> Callable[[Handler],
     return wrap
 
 
-def test_a_bot_answer_that_is_not_valid_mcp_is_an_internal_error_not_the_hosts_fault() -> None:
+@pytest.mark.anyio
+async def test_a_bot_answer_that_is_not_valid_mcp_is_an_internal_error_not_the_hosts_fault() -> (
+    None
+):
     """The SDK server answers a ValidationError as "Invalid request parameters" (-32602),
     which blames the host: the proxy says the bot's answer is not valid MCP (-32603), and the
     next request is served."""
@@ -420,63 +419,58 @@ def test_a_bot_answer_that_is_not_valid_mcp_is_an_internal_error_not_the_hosts_f
     def bad_tools(result: dict[str, Any]) -> None:
         result["tools"] = 5
 
-    async def main() -> None:
-        async with bot(wrap=list_answer(bad_tools)) as p, proxied(rpc_connect(p), p.link) as host:
-            with pytest.raises(MCPError) as caught:
-                await host.list_tools()
-            assert caught.value.error.code == INTERNAL_ERROR
-            assert caught.value.error.message == "the bot's tools/list answer is not valid MCP"
-            prompts = await host.list_prompts()
-            assert [prompt.name for prompt in prompts.prompts] == ["quote"]
-
-    adapter_run(main)
+    async with bot(wrap=list_answer(bad_tools)) as p, proxied(rpc_connect(p), p.link) as host:
+        with pytest.raises(MCPError) as caught:
+            await host.list_tools()
+        assert caught.value.error.code == INTERNAL_ERROR
+        assert caught.value.error.message == "the bot's tools/list answer is not valid MCP"
+        prompts = await host.list_prompts()
+        assert [prompt.name for prompt in prompts.prompts] == ["quote"]
 
 
-def test_any_other_failure_of_a_forward_is_a_short_internal_error_without_key_material() -> None:
+@pytest.mark.anyio
+async def test_any_other_failure_of_a_forward_is_a_short_internal_error_without_key_material() -> (
+    None
+):
     """A forward that fails on the way (here: the proxy's client refuses the bot's answer
     with a RuntimeError) reaches the host as -32603 with a bounded, redacted text."""
     key = SigningKey.generate()
 
-    async def main() -> None:
-        async with bot() as p:
-            first = rpc_connect(p)
+    async with bot() as p:
+        first = rpc_connect(p)
 
-            @contextlib.asynccontextmanager
-            async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
-                async with first() as (core, client):
+        @contextlib.asynccontextmanager
+        async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
+            async with first() as (core, client):
 
-                    async def fail(*args: Any, **kwargs: Any) -> Any:
-                        raise RuntimeError(f"the session broke with {key.encode()} " + "x" * 5000)
+                async def fail(*args: Any, **kwargs: Any) -> Any:
+                    raise RuntimeError(f"the session broke with {key.encode()} " + "x" * 5000)
 
-                    client.session.list_prompts = fail  # type: ignore[method-assign]
-                    yield core, client
+                client.session.list_prompts = fail  # type: ignore[method-assign]
+                yield core, client
 
-            async with proxied(connect, p.link) as host:
-                with pytest.raises(MCPError) as caught:
-                    await host.list_prompts()
-                error = caught.value.error
-                assert error.code == INTERNAL_ERROR
-                assert error.message.startswith("prompts/list could not be forwarded: ")
-                assert key.encode() not in error.message
-                assert len(error.message) < 300
-
-    adapter_run(main)
+        async with proxied(connect, p.link) as host:
+            with pytest.raises(MCPError) as caught:
+                await host.list_prompts()
+            error = caught.value.error
+            assert error.code == INTERNAL_ERROR
+            assert error.message.startswith("prompts/list could not be forwarded: ")
+            assert key.encode() not in error.message
+            assert len(error.message) < 300
 
 
-def test_conversation_required_through_the_proxy_names_the_proxys_option() -> None:
+@pytest.mark.anyio
+async def test_conversation_required_through_the_proxy_names_the_proxys_option() -> None:
     """A tool marked for a conversation: the host's error says how a proxy user calls it
     (--via chat), as well as a SimplexTransport user (via='chat')."""
 
-    async def main() -> None:
-        async with (
-            bot(conversation_tools=("catalog",)) as p,
-            proxied(rpc_connect(p), p.link) as host,
-        ):
-            with pytest.raises(MCPError) as caught:
-                await host.call_tool("catalog", {"lines": 2})
-            message = caught.value.error.message
-            assert caught.value.error.code == SERVICE_RPC_ERROR
-            assert message.startswith("conversation_required")
-            assert "--via chat" in message and "via='chat'" in message
-
-    adapter_run(main)
+    async with (
+        bot(conversation_tools=("catalog",)) as p,
+        proxied(rpc_connect(p), p.link) as host,
+    ):
+        with pytest.raises(MCPError) as caught:
+            await host.call_tool("catalog", {"lines": 2})
+        message = caught.value.error.message
+        assert caught.value.error.code == SERVICE_RPC_ERROR
+        assert message.startswith("conversation_required")
+        assert "--via chat" in message and "via='chat'" in message

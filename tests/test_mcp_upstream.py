@@ -28,7 +28,6 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from _support import run
 from _upstream import (
     SERVER,
     alive,
@@ -79,42 +78,36 @@ async def test_a_stdio_server_is_listed_and_called_on_both_transports(via: str) 
 
 
 @pytest.mark.parametrize("via", ["rpc", "chat"])
-def test_a_streamable_http_server_is_listed_and_called_on_both_transports(via: str) -> None:
+@pytest.mark.anyio
+async def test_a_streamable_http_server_is_listed_and_called_on_both_transports(via: str) -> None:
     """`serve ... --mcp-url URL`: "reaches a Streamable HTTP server with the SDK's HTTP
     client"; the server runs under uvicorn in its own process."""
     with http_server() as (url, _):
-
-        async def main() -> None:
-            async with scene(Upstream.http(url)) as s, Client(transport(s, via)) as client:
-                names = {t.name for t in (await client.list_tools()).tools}
-                assert "echo" in names
-                assert text_of(await client.call_tool("echo", {"text": "http"})) == "http"
-
-        run(main)
+        async with scene(Upstream.http(url)) as s, Client(transport(s, via)) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "echo" in names
+            assert text_of(await client.call_tool("echo", {"text": "http"})) == "http"
 
 
-def test_headers_go_to_the_http_server_and_never_to_the_log(
+@pytest.mark.anyio
+async def test_headers_go_to_the_http_server_and_never_to_the_log(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """`--header 'Name: value'`: each header goes with every request to the URL; a
     credential never reaches a log."""
     caplog.set_level(logging.DEBUG)
     with http_server() as (url, _):
-
-        async def main() -> None:
-            up = Upstream.http(url, headers=[("X-Api-Key", "sekrit-7781")])
-            async with scene(up) as s, Client(transport(s, "rpc")) as client:
-                result = await client.call_tool("seen_header", {"name": "x-api-key"})
-                assert text_of(result) == hashlib.sha256(b"sekrit-7781").hexdigest()
-
-        run(main)
+        up = Upstream.http(url, headers=[("X-Api-Key", "sekrit-7781")])
+        async with scene(up) as s, Client(transport(s, "rpc")) as client:
+            result = await client.call_tool("seen_header", {"name": "x-api-key"})
+            assert text_of(result) == hashlib.sha256(b"sekrit-7781").hexdigest()
     assert "sekrit-7781" not in caplog.text
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
 @pytest.mark.anyio
 async def test_a_server_in_another_language_is_served() -> None:
-    """"Nothing about the upstream may be specific to Python. The gateway must work for a
+    """ "Nothing about the upstream may be specific to Python. The gateway must work for a
     server in any language": a hand-written JavaScript server (no SDK) that speaks the
     2025-06-18 handshake, listed and called on both transports."""
 
@@ -258,7 +251,8 @@ async def test_progress_is_a_reply_in_a_conversation_and_dropped_over_rpc() -> N
         assert progress == []
 
 
-def test_a_log_message_of_an_http_upstream_is_a_reply_to_the_caller_who_opted_in() -> None:
+@pytest.mark.anyio
+async def test_a_log_message_of_an_http_upstream_is_a_reply_to_the_caller_who_opted_in() -> None:
     """ "In a conversation, the upstream's notifications for that request (..., logging) go
     back as replies. Over Service RPC they are dropped." The SDK's HTTP client delivers the
     upstream's notifications/message with the request it rode with; the caller's own
@@ -269,23 +263,19 @@ def test_a_log_message_of_an_http_upstream_is_a_reply_to_the_caller_who_opted_in
         logged.append(params.data)
 
     with http_server() as (url, _):
-
-        async def main() -> None:
-            async with scene(Upstream.http(url)) as s:
-                t = transport(s, "chat")
-                async with Client(t, logging_callback=on_log, log_level="info") as client:
-                    assert text_of(await client.call_tool("chatty", {})) == "said"
-                assert logged == ["thinking about it"]
-                logged.clear()
-                async with Client(t, logging_callback=on_log) as client:  # not opted in
-                    assert text_of(await client.call_tool("chatty", {})) == "said"
-                async with Client(
-                    transport(s, "rpc"), logging_callback=on_log, log_level="info"
-                ) as client:
-                    assert text_of(await client.call_tool("chatty", {})) == "said"
-                assert logged == []
-
-        run(main)
+        async with scene(Upstream.http(url)) as s:
+            t = transport(s, "chat")
+            async with Client(t, logging_callback=on_log, log_level="info") as client:
+                assert text_of(await client.call_tool("chatty", {})) == "said"
+            assert logged == ["thinking about it"]
+            logged.clear()
+            async with Client(t, logging_callback=on_log) as client:  # not opted in
+                assert text_of(await client.call_tool("chatty", {})) == "said"
+            async with Client(
+                transport(s, "rpc"), logging_callback=on_log, log_level="info"
+            ) as client:
+                assert text_of(await client.call_tool("chatty", {})) == "said"
+            assert logged == []
 
 
 @pytest.mark.anyio
@@ -322,9 +312,7 @@ async def test_the_deadline_cancels_the_upstream_request(tmp_path: Path) -> None
                 await client.call_tool("hang", {})
             assert caught.value.error.code == SERVICE_RPC_ERROR
             assert "internal" in caught.value.error.message
-        await until(
-            lambda: marks.read_text().count("cancelled") == 2, "the second cancellation"
-        )
+        await until(lambda: marks.read_text().count("cancelled") == 2, "the second cancellation")
         async with Client(transport(s, "rpc")) as client:
             assert text_of(await client.call_tool("echo", {"text": "still"})) == "still"
 
@@ -336,9 +324,7 @@ async def test_an_older_upstreams_elicitation_is_answered_as_without_the_capabil
     client refuses it; the caller sees the tool's own answer to that refusal."""
 
     async with scene(stdio(None, "--legacy")) as s, Client(transport(s, "chat")) as client:
-        assert text_of(await client.call_tool("ask", {})) == (
-            "no input: Elicitation not supported"
-        )
+        assert text_of(await client.call_tool("ask", {})) == ("no input: Elicitation not supported")
 
 
 # -- faults -------------------------------------------------------------------------------
