@@ -229,26 +229,29 @@ def test_marked_tool_is_conversation_required_over_rpc_only() -> None:
     assert over_rpc(bridge, other).ok
 
 
-def test_envelope_with_version_is_bad_request(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_envelope_with_version_is_bad_request(bridge: McpBridge) -> None:
     """The envelope's version is omitted for MCP: the revision is in _meta."""
     envelope = Request(protocol="mcp", request=mcp.make_request("tools/list", id=1), version="x")
-    response = run(bridge.rpc_handler(envelope))
+    response = await bridge.rpc_handler(envelope)
     assert response.error is not None and response.error.code == "bad_request"
 
 
-def test_other_protocol_is_unsupported(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_other_protocol_is_unsupported(bridge: McpBridge) -> None:
     envelope = Request(protocol="a2a", request={})
-    response = run(bridge.rpc_handler(envelope))
+    response = await bridge.rpc_handler(envelope)
     assert response.error is not None and response.error.code == "unsupported_protocol"
 
 
-def test_rpc_handler_takes_a_request_or_a_service_request(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_rpc_handler_takes_a_request_or_a_service_request(bridge: McpBridge) -> None:
     envelope = Request(protocol="mcp", request=mcp.make_request("tools/list", id=1))
-    direct = run(bridge.rpc_handler(envelope))
-    wrapped = run(bridge.rpc_handler(ServiceRequest(1, None, envelope)))
+    direct = await bridge.rpc_handler(envelope)
+    wrapped = await bridge.rpc_handler(ServiceRequest(1, None, envelope))
     assert direct.ok and wrapped.ok
     with pytest.raises(TypeError, match="Request"):
-        run(bridge.rpc_handler(object()))
+        await bridge.rpc_handler(object())
 
 
 def test_not_a_request_over_rpc_is_a_jsonrpc_error(bridge: McpBridge) -> None:
@@ -261,16 +264,18 @@ def test_not_a_request_over_rpc_is_a_jsonrpc_error(bridge: McpBridge) -> None:
 # -- chat specifics ---------------------------------------------------------------
 
 
-def test_chat_text_that_is_not_json_is_parse_error(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_chat_text_that_is_not_json_is_parse_error(bridge: McpBridge) -> None:
     for text in ("{", '{"a": 1, "a": 2}', "NaN"):
-        reply = json.loads(run(bridge.chat_handler(text)))
+        reply = json.loads(await bridge.chat_handler(text))
         assert reply["id"] is None
         assert reply["error"]["code"] == -32700
 
 
-def test_chat_notification_is_invalid_request(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_chat_notification_is_invalid_request(bridge: McpBridge) -> None:
     """The binding carries requests: a message without id gets -32600."""
-    reply = json.loads(run(bridge.chat_handler('{"jsonrpc": "2.0", "method": "tools/list"}')))
+    reply = json.loads(await bridge.chat_handler('{"jsonrpc": "2.0", "method": "tools/list"}'))
     assert reply == {
         "jsonrpc": "2.0",
         "id": None,
@@ -282,7 +287,8 @@ def test_chat_notification_is_invalid_request(bridge: McpBridge) -> None:
     assert "notification" in reply["error"]["message"]
 
 
-def test_progress_notifications_are_replies_before_the_answer(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_progress_notifications_are_replies_before_the_answer(bridge: McpBridge) -> None:
     """In a conversation the bot MAY send notifications for the request before the
     response, each as a reply: notifications/progress with a progress token."""
     message = mcp.make_request(
@@ -295,7 +301,7 @@ def test_progress_notifications_are_replies_before_the_answer(bridge: McpBridge)
     async def send(text: str) -> None:
         sent.append(text)
 
-    last = run(bridge.chat_handler(message, send=send))
+    last = await bridge.chat_handler(message, send=send)
     assert [json.loads(text) for text in sent] == [
         {
             "jsonrpc": "2.0",
@@ -309,7 +315,7 @@ def test_progress_notifications_are_replies_before_the_answer(bridge: McpBridge)
     assert not any(chat.ends_answer("mcp", message, json.loads(text)) for text in sent)
     # Without a progress token there is nothing to report.
     sent.clear()
-    run(bridge.chat_handler(catalog_call(2), send=send))
+    await bridge.chat_handler(catalog_call(2), send=send)
     assert sent == []
 
 
@@ -379,19 +385,21 @@ def without_server_info(response: dict[str, Any]) -> dict[str, Any]:
     return {**response, "result": result}
 
 
-def test_protocol_text_example_list_over_chat() -> None:
+@pytest.mark.anyio
+async def test_protocol_text_example_list_over_chat() -> None:
     """Example 1, end to end: the command's reply is the text's reply."""
     bridge = McpBridge(example_server())
     call = chat.parse_call(MCP_TOOLS_LIST_COMMAND_TEXT)
-    reply = json.loads(run(bridge.chat_handler(call.request)))
+    reply = json.loads(await bridge.chat_handler(call.request))
     assert without_server_info(reply) == mcp_tools_list_reply()
 
 
-def test_protocol_text_example_call_over_rpc() -> None:
+@pytest.mark.anyio
+async def test_protocol_text_example_call_over_rpc() -> None:
     """Example 2, end to end: the envelope's response is the text's response."""
     bridge = McpBridge(example_server())
     envelope = Request.parse(MCP_TOOLS_CALL_REQUEST_TEXT)
-    response = run(bridge.rpc_handler(envelope)).to_dict()
+    response = (await bridge.rpc_handler(envelope)).to_dict()
     expected = mcp_tools_call_response()
     assert {"response": without_server_info(response["response"])} == expected
 
@@ -404,7 +412,8 @@ def test_handler_exception_is_internal_error_without_its_text() -> None:
     assert "secret" not in json.dumps(reply)
 
 
-def test_lifespan_is_entered_once_inside_async_with() -> None:
+@pytest.mark.anyio
+async def test_lifespan_is_entered_once_inside_async_with() -> None:
     entered: list[str] = []
     bridge = McpBridge(example_server(entered))
     listing = mcp.make_request("tools/list", id=1)
@@ -416,10 +425,10 @@ def test_lifespan_is_entered_once_inside_async_with() -> None:
             with pytest.raises(RuntimeError, match="already"):
                 await bridge.__aenter__()
 
-    run(twice_inside())
+    await twice_inside()
     assert entered == ["in"]
-    run(bridge.handle(listing))
-    run(bridge.handle(listing))
+    await bridge.handle(listing)
+    await bridge.handle(listing)
     assert entered == ["in", "in", "in"]
 
 
@@ -432,7 +441,8 @@ def test_bridge_refuses_what_is_not_a_server() -> None:
         McpBridge(example_server(), rpc_limit=MAX_RESPONSE + 1)
 
 
-def test_notification_sink_failure_does_not_fail_the_request(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_notification_sink_failure_does_not_fail_the_request(bridge: McpBridge) -> None:
     async def broken(note: dict[str, Any]) -> None:
         raise OSError("chat is gone")
 
@@ -442,7 +452,7 @@ def test_notification_sink_failure_does_not_fail_the_request(bridge: McpBridge) 
         id=14,
     )
     handler: Callable[..., Awaitable[dict[str, Any]]] = bridge.handle
-    assert "result" in run(handler(message, on_notification=broken))
+    assert "result" in await handler(message, on_notification=broken)
 
 
 # -- through the adapter's responder and the core simulator --------------------------
