@@ -197,7 +197,8 @@ async def test_a_version_the_upstream_does_not_serve_is_refused(network: Network
     assert response.response["error"]["code"] == a2a.VERSION_NOT_SUPPORTED
 
 
-def test_a_task_not_finished_in_time_over_service_rpc_is_conversation_required(
+@pytest.mark.anyio
+async def test_a_task_not_finished_in_time_over_service_rpc_is_conversation_required(
     network: Network,
 ) -> None:
     """The text: "A bot that cannot finish the task within 180 seconds answers with the
@@ -217,10 +218,7 @@ def test_a_task_not_finished_in_time_over_service_rpc_is_conversation_required(
         link = read_line(bot.stdout, r"^address: (\S+)", "the bot")
         local = Network(**{**network.__dict__, "link": link})
 
-        async def main() -> Any:
-            return await rpc(local, request("SendMessage", user_message("slow")))
-
-        response = run(main)
+        response = await rpc(local, request("SendMessage", user_message("slow")))
         assert response.error is not None, response.response
         assert response.error.code == "conversation_required"
         assert "did not finish" in (response.error.message or "")
@@ -228,7 +226,8 @@ def test_a_task_not_finished_in_time_over_service_rpc_is_conversation_required(
         stop(bot, upstream)
 
 
-def test_an_upstream_that_went_away_is_answered_and_logged(network: Network) -> None:
+@pytest.mark.anyio
+async def test_an_upstream_that_went_away_is_answered_and_logged(network: Network) -> None:
     """Every request ends in one answer: with the upstream gone, -32603 in a conversation
     and in the Service RPC response, the reason once in the bot's log; the --header
     credential in neither."""
@@ -248,10 +247,7 @@ def test_an_upstream_that_went_away_is_answered_and_logged(network: Network) -> 
         local = Network(**{**network.__dict__, "link": link})
         stop(upstream)
 
-        async def main() -> Any:
-            return await rpc(local, request("SendMessage", user_message("quote")))
-
-        response = run(main)
+        response = await rpc(local, request("SendMessage", user_message("quote")))
         assert response.error is None
         error = response.response["error"]
         assert error["code"] == -32603
@@ -468,7 +464,8 @@ def test_a2a_options_need_an_a2a_server(network: Network) -> None:
     assert "--header" in result.stderr
 
 
-def test_the_card_url_may_be_given_whole(network: Network) -> None:
+@pytest.mark.anyio
+async def test_the_card_url_may_be_given_whole(network: Network) -> None:
     """--a2a-url may name the card itself (a URL ending in .json) instead of the agent's
     base URL under which the well-known URI is read."""
     bot = subprocess.Popen(
@@ -484,10 +481,7 @@ def test_the_card_url_may_be_given_whole(network: Network) -> None:
         link = read_line(bot.stdout, r"^address: (\S+)", "the bot")
         local = Network(**{**network.__dict__, "link": link})
 
-        async def main() -> Any:
-            return await rpc(local, request("SendMessage", user_message("hello")))
-
-        response = run(main)
+        response = await rpc(local, request("SendMessage", user_message("hello")))
         assert response.error is None, response.error
         assert response.response["result"]["message"]["parts"][0]["text"] == "Hello from Acme"
     finally:
@@ -497,7 +491,8 @@ def test_the_card_url_may_be_given_whole(network: Network) -> None:
 # -- in process: --a2a-module ------------------------------------------------------------------
 
 
-def test_an_sdk_agent_in_process_serves_a_one_shot_task(network: Network) -> None:
+@pytest.mark.anyio
+async def test_an_sdk_agent_in_process_serves_a_one_shot_task(network: Network) -> None:
     """--a2a-module MOD:NAME serves an a2a-sdk RequestHandler in the bot's process, as
     --mcp-module does for MCP; its card gets the SimpleX interface."""
     bot = subprocess.Popen(
@@ -513,10 +508,7 @@ def test_an_sdk_agent_in_process_serves_a_one_shot_task(network: Network) -> Non
         link = read_line(bot.stdout, r"^address: (\S+)", "the in-process bot")
         local = Network(**{**network.__dict__, "link": link})
 
-        async def main() -> Any:
-            return await rpc(local, request("SendMessage", user_message("quote")))
-
-        response = run(main)
+        response = await rpc(local, request("SendMessage", user_message("quote")))
         assert response.error is None, response.error
         assert response.response["result"]["task"]["status"]["state"] == TERMINAL
     finally:

@@ -179,7 +179,8 @@ def test_the_credential_still_goes_to_the_configured_origin(world: World) -> Non
         stop(fronted)
 
 
-def test_errors_to_remote_callers_name_no_url_or_redirect_target(world: World) -> None:
+@pytest.mark.anyio
+async def test_errors_to_remote_callers_name_no_url_or_redirect_target(world: World) -> None:
     """The upstream answers with a redirect to an internal address: the caller's error
     says the upstream could not be reached (HTTP 307) and names neither the upstream's
     URL nor the redirect target; the operator's log has the target."""
@@ -191,10 +192,7 @@ def test_errors_to_remote_callers_name_no_url_or_redirect_target(world: World) -
         bot = Bot(world, "moved", "--a2a-url", moved_url, "--address")
         link = bot.link()
 
-        async def main() -> Any:
-            return await rpc(network(world, link), request("SendMessage", user_message("quote")))
-
-        response = run(main)
+        response = await rpc(network(world, link), request("SendMessage", user_message("quote")))
         assert response.error is None
         error = response.response["error"]
         assert error["code"] == -32603

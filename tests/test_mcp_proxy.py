@@ -221,7 +221,8 @@ def test_bad_arguments_are_one_line_errors_without_the_key() -> None:
 # -- over /_call -------------------------------------------------------------------------------
 
 
-def test_the_proxy_over_chat_passes_progress_to_the_host() -> None:
+@pytest.mark.anyio
+async def test_the_proxy_over_chat_passes_progress_to_the_host() -> None:
     """--via chat: the host's tools/call goes as /_call mcp in the direct chat with the bot
     (a `serve --chat` process); the bot's progress notification reaches the host's progress
     callback, and catalog, which needs a conversation, answers."""
@@ -244,17 +245,14 @@ def test_the_proxy_over_chat_passes_progress_to_the_host() -> None:
             contact, _ = sim.connect("alice", "bob")
             network = Network(url=sim.url, link=f"@{contact}")
 
-            async def main() -> None:
-                params = proxy(network, "--via", "chat", "--timeout", "20")
-                async with Client(params) as host:
-                    tools = await host.list_tools()
-                    assert [t.name for t in tools.tools] == ["availability", "catalog"]
-                    result = await host.call_tool(
-                        "catalog", {"lines": 2}, progress_callback=on_progress
-                    )
-                    assert text_of(result) == "1. anvil\n2. hammer"
-
-            run(main)
+            params = proxy(network, "--via", "chat", "--timeout", "20")
+            async with Client(params) as host:
+                tools = await host.list_tools()
+                assert [t.name for t in tools.tools] == ["availability", "catalog"]
+                result = await host.call_tool(
+                    "catalog", {"lines": 2}, progress_callback=on_progress
+                )
+                assert text_of(result) == "1. anvil\n2. hammer"
         finally:
             bot.terminate()
             bot.wait(timeout=20)
