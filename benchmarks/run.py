@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/run.py --quick    # a smoke run
     .venv/bin/python benchmarks/run.py --save     # update the table docs/c-backend.md quotes
 
-The measurement engine is ``simplex_rpc.cli._bench`` (also ``simplex-rpc
+The measurement engine is ``simplex_rpc.cli._bench._framing`` (also ``simplex-rpc
 bench``). This script prints the report and writes it as ``latest.md`` and
 ``latest.json`` to ``build/benchmarks/`` (ignored by git: a run leaves the
 checkout clean) or to ``--out DIR``. Only ``--save`` writes the tracked
@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from simplex_rpc.cli import _bench as _cli_bench
+from simplex_rpc.cli._bench import _framing as _cli_bench
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"  # tracked: written with --save only

@@ -1,80 +1,87 @@
-"""The CLI tests' shared pieces: the simulator and ``simplex-rpc serve``'s async body on
-a background thread, and the arguments that call it.
+"""``simplex-rpc`` run in this process: :func:`run_cli` gives what a subprocess would.
 
-No tests here.
+The CLI's tests call :func:`simplex_rpc.cli.main` with ``argv``, standard input
+given as bytes and standard output and error captured as bytes (text and
+binary writes alike, neither a terminal), and get a :class:`CliResult` with
+``returncode``, ``stdout`` and ``stderr``, as ``subprocess.run`` gives them. A
+test spawns ``python -m simplex_rpc`` only where a real process is the point:
+signals, pipes between processes, a terminal, the entry point, a missing extra.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+import io
+import os
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from _simulator_thread import SimulatorThread
-from simplex_rpc.cli import _adapter as _cli_adapter
-from simplex_rpc.cli import build_parser
-from simplex_rpc.testing import CoreSimulator
-
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mcp_two_tools.py"
+from simplex_rpc.cli import main
 
 
-class Background(SimulatorThread):
-    """The simulator, and optionally a responder, on an event loop in another thread;
-    ``link`` is the responder's address once it is ready."""
+@dataclass(frozen=True)
+class CliResult:
+    """The exit status and the bytes written, as ``subprocess.CompletedProcess`` has them."""
 
-    def __init__(self, responder: Callable[[Background], Awaitable[Any]] | None) -> None:
-        super().__init__(responder=responder)
-        self.link = ""
+    returncode: int
+    stdout: bytes
+    stderr: bytes
 
 
-def serve_args(sim: CoreSimulator, *extra: str) -> argparse.Namespace:
-    return build_parser().parse_args(["serve", "--core", sim.url_for("bob"), "--address", *extra])
+class _Capture(io.TextIOWrapper):
+    """A text stream over bytes (``.buffer`` takes binary writes), never a terminal."""
+
+    def __init__(self, data: bytes = b"") -> None:
+        super().__init__(io.BytesIO(data), encoding="utf-8", write_through=True)
+
+    def captured(self) -> bytes:
+        self.flush()
+        raw = self.buffer
+        assert isinstance(raw, io.BytesIO)
+        return raw.getvalue()
 
 
 @contextlib.contextmanager
-def serving(*extra: str) -> Iterator[Background]:
-    """A simulator with ``simplex-rpc serve`` (its async body) answering on core bob."""
-
-    async def responder(bg: Background) -> None:
-        assert bg.sim is not None
-
-        def ready(link: str) -> None:
-            bg.link = link
-            bg.ready.set()
-
-        await _cli_adapter.run_serve(serve_args(bg.sim, *extra), on_ready=ready)
-
-    with Background(responder) as bg:
-        yield bg
-
-
-def call(bg: Background, *args: str) -> list[str]:
-    return ["call", "--core", f"{bg.url}/alice", "--timeout", "5", bg.link, *args]
+def _environment(env: Mapping[str, str | None] | None) -> Iterator[None]:
+    """``env``'s variables set (None: unset) for the run, the others kept."""
+    saved = {name: os.environ.get(name) for name in env or {}}
+    try:
+        for name, value in (env or {}).items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
-@contextmanager
-def bot(*serve: str) -> Iterator[Background]:
-    """Core bob runs ``serve --address --chat ...``; alice has bob as contact @1."""
+def run_cli(
+    argv: Sequence[str],
+    *,
+    stdin: bytes = b"",
+    cwd: Path | str | None = None,
+    env: Mapping[str, str | None] | None = None,
+) -> CliResult:
+    """Run ``simplex-rpc ARGV`` in this process; its exit status and output."""
+    out, err, given = _Capture(), _Capture(), _Capture(stdin)
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin, sys.stdout, sys.stderr = given, out, err
+    try:
+        with _environment(env), contextlib.chdir(cwd if cwd is not None else os.getcwd()):
+            try:
+                code = main(list(argv))
+            except SystemExit as exc:  # argparse: --help, --version, a usage error
+                code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+    return CliResult(code, out.captured(), err.captured())
 
-    async def responder(bg: Background) -> None:
-        assert bg.sim is not None
-        bg.sim.connect("alice", "bob")
-        args = build_parser().parse_args(
-            ["serve", "--core", bg.sim.url_for("bob"), "--address", "--chat", *serve]
-        )
 
-        def ready(link: str) -> None:
-            bg.link = link
-            bg.ready.set()
-
-        await _cli_adapter.run_serve(args, on_ready=ready)
-
-    with Background(responder) as bg:
-        yield bg
-
-
-def core(bg: Background) -> list[str]:
-    return ["--core", f"{bg.url}/alice", "--timeout", "10"]
+__all__ = ["CliResult", "run_cli"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from _cli import bot, core
+from _cli_serving import bot, core
 from _programs import CLI, Running
 from simplex_rpc.cli import main
 

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
-from _cli import EXAMPLE, Background, call, serving
+from _cli_serving import EXAMPLE, Background, call, serving
 from _waiting import until
 from simplex_rpc.adapter import ServiceRequest
 from simplex_rpc.cli import CliError, build_parser, main
-from simplex_rpc.cli import _adapter as _cli_adapter
+from simplex_rpc.cli import _serve as _cli_serve
+from simplex_rpc.cli import _simulator as _cli_simulator
 from simplex_rpc.testing import CoreSimulator
 from simplex_rpc.vectors._examples import mcp_tools_call_request
 
@@ -103,17 +104,17 @@ def test_echo_handler_returns_the_request_value() -> None:
     request = ServiceRequest(
         request_id="r", signer=None, request=sx.Request(protocol="x", request=[1]), user_id=1
     )
-    assert _cli_adapter.echo_handler(request) == [1]
+    assert _cli_serve.echo_handler(request) == [1]
 
 
 def test_load_object() -> None:
-    assert _cli_adapter.load_object("json:dumps") is json.dumps
-    assert callable(_cli_adapter.load_object(f"{EXAMPLE}:build_server"))
+    assert _cli_serve.load_object("json:dumps") is json.dumps
+    assert callable(_cli_serve.load_object(f"{EXAMPLE}:build_server"))
     for spec in ("nocolon", "json:", ":x", "no_such_module_xyz:x", "json:no_such_name"):
         with pytest.raises(CliError):
-            _cli_adapter.load_object(spec)
+            _cli_serve.load_object(spec)
     with pytest.raises(CliError):
-        _cli_adapter.load_object("/nonexistent/file.py:x")
+        _cli_serve.load_object("/nonexistent/file.py:x")
 
 
 SECONDS_OPTIONS = [
@@ -208,7 +209,7 @@ def test_simulator_flags_set_the_core_model() -> None:
     async def scenario(argv: list[str], expected_start: str) -> None:
         args = build_parser().parse_args(["simulator", "--port", "0", *argv])
         ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        real = _cli_adapter.run_simulator
+        real = _cli_simulator.run_simulator
         task = asyncio.create_task(real(args, on_ready=ready.set_result))
         url = await ready
         async with ChatCore.connect(url + "/x") as core:
@@ -251,7 +252,7 @@ def test_simulator_subcommand_serves_until_cancelled(capsys: pytest.CaptureFixtu
             args = build_parser().parse_args([*argv, "--response-window", "5"])
             ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
             task = asyncio.create_task(
-                _cli_adapter.run_simulator(args, on_ready=ready.set_result)
+                _cli_simulator.run_simulator(args, on_ready=ready.set_result)
             )
             url = await ready
             async with ChatCore.connect(url + "/x") as core:

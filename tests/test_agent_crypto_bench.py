@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from simplex_rpc import agent
-from simplex_rpc.cli import _bench, _bench_agent
+from simplex_rpc.cli._bench import _agent as _bench_agent
+from simplex_rpc.cli._bench import _framing as _bench
 
 
 def test_every_row_runs_and_opens_what_it_seals() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
+
+from _cli import CliResult, run_cli
 
 QUEUE = (
     "smp://AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=@smp.example.net/"
@@ -15,11 +15,8 @@ QUEUE = (
 )
 
 
-def run(*args: str, cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "simplex_rpc", *args], cwd=cwd, input=stdin,
-        capture_output=True, timeout=120, check=False,
-    )
+def run(*args: str, cwd: Path, stdin: bytes = b"") -> CliResult:
+    return run_cli(args, cwd=cwd, stdin=stdin)
 
 
 def test_a_request_and_its_answer_through_files_and_pipes(tmp_path: Path) -> None:

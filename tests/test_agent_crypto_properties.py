@@ -188,14 +188,43 @@ def test_arbitrary_bytes_are_refused_with_the_library_errors(data: bytes) -> Non
         raise AssertionError("opened arbitrary bytes")
 
 
+# The PubHeader: the version (2 bytes), Just ('1'), the key's length (1 byte), then the
+# X25519 key as X.509 SubjectPublicKeyInfo (12 bytes of prefix, 32 of key): its last byte.
+_X25519_TOP_BYTE = 2 + 1 + 1 + 44 - 1
+
+
+def test_the_x25519_keys_top_bit_is_ignored_as_rfc_7748_says() -> None:
+    """X25519 masks the most significant bit of the u-coordinate's last byte (RFC 7748,
+    section 5: "implementations of X25519 MUST mask the most significant bit in the
+    final byte"), so a message whose PubHeader key differs there opens as the original
+    does, here as in the agent (simplexmq decodes the key with crypton's X25519, which
+    masks it too). Every other bit of the key is noticed (the property below)."""
+    for message in (_SENT.message, _ANSWER):
+        assert message[4:16] == bytes.fromhex("302a300506032b656e032100")  # X25519 SPKI
+    flipped = bytearray(_SENT.message)
+    flipped[_X25519_TOP_BYTE] ^= 0x80
+    opened = ac.open_service_request(bytes(flipped), _ADDRESS)
+    original = ac.open_service_request(_SENT.message, _ADDRESS)
+    # The same request, the same rcAD: only the key's bytes as sent differ (in the reply).
+    assert (opened.payload, opened.ad, opened.reply_queues) == (
+        original.payload, original.ad, original.reply_queues)
+    assert opened.payload == b'{"q":1}'
+    flipped = bytearray(_ANSWER)
+    flipped[_X25519_TOP_BYTE] ^= 0x80
+    assert ac.open_service_response(bytes(flipped), _SENT.state) == b'{"a":2}'
+
+
 @settings(max_examples=examples(200), deadline=None)
 @given(at=st.integers(2, len(_SENT.message) - 1), bit=st.integers(0, 7))
 def test_any_flipped_bit_is_refused(at: int, bit: int) -> None:
     """A flipped bit anywhere: the request or the answer no longer opens, with a library error.
 
     Not in the first two bytes: the PubHeader's SMP client version is outside the box,
-    and a lower version (4 -> 0) is one the agent accepts (``phVer <= agreed``).
+    and a lower version (4 -> 0) is one the agent accepts (``phVer <= agreed``). Not the
+    top bit of the X25519 key's last byte either: X25519 ignores it (RFC 7748, section 5),
+    see the test below.
     """
+    assume((at % len(_ANSWER), bit) != (_X25519_TOP_BYTE, 7))
     for message, action in ((_SENT.message, lambda m: ac.open_service_request(m, _ADDRESS)),
                             (_ANSWER, lambda m: ac.open_service_response(m, _SENT.state))):
         flipped = bytearray(message)

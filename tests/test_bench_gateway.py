@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from simplex_rpc.cli import main
-from simplex_rpc.cli._bench_gateway import TARGET, WAYS, report_text, run_gateway_bench
+from simplex_rpc.cli._bench._gateway import TARGET, WAYS, report_text, run_gateway_bench
 
 
 def test_the_report_has_every_way_its_ratio_and_the_target() -> None:

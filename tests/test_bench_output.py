@@ -15,12 +15,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from _cli import run_cli
 from simplex_rpc import backend_info
-from simplex_rpc.cli._bench import Result, Target, format_narrow, narrow_rows
+from simplex_rpc.cli._bench._framing import Result, Target, format_narrow, narrow_rows
 
 # The pure run of `make test` repeats this module (tests/test_backend_marker.py).
 pytestmark = pytest.mark.backend
@@ -66,11 +68,17 @@ def test_each_row_uses_the_ratio_its_target_is_about() -> None:
     assert agent.against == "floor" and agent.pure is None and agent.floor is not None
 
 
-def bench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "simplex_rpc", "bench", "--quick", "--rounds", "3", *args],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+@dataclass(frozen=True)
+class Bench:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def bench(*args: str) -> Bench:
+    """``simplex-rpc bench --quick --rounds 3 ARGS``, in this process; the output as text."""
+    done = run_cli(["bench", "--quick", "--rounds", "3", *args])
+    return Bench(done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
 def test_plot_draws_a_valid_svg_with_the_measured_series(tmp_path: Path) -> None:

@@ -17,8 +17,9 @@ import sys
 import pytest
 
 import simplex_rpc as sx
-from simplex_rpc.cli import _bench as _cli_bench
-from simplex_rpc.cli import _bench_agent, main
+from simplex_rpc.cli import main
+from simplex_rpc.cli._bench import _agent as _bench_agent
+from simplex_rpc.cli._bench import _framing as _cli_bench
 
 # The pure run of `make test` repeats this module (tests/test_backend_marker.py).
 pytestmark = pytest.mark.backend
@@ -146,7 +147,7 @@ def test_rule_only_help_lists_every_measure_and_every_adapter_scenario(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``bench --help`` names what ``--only`` accepts, for ``bench`` and ``bench adapter``."""
-    from simplex_rpc.cli import _bench_adapter
+    from simplex_rpc.cli._bench import _adapter as _bench_adapter
 
     with pytest.raises(SystemExit) as exit_:
         main(["bench", "--help"])

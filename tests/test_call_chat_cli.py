@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from _cli import EXAMPLE, Background
+from _cli_serving import EXAMPLE, Background
 from simplex_rpc import mcp
-from simplex_rpc.cli import _adapter as _cli_adapter
+from simplex_rpc.cli import _serve as _cli_serve
 from simplex_rpc.cli import build_parser, main
 
 REQUEST = {"jsonrpc": "2.0", "id": 7, "method": "echo", "params": {"a": [1, 2]}}
@@ -30,7 +30,7 @@ def bot(*extra: str) -> Background:
         def ready(link: str) -> None:
             bg.ready.set()
 
-        await _cli_adapter.run_serve(args, on_ready=ready)
+        await _cli_serve.run_serve(args, on_ready=ready)
 
     return Background(responder)
 

@@ -1,4 +1,5 @@
-"""The ``simplex-rpc`` command line, driven as a subprocess (issue 2, "CLI").
+"""The ``simplex-rpc`` command line, run in this process (``_cli.run_cli``; a subprocess
+where a terminal is the point) (issue 2, "CLI").
 
 Exit status 0 for success and a valid signature, 1 for an invalid one (or a
 vectors check that finds a difference), 2 for bad input: one line on stderr,
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
+from _cli import CliResult, run_cli
 from _queues import QUEUE
 
 # The pure run of `make test` repeats this module (tests/test_backend_marker.py).
@@ -38,17 +40,8 @@ AD = bytes(range(56)) + bytes(range(100, 156))
 PAYLOAD = b'{"protocol":"mcp","request":{"jsonrpc":"2.0","id":1,"method":"tools/list"}}'
 
 
-def run(
-    *args: str, stdin: bytes = b"", cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "simplex_rpc", *args],
-        input=stdin,
-        capture_output=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
+def run(*args: str, stdin: bytes = b"", cwd: Path | None = None) -> CliResult:
+    return run_cli(args, stdin=stdin, cwd=cwd)
 
 
 def ok(*args: str, stdin: bytes = b"", cwd: Path | None = None) -> bytes:
@@ -61,7 +54,7 @@ def as_json(*args: str, stdin: bytes = b"") -> Any:
     return json.loads(ok(*args, "--json", stdin=stdin))
 
 
-def assert_usage_error(result: subprocess.CompletedProcess[bytes], *needles: str) -> str:
+def assert_usage_error(result: CliResult, *needles: str) -> str:
     """Exit 2, exactly one line on stderr, no traceback, nothing on stdout."""
     err = result.stderr.decode()
     assert result.returncode == 2, (result.returncode, err)
@@ -430,3 +423,27 @@ def test_version_and_help() -> None:
     assert ok("--version").decode().startswith("simplex-rpc ")
     for command in ("keygen", "sign", "verify", "seal", "open", "vectors", "demo"):
         assert run(command, "--help").returncode == 0
+
+
+def test_seal_output_dash_is_stdout_as_for_keygen_and_agent(tmp_path: Path) -> None:
+    """`-o -` is standard output for every command that writes a file (issue 31: `seal`
+    wrote a file named '-')."""
+    block = ok("seal", "response", "--payload", '{"response":1}', "-o", "-", cwd=tmp_path)
+    assert sx.open_response(block) == b'{"response":1}'
+    assert not (tmp_path / "-").exists()
+
+
+def test_the_two_proxies_take_one_set_of_options_with_the_same_defaults() -> None:
+    """mcp-proxy and a2a-proxy share their options (issue 31): the same names and defaults,
+    --timeout 30 (the protocol's default wait of a requester); only --listen's default
+    differs (the MCP proxy serves stdio without it)."""
+    from simplex_rpc.cli import build_parser
+
+    parser = build_parser()
+    mcp = vars(parser.parse_args(["mcp-proxy", "--core", "ws://127.0.0.1:1", "simplex:/a#x"]))
+    a2a = vars(parser.parse_args(["a2a-proxy", "--core", "ws://127.0.0.1:1", "simplex:/a#x"]))
+    assert mcp.keys() == a2a.keys()
+    differ = {k for k in mcp if k not in ("handler", "command") and mcp[k] != a2a[k]}
+    assert differ == {"listen"}
+    assert (mcp["listen"], a2a["listen"]) == (None, ("127.0.0.1", 0))
+    assert (mcp["timeout"], mcp["via"], mcp["user"], mcp["start"]) == (30.0, "rpc", 1, True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import simplex_rpc as sx
-from _cli import Background, call, serving
+from _cli_serving import Background, call, serving
 from simplex_rpc.adapter import AnswerStore, ChatCore
 from simplex_rpc.cli import main
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from _cli import EXAMPLE, bot, core
+from _cli_serving import EXAMPLE, bot, core
 from simplex_rpc import mcp
 from simplex_rpc.cli import main
-from simplex_rpc.cli._calls import parse_arguments
 from simplex_rpc.cli._common import CliError
+from simplex_rpc.cli._mcp_a2a import parse_arguments
 
 pytest.importorskip("mcp.server")
 

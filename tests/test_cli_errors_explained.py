@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from _cli import serving
+from _cli_serving import serving
 from simplex_rpc.adapter import ChatCore
 from simplex_rpc.adapter._core import _core_error
 from simplex_rpc.adapter._explain import CORE_ERRORS

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import simplex_rpc as sx
+from _cli import CliResult, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -323,10 +324,13 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_cli(
+def run_row(
     argv: list[str], stdin: bytes, block: tuple[str, ...], cwd: Path
-) -> subprocess.CompletedProcess[bytes]:
-    # A missing extra is made by blocking its import, as an installation without it fails.
+) -> CliResult | subprocess.CompletedProcess[bytes]:
+    """In this process, but a missing extra: a process of its own blocks its import, as an
+    installation without it fails (this process has imported it already)."""
+    if not block:
+        return run_cli(argv, stdin=stdin, cwd=cwd)
     code = "import sys\n"
     code += "".join(f"sys.modules[{name!r}] = None\n" for name in block)
     code += "from simplex_rpc.cli import main\nsys.exit(main(sys.argv[1:]))\n"
@@ -351,7 +355,7 @@ def test_a_failure_is_one_line_on_stderr_with_exit_status_2(case: Row, tmp_path:
             .replace("{busy}", str(busy))
             for a in case.argv
         ]
-        result = run_cli(argv, case.stdin, case.block, tmp_path)
+        result = run_row(argv, case.stdin, case.block, tmp_path)
     err = result.stderr.decode("utf-8", "replace")
     assert "Traceback" not in err, err
     assert result.returncode == 2, (result.returncode, err)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import simplex_rpc as sx
+from _cli import CliResult, run_cli
 
 SEED = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
 KEY = sx.SigningKey.from_seed(bytes.fromhex(SEED))
@@ -22,10 +23,9 @@ AD = (bytes(range(56)) + bytes(range(100, 156))).hex()
 CLI = [sys.executable, "-m", "simplex_rpc"]
 
 
-def run(
-    *args: str, stdin: bytes = b"", cwd: Path | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([*CLI, *args], input=stdin, capture_output=True, cwd=cwd, timeout=120)
+def run(*args: str, stdin: bytes = b"", cwd: Path | None = None) -> CliResult:
+    """In this process; the pipes between two processes below are real ones."""
+    return run_cli(args, stdin=stdin, cwd=cwd)
 
 
 def test_keygen_private_prints_the_private_key_alone() -> None:
@@ -148,20 +148,18 @@ def test_a_sign_key_file_readable_by_others_is_refused_as_ssh_does(tmp_path: Pat
         path.chmod(mode)
         for command in (["call", "--core", closed_url(), "simplex:/a#x", "echo", "1"],
                         ["mcp-proxy", "--core", closed_url(), "simplex:/a#x"]):  # fmt: skip
-            done = subprocess.run(
-                [*CLI, *command, "--sign-key", f"@{path}"],
-                stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
-            )  # fmt: skip
-            refused = [line for line in done.stderr.splitlines() if "readable by" in line]
+            done = run(*command, "--sign-key", f"@{path}")
+            err, out = done.stderr.decode(), done.stdout.decode()
+            refused = [line for line in err.splitlines() if "readable by" in line]
             if mode == 0o600:
-                assert not refused, done.stderr
+                assert not refused, err
             else:
-                assert done.returncode == 2 and len(refused) == 1, done.stderr
-                assert done.stderr.count("\n") == 1, done.stderr
+                assert done.returncode == 2 and len(refused) == 1, err
+                assert err.count("\n") == 1, err
                 assert name in refused[0] and f"{mode:04o}" in refused[0], refused
                 assert "chmod 600" in refused[0]
-            assert key.encode() not in done.stderr + done.stdout
-            assert "Traceback" not in done.stderr
+            assert key.encode() not in err + out
+            assert "Traceback" not in err
 
 
 def test_sign_key_help_says_to_use_a_file() -> None:

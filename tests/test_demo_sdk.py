@@ -38,4 +38,4 @@ def test_without_the_mcp_sdk_the_part_is_skipped(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(sys.modules, "mcp", None)
     demo = asyncio.run(_demo.through_sdk())
     assert not demo.installed and demo.ok
-    assert "not installed" in _demo.render_sdk(demo)
+    assert "not installed" in _demo.render([_demo.sdk_section(demo)])

@@ -14,7 +14,7 @@ import socket
 
 import pytest
 
-from _cli import Background, serving
+from _cli_serving import Background, serving
 from simplex_rpc.cli import main
 
 

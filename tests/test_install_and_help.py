@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from _cli import run_cli
 from simplex_rpc.errors import install_hint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,13 +69,9 @@ def test_install_md_does_not_claim_crypto_for_the_vectors() -> None:
     ("suite", "needle"), [("adapter", "--only SCENARIOS"), ("gateway", "serve --mcp-stdio")]
 )
 def test_bench_suites_print_their_own_help(suite: str, needle: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "simplex_rpc", "bench", suite, "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_cli(["bench", suite, "--help"])
+    out = done.stdout.decode()
     assert done.returncode == 0
-    assert done.stdout.startswith(f"usage: simplex-rpc bench {suite} ")
-    assert needle in " ".join(done.stdout.split())
-    assert "--rounds" not in done.stdout  # the backend benchmark's option is not theirs
+    assert out.startswith(f"usage: simplex-rpc bench {suite} ")
+    assert needle in " ".join(out.split())
+    assert "--rounds" not in out  # the backend benchmark's option is not theirs

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from .._bindings import a2a as _binding
+from .._bindings.a2a import *  # noqa: F403 (the binding's data is the package's public API)
 from .._wire import lazy as _lazy
 from ..errors import install_hint
-from . import _binding
-from ._binding import *  # noqa: F403 (the binding's data is the package's public API)
 
 if TYPE_CHECKING:
     from ._bridge import A2aBridge as A2aBridge

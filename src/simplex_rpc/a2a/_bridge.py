@@ -45,6 +45,8 @@ from .._bindings import (
     INVALID_REQUEST,
     PARSE_ERROR,
     RPC_JSON_LIMIT,
+    ServiceRequestLike,
+    a2a,
     dumps_text,
     envelope_of,
     refuse_envelope,
@@ -52,7 +54,6 @@ from .._bindings import (
 from .._wire import strict_json as _json
 from .._wire.envelope import ErrorCode, Response
 from .._wire.keys import PublicKey
-from . import _binding as a2a
 
 __all__ = ["DEFAULT_RPC_DEADLINE", "A2aBridge", "SimplexCaller"]
 
@@ -419,7 +420,7 @@ class A2aBridge:
 
         return a2a.chat_reply(await self.handle(message, caller=caller, on_event=forward))
 
-    async def rpc_handler(self, service_request: object) -> Response:
+    async def rpc_handler(self, service_request: ServiceRequestLike) -> Response:
         """The response envelope for a Service RPC request (the adapter's handler).
 
         ``service_request`` is the adapter's ``ServiceRequest`` (``.request``

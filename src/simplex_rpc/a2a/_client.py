@@ -10,8 +10,8 @@ such a card talks to the bot through the chat core.
 The transport builds the requests of the A2A JSON-RPC binding, as the SDK's
 own ``JsonRpcTransport`` does, with the service parameters in the member
 ``a2a-service-parameters``, always with ``A2A-Version`` ("Every request MUST
-carry A2A-Version"). Each request is one round trip, chosen once per
-transport:
+carry A2A-Version"). Each request is one round trip of the adapter
+(``adapter._client.RoundTrip``, shared with the MCP transport), over one of:
 
 * over Service RPC: the envelope's ``request`` and ``response``. The bot
   serves one-shot ``SendMessage`` there and answers everything else
@@ -24,15 +24,18 @@ transport:
   ``contextId``, everything Service RPC does not serve).
 
 JSON-RPC errors of the bot raise the SDK's own error classes
-(``VersionNotSupportedError``, ``TaskNotFoundError``, ...), as over HTTP.
+(``VersionNotSupportedError``, ``TaskNotFoundError``, ...), as over HTTP. A
+round trip's failure raises :class:`ServiceRpcError` for an envelope error,
+``A2AClientTimeoutError`` when no answer came in time, and ``A2AClientError``
+otherwise (not sent, not delivered, not an answer to the request).
 """
 
 from __future__ import annotations
 
-import math
+import contextlib
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Final, Literal
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any, Final, Literal, Unpack
 
 from a2a.client.client import ClientCallContext, ClientConfig
 from a2a.client.client_factory import ClientFactory
@@ -62,28 +65,28 @@ from a2a.utils.proto_utils import parse_lenient
 from google.protobuf import json_format  # type: ignore[import-untyped]
 from google.protobuf.message import Message as ProtoMessage  # type: ignore[import-untyped]
 
-from .._wire.envelope import ErrorCode, ErrorInfo, Request
+from .._bindings import a2a
+from .._wire.envelope import ErrorCode, ErrorInfo
 from .._wire.keys import SigningKey
-from .._wire.redact import redact
-from ..adapter import CallRefused, ChatCore, ChatCoreTimeout
+from ..adapter import ChatCore
 from ..adapter._chat import check_chat_ref
 from ..adapter._client import (
     DEFAULT_MAX_RETRY_AFTER,
-    RETRIES,
+    CallOptions,
+    Failure,
+    RoundTrip,
+    RoundTripError,
     check_destination,
     check_seconds,
     describe_error,
+    is_notification,
 )
-from ..errors import ChatCoreError, SimplexRpcError, _rebuild
-from . import _binding as a2a
+from ..errors import SimplexRpcError, _rebuild
 
 __all__ = ["Conversation", "ServiceRpcError", "SimplexA2aTransport", "register_client"]
 
 _ERROR_INFO_TYPE: Final = "type.googleapis.com/google.rpc.ErrorInfo"
 _ERRORS: Final = {code: kind for kind, code in JSON_RPC_ERROR_CODE_MAP.items()}
-RoundTrip = Callable[[dict[str, Any], float], Awaitable[dict[str, Any]]]
-"""One request to the bot: the JSON-RPC request and the seconds it may take in,
-its JSON-RPC response out."""
 
 Conversation = str | tuple[str, str]
 """Where a bot's conversation is: a direct chat's ChatRef (``"@5"``), or a group's
@@ -174,6 +177,18 @@ def _result(response: dict[str, Any]) -> Any:
     return response["result"]
 
 
+def _failure(exc: RoundTripError) -> Exception:
+    """The SDK's error for a failed round trip."""
+    if exc.error is not None:
+        hint = ""
+        if exc.error.code == ErrorCode.CONVERSATION_REQUIRED:
+            hint = "Service RPC serves one-shot SendMessage; this request needs a conversation"
+        return ServiceRpcError(exc.error, hint)
+    if exc.kind is Failure.TIMEOUT:
+        return A2AClientTimeoutError(str(exc))
+    return A2AClientError(str(exc))
+
+
 class SimplexA2aTransport(ClientTransport):
     """The a2a-sdk ``ClientTransport`` to the bot at ``target`` (its contact address link).
 
@@ -192,25 +207,11 @@ class SimplexA2aTransport(ClientTransport):
     """
 
     def __init__(
-        self,
-        core: ChatCore,
-        user_id: int,
-        target: str,
-        card: AgentCard,
-        *,
-        version: str = "1.0",
-        sign_key: SigningKey | None = None,
-        timeout: float = 30.0,
-        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
-        chat: str | None = None,
-        member: str | None = None,
-        via: Literal["rpc", "chat"] = "rpc",
+        self, core: ChatCore, user_id: int, target: str, card: AgentCard, *,
+        version: str = "1.0", chat: str | None = None, via: Literal["rpc", "chat"] = "rpc",
+        **options: Unpack[CallOptions],
     ) -> None:
-        if not isinstance(core, ChatCore):
-            raise TypeError(f"core: expected a ChatCore, got {type(core).__name__}")
-        if sign_key is not None and not isinstance(sign_key, SigningKey):
-            raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
-        a2a.agent_card_interface(target, version)  # checks the link and the version
+        member = options.get("member")
         self.chat: str | None = None
         self.member: str | None = None
         if chat is not None:
@@ -221,6 +222,12 @@ class SimplexA2aTransport(ClientTransport):
             raise SimplexRpcError(f"via: {str(via)[:32]!r} is not rpc or chat")
         if via == "chat" and self.chat is None:
             raise SimplexRpcError("via='chat': name the conversation with chat=")
+        # The core, the key and the times are the round trip's to check, as for MCP.
+        options["member"] = self.member  # as the conversation check wrote it
+        self._trip = RoundTrip(
+            core, user_id, a2a.PROTOCOL, target=target, chat=self.chat, via=via, **options
+        )
+        a2a.agent_card_interface(target, version)  # checks the link and the version
         self.via = via
         check_destination(user_id, target)
         self.core = core
@@ -231,10 +238,9 @@ class SimplexA2aTransport(ClientTransport):
         # carries a parameter the card's security schemes name (a credential).
         self._card_json: dict[str, Any] = json_format.MessageToDict(card)
         self.version = version
-        self.timeout = check_seconds(timeout, "timeout")
-        self.max_retry_after = check_seconds(max_retry_after, "max_retry_after")
-        self._sign_key = sign_key
-        self._round_trip: RoundTrip = self._rpc_round_trip
+        self.timeout = self._trip.timeout
+        self.max_retry_after = self._trip.max_retry_after
+        self._sign_key = options.get("sign_key")
 
     def __repr__(self) -> str:
         signed = "signed" if self._sign_key is not None else "unsigned"
@@ -267,41 +273,6 @@ class SimplexA2aTransport(ClientTransport):
             return check_seconds(context.timeout, "context.timeout")
         return self.timeout
 
-    async def _rpc_round_trip(self, message: dict[str, Any], seconds: float) -> dict[str, Any]:
-        """One Service RPC request; its JSON-RPC response, or the envelope error raised."""
-        key = self._sign_key
-        envelope = Request(
-            protocol=a2a.PROTOCOL,
-            request=message,
-            request_key=key.public_key if key is not None else None,
-        )
-        try:
-            response = await self.core.service_request(
-                self.user_id,
-                self.target,
-                envelope,
-                timeout=math.ceil(seconds),
-                sign_key=key,
-                retries=RETRIES,
-                max_retry_after=self.max_retry_after,
-            )
-        except ChatCoreTimeout as exc:
-            raise A2AClientTimeoutError(redact(str(exc))) from None
-        except ChatCoreError as exc:
-            raise A2AClientError(
-                redact(f"the chat core could not deliver the request: {exc}")
-            ) from None
-        error = response.error
-        if error is not None:
-            hint = ""
-            if error.code == ErrorCode.CONVERSATION_REQUIRED:
-                hint = "Service RPC serves one-shot SendMessage; this request needs a conversation"
-            raise ServiceRpcError(error, hint)
-        answer = response.response
-        if not isinstance(answer, dict) or answer.get("id") != message["id"]:
-            raise A2AClientError("the bot's answer is not a JSON-RPC response to this request")
-        return answer
-
     def _in_chat(self, message: dict[str, Any]) -> bool:
         """Whether ``message`` goes to the conversation: every one with ``via="chat"``,
         else one Service RPC does not serve."""
@@ -309,60 +280,43 @@ class SimplexA2aTransport(ClientTransport):
             return True
         return self.chat is not None and a2a.rpc_disposition(message) is not None
 
-    async def _chat_answers(
-        self, message: dict[str, Any], seconds: float
-    ) -> AsyncIterator[dict[str, Any]]:
-        """The JSON-RPC responses to ``message`` in the conversation, until the answer ends."""
-        assert self.chat is not None
+    async def _answers(
+        self, method: str, params: ProtoMessage, context: ClientCallContext | None
+    ) -> AsyncGenerator[Any]:
+        """The results of the bot's responses to one request, in order.
+
+        One over Service RPC; in the conversation each response until the
+        answer ends (a stream's events). A JSON-RPC error raises the SDK's
+        class for it; a round trip's failure its SDK error (:func:`_failure`).
+        """
+        message = self._request(method, params, context)
         try:
-            async for reply in self.core.call_stream(
-                self.chat,
-                a2a.PROTOCOL,
+            async for answer in self._trip.answers(
                 message,
-                member=self.member,
-                wait=seconds,
-                user_id=self.user_id,
+                via="chat" if self._in_chat(message) else "rpc",
+                timeout=self._seconds(context),
                 agent_card=self._card_json,
             ):
-                body = reply.message
-                if body is None or body.get("id") != message["id"]:
-                    continue  # a text reply, or an answer to another request
-                yield body
-                if reply.ends:
-                    return
-        except CallRefused as exc:
-            raise A2AClientError(f"not sent: {exc}") from None
-        except ChatCoreTimeout as exc:
-            raise A2AClientTimeoutError(redact(str(exc))) from None
-        except ChatCoreError as exc:
-            raise A2AClientError(
-                redact(f"the chat core could not deliver the request: {exc}")
-            ) from None
-        raise A2AClientTimeoutError(f"no complete answer in {self.chat} within {seconds:g} seconds")
+                if not is_notification(answer):
+                    yield _result(answer)
+        except RoundTripError as exc:
+            raise _failure(exc) from None
 
     async def _call(
         self, method: str, params: ProtoMessage, context: ClientCallContext | None
     ) -> Any:
-        message = self._request(method, params, context)
-        seconds = self._seconds(context)
-        if self._in_chat(message):
-            async for response in self._chat_answers(message, seconds):
-                return _result(response)
-        return _result(await self._round_trip(message, seconds))
+        async with contextlib.aclosing(self._answers(method, params, context)) as results:
+            async for result in results:
+                return result
+        raise A2AClientError(f"{method}: the round trip ended without an answer")
 
     async def _stream(
         self, method: str, params: ProtoMessage, context: ClientCallContext | None
     ) -> AsyncGenerator[StreamResponse]:
-        message = self._request(method, params, context)
-        seconds = self._seconds(context)
-        if self._in_chat(message):
-            async for response in self._chat_answers(message, seconds):
-                yield parse_lenient(_result(response), StreamResponse())
-            return
         # Over Service RPC the bot answers a streaming method with one envelope: its
-        # error (conversation_required), raised by the round trip.
-        result = _result(await self._round_trip(message, seconds))
-        yield parse_lenient(result, StreamResponse())
+        # error (conversation_required), raised as ServiceRpcError.
+        async for result in self._answers(method, params, context):
+            yield parse_lenient(result, StreamResponse())
 
     # -- the SDK's ClientTransport -------------------------------------------------
 

@@ -83,9 +83,9 @@ from a2a.utils.errors import (
 )
 from google.protobuf import json_format  # type: ignore[import-untyped]
 
+from .._bindings import a2a as binding
 from .._wire.redact import RedactingLogger, redact
 from ..errors import SimplexRpcError
-from . import _binding as binding
 from ._bridge import DEFAULT_RPC_DEADLINE, A2aBridge, SimplexCaller
 
 __all__ = [

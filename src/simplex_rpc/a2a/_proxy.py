@@ -45,13 +45,13 @@ from google.protobuf import json_format  # type: ignore[import-untyped]
 from starlette.applications import Starlette
 
 from .._bindings import INVALID_PARAMS, INVALID_REQUEST, error_response, invalid_request
+from .._bindings import a2a as binding
 from .._listener import ListenerPolicy, Stopper, guard, listen, server_options, uvicorn_server
 from .._wire import strict_json as _json
 from .._wire.keys import SigningKey
 from .._wire.redact import RedactingLogger, redact
 from ..adapter import CallRefused, ChatCore
 from ..errors import ChatCoreError, SimplexRpcError
-from . import _binding as binding
 from ._client import SimplexA2aTransport
 from ._gateway import ForwardingHandler
 

@@ -30,8 +30,11 @@ the only part of the library that does I/O. Its parts:
 * :mod:`._answers`: idempotent answers: stores kept by (signer, request digest).
 * :mod:`._chat`: the chat transport, ``/_call`` sent and answered as messages.
 * :mod:`._declare`: the profile declarations, written and read through the core.
-* :mod:`._client`: the argument checks and error texts the SDK client transports
-  (``simplex_rpc.mcp``, ``simplex_rpc.a2a``) share.
+* :mod:`._client`: the caller's round trip the SDK client transports
+  (``simplex_rpc.mcp``, ``simplex_rpc.a2a``) adapt: one request to one bot over
+  Service RPC or in a conversation, and one classification of its failures.
+* :mod:`._call_options`: :class:`CallOptions`, the keywords both client transports
+  take alike and pass to the round trip.
 
 Secrets: the private key given as ``sign_key`` never appears in a log line, an
 exception message or a repr; everything logged passes through
@@ -56,6 +59,7 @@ from ._answers import (
 )
 from ._budget import RateLimit
 from ._budget import _Limiter as _Limiter
+from ._call_options import CallOptions
 from ._chat import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_CALL_WAIT,
@@ -112,6 +116,7 @@ __all__ = [
     "AnswerStore",
     "AnswerStoreProtocol",
     "Begun",
+    "CallOptions",
     "CallRefused",
     "ChatCore",
     "ChatCoreClosed",

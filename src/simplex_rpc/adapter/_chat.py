@@ -31,9 +31,8 @@ from .._bindings import (
     PARSE_ERROR,
     BindingError,
     Caller,
-    credential_parameters,
+    call_policy,
     error_response,
-    service_parameters,
 )
 from .._wire.redact import show
 from .._wire.strict_json import JsonError, dumps
@@ -88,11 +87,6 @@ _EXCERPT: Final = 120
 #: replies taken by two connections can arrive in the other order; with no id missing,
 #: or one connection open, nothing is held.
 _REORDER_WINDOW: Final = 0.1
-# Service parameters that carry credentials (A2A security schemes send them as
-# HTTP headers: Authorization for HTTP schemes, a named header for API keys).
-_CREDENTIAL_NAMES: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
-_CREDENTIAL_WORDS: Final = re.compile(r"auth|token|key|secret|password|credential|session", re.I)
-
 
 class CallRefused(SimplexRpcError):
     """A ``/_call`` was refused before anything was sent (the caller's MUSTs and the size rule)."""
@@ -223,30 +217,6 @@ def _display_name(record: Any, profile_key: str) -> str | None:
     if not isinstance(name, str) or not name:
         name = _path(record, profile_key, "displayName")
     return name if isinstance(name, str) and name else None
-
-
-def _credential_parameters(
-    request: Mapping[str, Any], agent_card: Mapping[str, Any] | None
-) -> list[str]:
-    """Names of the A2A service parameters of ``request`` that carry credentials.
-
-    With the bot's Agent Card, those its security schemes name ("An agent
-    whose Agent Card declares security schemes receives the credential as the
-    service parameter of the scheme") and HTTP's credential fields, whatever
-    else they are called; without it, the names that look like credentials.
-    """
-    try:
-        parameters = service_parameters(request)
-        schemes = credential_parameters(agent_card) if agent_card is not None else None
-    except BindingError as exc:
-        raise CallRefused(f"a2a request: {exc}") from None
-    if schemes is not None:
-        return [n for n in parameters if n.lower() in schemes or n.lower() in _CREDENTIAL_NAMES]
-    return [
-        name
-        for name in parameters
-        if name.lower() in _CREDENTIAL_NAMES or _CREDENTIAL_WORDS.search(name) is not None
-    ]
 
 
 @dataclass(slots=True)
@@ -975,13 +945,15 @@ class _ChatCalls:
                 "agent_card: expected the Agent Card as a JSON object,"
                 f" got {type(agent_card).__name__}"
             )
-        if group and protocol == "a2a":
-            credentials = _credential_parameters(call.request, agent_card)
-            if credentials:
-                raise CallRefused(
-                    "a2a: a request with a credential MUST NOT be sent in a group"
-                    f" (service parameters {', '.join(sorted(credentials))})"
-                )
+        policy = call_policy(protocol)
+        if policy is not None:
+            # The binding's own rule for what may be sent (A2A: no credential in a group).
+            try:
+                refusal = policy(call.request, group=group, agent_card=agent_card)
+            except BindingError as exc:
+                raise CallRefused(f"{protocol} request: {exc}") from None
+            if refusal is not None:
+                raise CallRefused(refusal)
         wanted = _check_user_id(user_id) if user_id is not None else None
         user = await self._active_user(wanted, CallRefused)
         mentions: dict[str, int] = {}

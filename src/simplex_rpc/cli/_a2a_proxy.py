@@ -4,60 +4,29 @@
 127.0.0.1 (a free port unless ``--listen HOST:PORT``), prints
 ``listening: http://HOST:PORT`` once ready and forwards every A2A request to
 the bot (``simplex_rpc.a2a._proxy``). It needs the ``a2a`` extra, imported
-only when the command runs.
+only when the command runs. Its options are ``mcp-proxy``'s (``_proxy_options``).
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
+from collections.abc import Callable
 from typing import Any
 
-from .._wire.keys import SigningKey
-from ..errors import SimplexRpcError
-from ._common import (
-    CliError,
-    add_core_option,
-    install_hint,
-    load_sign_key,
-    positive_seconds,
-    run_until_signal,
-    whole_number,
+from ._common import CliError, install_hint
+from ._proxy_options import add_proxy_parser, log_to_stderr, prepare, run_listening
+
+#: ``--help``'s line and the description of ``a2a-proxy``.
+_TEXTS = (
+    "serve a SimpleX bot to local A2A clients over A2A's JSON-RPC HTTP binding",
+    "A local A2A JSON-RPC HTTP server (a2a-sdk's server app): GET"
+    " /.well-known/agent-card.json gives the bot's card with a JSON-RPC interface at this"
+    " server, and each request goes to the bot at TARGET through the chat core, streams"
+    " as server-sent events. Prints 'listening: http://HOST:PORT' on stdout once ready."
+    " Needs the a2a extra.",
 )
-from ._listener_options import add_listener_options, check_before_start, listener_policy
-
-VIAS = ("rpc", "chat", "auto")
-"""The ``--via`` choices (``simplex_rpc.a2a._proxy.PROXY_VIAS``, without importing the SDK)."""
-
-_positive_int = whole_number(1, "must be at least 1")
-
-
-def _listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6); port 0 picks a free one."""
-    host, sep, port = text.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(
-            f"{text[:64]!r}: expected HOST:PORT, for example 127.0.0.1:8080 (port 0 for any)"
-        )
-    return host, int(port)
-
-
-def _load_sign_key(spec: str) -> SigningKey:
-    # The messages never contain the key; a key file others can read is refused.
-    return load_sign_key(spec)
-
-
-async def _run(args: argparse.Namespace, settings: Any, stopper: Any, where: list[str]) -> None:
-    from ..a2a import _proxy
-    from ..adapter import ChatCore
-
-    async with ChatCore.connect(args.core) as core:
-        if args.start:
-            # A core that is running already answers chatRunning and is unchanged.
-            await core.start(service_requests=False)
-        await _proxy.run_proxy(core, settings, on_ready=where.append, stopper=stopper)
+#: ``--listen``'s default and help.
+_LISTEN = (("127.0.0.1", 0), "where to listen (default 127.0.0.1:0, a free port)")
 
 
 def _cmd_a2a_proxy(args: argparse.Namespace) -> int:
@@ -65,21 +34,11 @@ def _cmd_a2a_proxy(args: argparse.Namespace) -> int:
         from ..a2a import _proxy
     except ImportError as exc:
         raise CliError(f"needs the a2a-sdk: {install_hint('a2a')} ({exc})") from None
-    from ..adapter._chat import check_chat_ref
+    from ..adapter import ChatCore
 
-    if args.via == "chat":
-        try:
-            check_chat_ref(args.target, "TARGET")
-        except SimplexRpcError as exc:
-            raise CliError(f"{exc} (with --via chat, TARGET is @CONTACT_ID or #GROUP_ID)") from None
-        if args.target.startswith("#") and args.member is None:
-            raise CliError("--member: TARGET is a group: name the bot's member display name")
-    elif args.member is not None:
-        raise CliError("--member: only with --via chat in a group")
+    # In a group any member could answer a call: the A2A binding names the bot's member.
+    policy, sign_key = prepare(args, group_needs_member=True)
     host, port = args.listen
-    policy = listener_policy(args, host, port)
-    check_before_start(policy)
-    sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
     settings = _proxy.ProxySettings(
         user_id=args.user,
         target=args.target,
@@ -91,90 +50,21 @@ def _cmd_a2a_proxy(args: argparse.Namespace) -> int:
         port=port,
         listener=policy,
     )
-    # Standard output carries the listening line: log lines go to standard error.
-    logging.basicConfig(
-        level=logging.WARNING if not args.verbose else logging.INFO,
-        stream=sys.stderr,
-        format="simplex-rpc a2a-proxy: %(message)s",
-    )
-    from .._listener import ListenerError, Stopper
+    log_to_stderr("a2a-proxy", args)
 
-    stopper = Stopper()
-    where: list[str] = []
-    try:
-        return run_until_signal(
-            _run(args, settings, stopper, where),
-            stop=stopper.stop,
-            stopped=lambda: "simplex-rpc a2a-proxy: stopped"
-            + (f"; no longer listening on {where[0]}" if where else ""),
-        )
-    except ListenerError as exc:
-        raise CliError(str(exc)) from None
+    async def run(stopper: Any, ready: Callable[[str], None]) -> None:
+        async with ChatCore.connect(args.core) as core:
+            if args.start:
+                # A core that is running already answers chatRunning and is unchanged.
+                await core.start(service_requests=False)
+            await _proxy.run_proxy(core, settings, on_ready=ready, stopper=stopper)
+
+    return run_listening("a2a-proxy", run)
 
 
 def register(subparsers: Any) -> None:
     """Add ``a2a-proxy`` to the ``simplex-rpc`` parser."""
-    p = subparsers.add_parser(
-        "a2a-proxy",
-        help="serve a SimpleX bot to local A2A clients over A2A's JSON-RPC HTTP binding",
-        description="A local A2A JSON-RPC HTTP server (a2a-sdk's server app): GET"
-        " /.well-known/agent-card.json gives the bot's card with a JSON-RPC interface at this"
-        " server, and each request goes to the bot at TARGET through the chat core, streams"
-        " as server-sent events. Prints 'listening: http://HOST:PORT' on stdout once ready."
-        " Needs the a2a extra.",
-    )
-    add_core_option(p)
-    p.add_argument(
-        "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
-    )
-    p.add_argument(
-        "target",
-        metavar="TARGET",
-        help="the bot's contact address link or name; with --via chat, the ChatRef of the"
-        " conversation (@CONTACT_ID or #GROUP_ID)",
-    )
-    p.add_argument(
-        "--listen",
-        type=_listen,
-        default=("127.0.0.1", 0),
-        metavar="HOST:PORT",
-        help="where to listen (default 127.0.0.1:0, a free port)",
-    )
-    p.add_argument(
-        "--via",
-        choices=VIAS,
-        default="rpc",
-        help="how requests reach the bot: rpc (Service RPC: one-shot SendMessage, the"
-        " default), chat (/_call in the conversation TARGET: everything, streams included)"
-        " or auto (rpc when the address declares a2a over rpc)",
-    )
-    p.add_argument(
-        "--member",
-        metavar="NAME",
-        help="with --via chat in a group: the bot's display name, mentioned in each call",
-    )
-    p.add_argument(
-        "--sign-key",
-        metavar="KEY",
-        help="sign every Service RPC request with this private key (sign_key= text, @FILE"
-        " or -); prefer @FILE: a key on the command line is visible to other users",
-    )
-    p.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=180.0,
-        metavar="S",
-        help="seconds the bot has to answer each request (default 180, the Service RPC window)",
-    )
-    p.add_argument(
-        "--no-start",
-        dest="start",
-        action="store_false",
-        help="do not send /_start main=on first (a running core answers chatRunning)",
-    )
-    add_listener_options(p)
-    p.add_argument("--verbose", action="store_true", help="log on standard error")
-    p.set_defaults(handler=_cmd_a2a_proxy)
+    add_proxy_parser(subparsers, "a2a-proxy", _cmd_a2a_proxy, texts=_TEXTS, listen=_LISTEN)
 
 
 __all__ = ["register"]

@@ -13,7 +13,6 @@ with ``-o -``), never into a message or an error.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -21,15 +20,24 @@ from ..errors import BadSignature, ServiceRejected, install_hint
 from ._common import (
     EXIT_INVALID,
     EXIT_OK,
-    add_json_option,
     emit_json,
     fail,
     read_input,
     read_signing_key,
     refuse_if_readable_by_others,
 )
-
-_INPUTS = "Inputs: a literal argument, @PATH for a file, or - for stdin (one input at most)."
+from ._io import (
+    INPUTS,
+    add_binary_input,
+    add_binary_output,
+    check_one_stdin,
+    emit_keys,
+    read_binary_file,
+    write_binary,
+    write_payload,
+    write_private,
+)
+from ._options import add_json_option
 
 
 def _crypto() -> Any:
@@ -39,11 +47,6 @@ def _crypto() -> Any:
     except ImportError as exc:
         fail(f"the agent's cryptography needs: {install_hint('sntrup761')} ({exc})")
     return agent_crypto
-
-
-def _one_stdin(*specs: str | None) -> None:
-    if sum(1 for s in specs if s == "-") > 1:
-        fail("only one input can come from stdin ('-')")
 
 
 def _private(spec: str, what: str, decode: Any) -> Any:
@@ -66,88 +69,21 @@ def _text(spec: str, what: str) -> str:
     return text
 
 
-def _message(args: argparse.Namespace) -> bytes:
-    spec = args.input
-    if spec != "-" and not spec.startswith("@"):
-        spec = "@" + spec  # a plain path
-    data = read_input(spec, what="message")
-    if not args.hex:
-        return data
-    try:
-        text = data.decode("ascii").strip()
-        return bytes.fromhex(text)
-    except (UnicodeDecodeError, ValueError):
-        fail("message: --hex input is not hex text")
-
-
-def _write_message(data: bytes, args: argparse.Namespace) -> None:
-    if args.output not in (None, "-"):
-        try:
-            with open(args.output, "wb") as f:
-                f.write(data.hex().encode() + b"\n" if args.hex else data)
-        except OSError as exc:
-            fail(f"-o: cannot write {args.output!r}: {exc.strerror}")
-        return
-    if args.hex:
-        sys.stdout.write(data.hex() + "\n")
-        return
-    if sys.stdout.isatty():
-        fail("refusing to write a binary message to a terminal: use -o FILE, --hex, or a pipe")
-    sys.stdout.flush()
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
-
-
-def _write_private(path: str, text: str, option: str) -> None:
-    """Private material to a new 0600 file, never overwriting one."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        fail(f"{option}: {path!r} exists; not overwriting a private file")
-    except OSError as exc:
-        fail(f"{option}: cannot create {path!r}: {exc.strerror}")
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(text + "\n")
-
-
-def _write_payload(data: bytes) -> None:
-    sys.stdout.flush()
-    sys.stdout.buffer.write(data)
-    if sys.stdout.isatty() and not data.endswith(b"\n"):
-        sys.stdout.buffer.write(b"\n")
-    sys.stdout.buffer.flush()
-
-
 def _cmd_keygen(args: argparse.Namespace) -> int:
     ac = _crypto()
     pq_support = None if args.pq_support is None else args.pq_support == "on"
     keys = ac.AddressKeys.generate(pq=not args.no_kem, pq_support=pq_support)
     public = keys.public
-    if args.output == "-":
-        print(f"public keys: {public.encode()}", file=sys.stderr)
-        print(keys.encode(), flush=True)
-        return EXIT_OK
-    if args.output is not None:
-        _write_private(args.output, keys.encode(), "-o")
+    fields = None
     if args.json:
-        out: dict[str, Any] = {
+        fields = {
             "public_keys": public.encode(),
             "link_data": public.link_data().hex(),
             "key_id": public.key_id.hex(),
             "kem": public.kem is not None,
             "pq_support": keys.pq_support,
         }
-        if args.output is None:
-            out["private_keys"] = keys.encode()
-        else:
-            out["private_keys_file"] = args.output
-        emit_json(out)
-    else:
-        print(f"public keys:  {public.encode()}")
-        if args.output is None:
-            print(f"private keys: {keys.encode()}")
-        else:
-            print(f"private keys: written to {args.output} (mode 0600)")
+    emit_keys(public.encode(), keys.encode(), args.output, noun="keys", option="-o", fields=fields)
     return EXIT_OK
 
 
@@ -155,95 +91,99 @@ def _cmd_seal_request(args: argparse.Namespace) -> int:
     ac = _crypto()
     from .._wire.agent_block import SMPQueueInfo
 
-    _one_stdin(args.address, args.key, args.payload)
+    check_one_stdin(args.address, args.key, args.payload)
     address = ac.AddressPublicKeys.decode(_text(args.address, "--address"))
     queue = SMPQueueInfo.from_uri(args.reply_queue)
     key = None if args.key is None else read_signing_key(args.key, what="--key")
     payload = read_input(args.payload, what="payload")
     sent = ac.seal_service_request(payload, address, reply_queue=queue, sign_key=key)
-    _write_private(args.state, sent.state.encode(), "--state")
-    _write_message(sent.message, args)
+    write_private(args.state, sent.state.encode(), "--state", "private file")
+    write_binary(sent.message, args.output, as_hex=args.hex, what="message")
     if args.json:
-        emit_json({"rc_ad": sent.ad.hex(), "message_length": len(sent.message),
-                   "reply_queue": sent.state.reply_queue.uri(), "state_file": args.state})
+        emit_json(
+            {
+                "rc_ad": sent.ad.hex(),
+                "message_length": len(sent.message),
+                "reply_queue": sent.state.reply_queue.uri(),
+                "state_file": args.state,
+            }
+        )
     return EXIT_OK
+
+
+def _to_open(args: argparse.Namespace, spec: str, option: str, decode: Any) -> tuple[Any, bytes]:
+    """The private material ``option`` (``spec``, decoded) and the message to open with it."""
+    check_one_stdin(spec, args.input)
+    private = _private(spec, option, decode)
+    return private, read_binary_file(args.input, as_hex=args.hex, what="message")
+
+
+def _refused(args: argparse.Namespace, document: dict[str, Any], line: str) -> int:
+    """A message that does not open (exit 1): ``document`` with ``--json``, else ``line``
+    on stderr."""
+    if args.json:
+        emit_json(document)
+    else:
+        print(f"simplex-rpc agent {line}", file=sys.stderr)
+    return EXIT_INVALID
 
 
 def _cmd_open_request(args: argparse.Namespace) -> int:
     ac = _crypto()
-    _one_stdin(args.keys, args.input)
-    keys = _private(args.keys, "--keys", ac.AddressKeys.decode)
-    message = _message(args)
+    keys, message = _to_open(args, args.keys, "--keys", ac.AddressKeys.decode)
     try:
         got = ac.open_service_request(message, keys)
     except BadSignature as exc:
-        if args.json:
-            emit_json({"valid": False, "error": str(exc)})
-        else:
-            print(f"simplex-rpc agent open-request: invalid: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _refused(args, {"valid": False, "error": str(exc)}, f"open-request: invalid: {exc}")
     if args.reply is not None:
-        _write_private(args.reply, got.reply.encode(), "--reply")
+        write_private(args.reply, got.reply.encode(), "--reply", "private file")
     if args.json:
         try:
             text: str | None = got.payload.decode("utf-8")
         except UnicodeDecodeError:
             text = None
-        emit_json({
-            "valid": True,
-            "payload": text,
-            "payload_hex": got.payload.hex(),
-            "signed": got.signer is not None,
-            "signer": got.signer and got.signer.encode(),
-            "rc_ad": got.ad.hex(),
-            "replay_key": got.replay_key.hex(),
-            "reply_queues": [q.uri() for q in got.reply_queues],
-            "pq_support": got.reply.pq_support,
-        })
+        emit_json(
+            {
+                "valid": True,
+                "payload": text,
+                "payload_hex": got.payload.hex(),
+                "signed": got.signer is not None,
+                "signer": got.signer and got.signer.encode(),
+                "rc_ad": got.ad.hex(),
+                "replay_key": got.replay_key.hex(),
+                "reply_queues": [q.uri() for q in got.reply_queues],
+                "pq_support": got.reply.pq_support,
+            }
+        )
     else:
-        _write_payload(got.payload)
+        write_payload(got.payload)
     return EXIT_OK
 
 
 def _cmd_seal_response(args: argparse.Namespace) -> int:
     ac = _crypto()
-    _one_stdin(args.reply, args.payload)
+    check_one_stdin(args.reply, args.payload)
     reply = _private(args.reply, "--reply", ac.ServiceReply.decode)
     payload = read_input(args.payload, what="payload")
     seal = ac.seal_service_rejection if args.reject else ac.seal_service_response
-    _write_message(seal(payload, reply), args)
+    write_binary(seal(payload, reply), args.output, as_hex=args.hex, what="message")
     return EXIT_OK
 
 
 def _cmd_open_response(args: argparse.Namespace) -> int:
     ac = _crypto()
-    _one_stdin(args.state, args.input)
-    state = _private(args.state, "--state", ac.RequesterState.decode)
-    message = _message(args)
+    state, message = _to_open(args, args.state, "--state", ac.RequesterState.decode)
     try:
         payload = ac.open_service_response(message, state)
     except ServiceRejected as exc:
-        if args.json:
-            emit_json({"rejected": True, "reason_hex": exc.reason.hex()})
-        else:
-            print(f"simplex-rpc agent open-response: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return _refused(
+            args, {"rejected": True, "reason_hex": exc.reason.hex()}, f"open-response: {exc}"
+        )
     if args.json:
         emit_json({"rejected": False, "payload_hex": payload.hex()})
     else:
-        _write_payload(payload)
+        write_payload(payload)
     return EXIT_OK
-
-
-def _add_output(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-o", "--output", metavar="FILE", help="write the message to FILE")
-    p.add_argument("--hex", action="store_true", help="write the message as hex text")
-
-
-def _add_input(p: argparse.ArgumentParser) -> None:
-    p.add_argument("input", nargs="?", default="-", metavar="MESSAGE",
-                   help="a file, or - (default)")
-    p.add_argument("--hex", action="store_true", help="the message is hex text")
 
 
 def register(subparsers: Any) -> None:
@@ -265,8 +205,12 @@ def register(subparsers: Any) -> None:
         " to -o FILE (mode 0600; -o - prints them alone on stdout).",
     )
     k.add_argument("--no-kem", action="store_true", help="no sntrup761 key in the link")
-    k.add_argument("--pq-support", choices=("on", "off"), default=None,
-                   help="the address's PQ support (default: on with a KEM, off without)")
+    k.add_argument(
+        "--pq-support",
+        choices=("on", "off"),
+        default=None,
+        help="the address's PQ support (default: on with a KEM, off without)",
+    )
     k.add_argument("-o", "--output", metavar="FILE", help="write the private keys to FILE")
     add_json_option(k)
     k.set_defaults(handler=_cmd_keygen)
@@ -276,17 +220,21 @@ def register(subparsers: Any) -> None:
         help="seal a request to an address's public keys",
         description="Seal a request (signed with --key) to an address's public keys; the"
         " reply queue is an SMP queue URI whose key is replaced by a new one. The"
-        " requester's state (to open the answer) goes to --state FILE (mode 0600). "
-        + _INPUTS,
+        " requester's state (to open the answer) goes to --state FILE (mode 0600). " + INPUTS,
     )
-    k.add_argument("--address", required=True, metavar="KEYS",
-                   help="the public keys text, @FILE or -")
+    k.add_argument(
+        "--address", required=True, metavar="KEYS", help="the public keys text, @FILE or -"
+    )
     k.add_argument("--reply-queue", required=True, metavar="URI", help="an SMP queue URI")
     k.add_argument("--payload", required=True, metavar="PAYLOAD", help="TEXT, @FILE or -")
     k.add_argument("--key", metavar="KEY", help="private signing key text, @FILE or -")
-    k.add_argument("--state", required=True, metavar="FILE",
-                   help="write the requester's state to FILE (new, mode 0600)")
-    _add_output(k)
+    k.add_argument(
+        "--state",
+        required=True,
+        metavar="FILE",
+        help="write the requester's state to FILE (new, mode 0600)",
+    )
+    add_binary_output(k, "message")
     add_json_option(k, "print rcAD and the reply queue as JSON (with -o FILE)")
     k.set_defaults(handler=_cmd_seal_request)
 
@@ -296,9 +244,10 @@ def register(subparsers: Any) -> None:
         description="Open a request and print its payload; a signature that does not"
         " verify exits 1. --reply FILE keeps what answering needs (mode 0600).",
     )
-    _add_input(k)
-    k.add_argument("--keys", required=True, metavar="KEYS",
-                   help="the private keys text, @FILE or -")
+    add_binary_input(k, "message")
+    k.add_argument(
+        "--keys", required=True, metavar="KEYS", help="the private keys text, @FILE or -"
+    )
     k.add_argument("--reply", metavar="FILE", help="write the reply context to FILE")
     add_json_option(k, "print the payload, signer, rcAD and reply queues as JSON")
     k.set_defaults(handler=_cmd_open_request)
@@ -307,12 +256,12 @@ def register(subparsers: Any) -> None:
         "seal-response",
         help="answer an opened request",
         description="Seal the answer ('P', or 'J' with --reject: the payload is the"
-        " reason) with the reply context of open-request. " + _INPUTS,
+        " reason) with the reply context of open-request. " + INPUTS,
     )
     k.add_argument("--reply", required=True, metavar="REPLY", help="@FILE or -")
     k.add_argument("--payload", required=True, metavar="PAYLOAD", help="TEXT, @FILE or -")
     k.add_argument("--reject", action="store_true", help="a rejection ('J')")
-    _add_output(k)
+    add_binary_output(k, "message")
     k.set_defaults(handler=_cmd_seal_response)
 
     k = cmds.add_parser(
@@ -320,7 +269,7 @@ def register(subparsers: Any) -> None:
         help="read the answer with the requester's state",
         description="Open the answer and print its payload; a rejection exits 1.",
     )
-    _add_input(k)
+    add_binary_input(k, "message")
     k.add_argument("--state", required=True, metavar="STATE", help="@FILE or -")
     add_json_option(k)
     k.set_defaults(handler=_cmd_open_response)

@@ -18,7 +18,6 @@ import signal
 import stat
 import sys
 import threading
-import urllib.parse
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
@@ -86,11 +85,6 @@ def load_json(spec: str, *, what: str) -> Any:
 def emit_json(value: Any) -> None:
     """Print ``value`` on stdout as indented JSON (non-ASCII kept), one newline after."""
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
-
-
-def add_json_option(parser: argparse.ArgumentParser, help: str = "print a JSON object") -> None:
-    """Give a subcommand the ``--json`` flag (``args.json``): output for programs."""
-    parser.add_argument("--json", action="store_true", help=help)
 
 
 def whole_number(minimum: int, too_small: str) -> Callable[[str], int]:
@@ -191,9 +185,11 @@ def redact_log_text(text: str) -> str:
     """``text`` as the CLI's log handlers write it: :func:`redact` (keys, credentials,
     a URL's user part), every URL's query values, and every remembered secret removed."""
     text = _URL_WITH_QUERY.sub(
-        lambda m: f"{m.group(1)}?{_QUERY_VALUE.sub('=' + REDACTED, m.group(2))}"
-        if "=" in m.group(2)
-        else f"{m.group(1)}?{REDACTED}",
+        lambda m: (
+            f"{m.group(1)}?{_QUERY_VALUE.sub('=' + REDACTED, m.group(2))}"
+            if "=" in m.group(2)
+            else f"{m.group(1)}?{REDACTED}"
+        ),
         text,
     )
     text = redact(text)  # after: its <redacted> of a user part would end the URL above
@@ -216,9 +212,7 @@ def chosen_log_level() -> int | None:
     return _chosen_level
 
 
-def setup_logging(
-    command: str, *, verbose: bool = False, level: int | str | None = None
-) -> None:
+def setup_logging(command: str, *, verbose: bool = False, level: int | str | None = None) -> None:
     """Send the library's log lines to stderr, each prefixed ``simplex-rpc COMMAND:``.
 
     Warnings always; informational lines (a serve's start, a proxy's connections)
@@ -232,8 +226,10 @@ def setup_logging(
         level = LOG_LEVELS[level]
     if level is not None:
         _chosen_level = level
-    chosen = _chosen_level if _chosen_level is not None else (
-        logging.INFO if verbose else logging.WARNING
+    chosen = (
+        _chosen_level
+        if _chosen_level is not None
+        else (logging.INFO if verbose else logging.WARNING)
     )
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(RedactingFormatter(f"simplex-rpc {command}: %(message)s"))
@@ -450,50 +446,11 @@ def load_sign_key(spec: str, *, what: str = "--sign-key") -> SigningKey:
     return read_signing_key(spec, what=what)
 
 
-CORE_ENV: Final = "SIMPLEX_RPC_CORE"
-"""The environment variable that gives ``--core`` its default."""
-
-
-def add_core_option(p: argparse.ArgumentParser, *, required: bool = True) -> None:
-    """Give a subcommand ``--core URL`` (``args.core``), defaulting to ``$SIMPLEX_RPC_CORE``.
-
-    Read when the parser is built: a command that needs a core and has neither
-    is a usage error naming both.
-    """
-    default = os.environ.get(CORE_ENV) or None
-    p.add_argument(
-        "--core",
-        required=required and default is None,
-        default=default,
-        type=core_url,
-        metavar="URL",
-        help="the chat core's WebSocket API, for example ws://127.0.0.1:5225 (simplex-chat"
-        f" -p 5225 -m; the simulator alone uses a path, to pick one of its simulated cores);"
-        f" default ${CORE_ENV}"
-        + (f" (now {redact(default)})" if default else ""),
-    )
-
-
 def install_hint(extra: str) -> str:
     """How to install the extra ``extra`` (:func:`simplex_rpc.errors.install_hint`)."""
     from ..errors import install_hint as hint
 
     return hint(extra)
-
-
-def core_url(text: str) -> str:
-    """An argparse ``type=``: the chat core's WebSocket URL, ``ws://HOST:PORT[/PATH]``."""
-    parsed = urllib.parse.urlsplit(text)
-    try:
-        parsed.port  # noqa: B018 - a port that is not a number raises here
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:80]!r}: the port is not a number") from None
-    if parsed.scheme not in ("ws", "wss") or not parsed.hostname:
-        raise argparse.ArgumentTypeError(
-            f"{text[:80]!r} is not a WebSocket URL: expected ws://HOST:PORT,"
-            " for example ws://127.0.0.1:5225"
-        )
-    return text
 
 
 def header_option(text: str) -> list[tuple[str, str]]:

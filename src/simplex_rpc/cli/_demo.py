@@ -8,8 +8,11 @@ into the 11,106-byte padded block, opened and verified on the responder's
 side, answered, and a tampered block and a signature copied into another
 session are both refused with :class:`BadSignature`.
 
-The round trip is computed first (:func:`round_trip`, plain data) and
-rendered second (:func:`render_text` or the ``--json`` summary).
+Each scenario is computed first (:func:`round_trip`, :func:`through_core`,
+:func:`through_chat`, :func:`through_sdk`: plain data), made into a
+:class:`Section` of numbered :class:`Step` rows and its ``--json`` object
+second (``*_section``, no printing), and one renderer prints them all
+(:func:`render`: text, or one JSON document).
 
 Then the same exchange goes through a chat core (:func:`through_core`): a
 :class:`~simplex_rpc.testing.CoreSimulator` started on a free loopback port,
@@ -27,6 +30,7 @@ Service RPC, then over ``/_call`` with a progress notification.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import hashlib
@@ -42,6 +46,7 @@ from .._wire.keys import PublicKey, SigningKey, session_tag
 from .._wire.padding import PADDED_LENGTH
 from ..errors import BadSignature, SimplexRpcError, install_hint
 from ..vectors._examples import mcp_tools_call_request, mcp_tools_call_response
+from ._options import add_json_option
 
 __all__ = [
     "DEMO_AD_LABELS",
@@ -49,10 +54,18 @@ __all__ = [
     "CoreResult",
     "DemoResult",
     "SdkDemo",
+    "Section",
+    "Step",
+    "chat_section",
+    "core_section",
     "demo_ad",
     "demo_signing_key",
+    "register",
+    "render",
     "round_trip",
+    "round_trip_section",
     "run_demo",
+    "sdk_section",
     "through_chat",
     "through_core",
     "through_sdk",
@@ -288,8 +301,53 @@ def _fill(block: bytes) -> int:
     return len(block) - 2 - int.from_bytes(block[:2], "big")
 
 
-def summary(result: DemoResult) -> dict[str, Any]:
-    """The ``--json`` form of the demo: a stable, machine-readable summary."""
+@dataclass(slots=True)
+class Step:
+    """One numbered step: its title and its detail rows (each printed under the title,
+    indented to the title's text)."""
+
+    number: int
+    title: str
+    rows: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Section:
+    """What a scenario shows: a title, its steps, whether it went as the protocol says, and
+    its ``--json`` object (under ``key``; the round trip's, key None, is the document's
+    top level)."""
+
+    title: str
+    steps: list[Step]
+    ok: bool
+    key: str | None
+    data: dict[str, Any]
+
+
+def render(sections: list[Section], *, json_output: bool = False) -> str:
+    """The demo's one renderer: the sections as text (each title, then its steps, each
+    separated by a blank line, and one closing line), or as one JSON document."""
+    ok = all(section.ok for section in sections)
+    if json_output:
+        document: dict[str, Any] = {}
+        for section in sections:
+            if section.key is None:
+                document |= section.data | {"ok": ok}
+            else:
+                document[section.key] = section.data
+        return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    lines: list[str] = []
+    for section in sections:
+        lines += [section.title, ""]
+        for step in section.steps:
+            head = f"{step.number}. "
+            lines += [head + step.title, *(" " * len(head) + row for row in step.rows), ""]
+    lines.append("All steps as expected." if ok else "SOMETHING WENT WRONG: see above.")
+    return "\n".join(lines) + "\n"
+
+
+def _round_trip_data(result: DemoResult) -> dict[str, Any]:
+    """The round trip's ``--json`` object: a stable, machine-readable summary."""
     block = result.block
     return {
         "ok": result.ok,
@@ -337,73 +395,17 @@ def summary(result: DemoResult) -> dict[str, Any]:
     }
 
 
-def render_text(result: DemoResult) -> str:
-    """The human-readable account of the round trip."""
+def round_trip_section(result: DemoResult) -> Section:
+    """Steps 1 to 7: the library's round trip, as data."""
     block = result.block
     message_length = int.from_bytes(block[:2], "big")
     queue = demo_reply_queue()
     q_end = 4 + len(queue.encode())
     at = _payload_at(block)
     pretty_request = json.dumps(json.loads(result.request_json), indent=2, ensure_ascii=False)
-    lines = [
-        f"simplex-rpc demo: one Service RPC round trip (backend: {result.backend})",
-        "",
-        "1. Requester key (Ed25519, from a fixed demo seed; the private key is not shown)",
-        f"   public key    {result.public_key.encode()}",
-        "                 base64url of the 44-byte X.509 SPKI DER, as the core's signerKey",
-        f"   raw           {result.public_key.raw.hex()}",
-        "",
-        "2. Session AD (the ratchet's rcAD: two X448 keys, the requester's first; the",
-        "   requester's is new for each request, the address's rotates with its ratchet keys)",
-        f"   requester     {result.ad[:56].hex()}",
-        f"   responder     {result.ad[56:].hex()}",
-        f"   length        {len(result.ad)} bytes",
-        "",
-        "3. Signed MCP tools/call request (the protocol text's example, with requestKey)",
-        *("   " + line for line in pretty_request.splitlines()),
-        f"   payload       {len(result.request_json)} bytes of compact JSON, signed as sent",
-        f"   session tag   {result.tag.hex()}",
-        '                 SHA3-256("SimpleXService" || AD)',
-        f"   signature     {result.signature.hex()}",
-        "                 Ed25519 over session tag || payload",
-        "",
-        f"4. The agent's request, padded: {len(block)} bytes (every request is {PADDED_LENGTH})",
-        f"   length field  {block[:2].hex()}  = {message_length}-byte message",
-        f"   tag, count    {block[2:4].hex()}  'A' (AgentServiceRequest), 1 reply queue",
-        f"   reply queue   {_hex(block[4:q_end], 16)}  ({q_end - 4} bytes)",
-        f"                 {queue.uri()}",
-        f"   signed        {block[q_end:q_end + 1].hex()}  '1' (Just RequestSignature)",
-        f"   key           {block[q_end + 1 : q_end + 2].hex()} +"
-        f" {_hex(block[q_end + 2 : q_end + 46], 16)}  (44-byte SPKI DER)",
-        f"   signature     {block[at - 65 : at - 64].hex()} + {_hex(block[at - 64 : at], 16)}"
-        "  (64 bytes)",
-        f"   payload       {_hex(block[at : 2 + message_length], 24)}",
-        f"   fill          {_fill(block)} bytes of '#'",
-        f"   head (hex)    {_hex(block, _HEAD_BYTES)}",
-        f"   sha256        {hashlib.sha256(block).hexdigest()}",
-        "",
-        "5. Responder opens the block with its AD",
-        f"   signature     verified; signer {result.signer.encode() if result.signer else 'none'}",
-        f"   payload       {len(result.opened_payload)} bytes, the same bytes that were signed:"
-        f" {'yes' if result.opened_payload == result.request_json else 'NO'}",
-        "   requestKey    "
-        + (
-            "equals the signer key (check_request_key: ok)"
-            if result.request_key_error is None
-            else f"refused: {result.request_key_error}"
-        ),
-        "",
-        "6. Response (the protocol text's example)",
-        f"   json          {result.response_json.decode('utf-8')}",
-        f"   block         {len(result.response_block)} bytes, head"
-        f" {_hex(result.response_block, 8)}  (length, 'P' AgentServiceResponse)",
-        f"   opened        {len(result.response_payload)} bytes, equal to what was sealed:"
-        f" {'yes' if result.response_payload == result.response_json else 'NO'}",
-        f"   result text   {result.response_value['result']['content'][0]['text']}",
-        "",
-        "7. What must be refused",
-        "   unsigned request naming a requestKey -> "
-        + (result.unsigned_with_key_error or "NOT REFUSED"),
+    refused = [
+        "unsigned request naming a requestKey -> "
+        + (result.unsigned_with_key_error or "NOT REFUSED")
     ]
     for refusal in result.refusals:
         where = ""
@@ -413,9 +415,95 @@ def render_text(result: DemoResult) -> str:
                 f" -> {refusal.detail['after']}, 'anvil' -> 'Anvil')"
             )
         outcome = f"{refusal.error}: {refusal.message}" if refusal.refused else "NOT REFUSED"
-        lines.append(f"   {refusal.what}{where} -> {outcome}")
-    lines += ["", "All steps as expected." if result.ok else "SOMETHING WENT WRONG: see above."]
-    return "\n".join(lines) + "\n"
+        refused.append(f"{refusal.what}{where} -> {outcome}")
+    steps = [
+        Step(
+            1,
+            "Requester key (Ed25519, from a fixed demo seed; the private key is not shown)",
+            [
+                f"public key    {result.public_key.encode()}",
+                "              base64url of the 44-byte X.509 SPKI DER, as the core's signerKey",
+                f"raw           {result.public_key.raw.hex()}",
+            ],
+        ),
+        Step(
+            2,
+            "Session AD (the ratchet's rcAD: two X448 keys, the requester's first; the",
+            [
+                "requester's is new for each request, the address's rotates with its ratchet keys)",
+                f"requester     {result.ad[:56].hex()}",
+                f"responder     {result.ad[56:].hex()}",
+                f"length        {len(result.ad)} bytes",
+            ],
+        ),
+        Step(
+            3,
+            "Signed MCP tools/call request (the protocol text's example, with requestKey)",
+            [
+                *pretty_request.splitlines(),
+                f"payload       {len(result.request_json)} bytes of compact JSON, signed as sent",
+                f"session tag   {result.tag.hex()}",
+                '              SHA3-256("SimpleXService" || AD)',
+                f"signature     {result.signature.hex()}",
+                "              Ed25519 over session tag || payload",
+            ],
+        ),
+        Step(
+            4,
+            f"The agent's request, padded: {len(block)} bytes (every request is {PADDED_LENGTH})",
+            [
+                f"length field  {block[:2].hex()}  = {message_length}-byte message",
+                f"tag, count    {block[2:4].hex()}  'A' (AgentServiceRequest), 1 reply queue",
+                f"reply queue   {_hex(block[4:q_end], 16)}  ({q_end - 4} bytes)",
+                f"              {queue.uri()}",
+                f"signed        {block[q_end : q_end + 1].hex()}  '1' (Just RequestSignature)",
+                f"key           {block[q_end + 1 : q_end + 2].hex()} +"
+                f" {_hex(block[q_end + 2 : q_end + 46], 16)}  (44-byte SPKI DER)",
+                f"signature     {block[at - 65 : at - 64].hex()} + {_hex(block[at - 64 : at], 16)}"
+                "  (64 bytes)",
+                f"payload       {_hex(block[at : 2 + message_length], 24)}",
+                f"fill          {_fill(block)} bytes of '#'",
+                f"head (hex)    {_hex(block, _HEAD_BYTES)}",
+                f"sha256        {hashlib.sha256(block).hexdigest()}",
+            ],
+        ),
+        Step(
+            5,
+            "Responder opens the block with its AD",
+            [
+                f"signature     verified; signer"
+                f" {result.signer.encode() if result.signer else 'none'}",
+                f"payload       {len(result.opened_payload)} bytes, the same bytes that were"
+                f" signed: {'yes' if result.opened_payload == result.request_json else 'NO'}",
+                "requestKey    "
+                + (
+                    "equals the signer key (check_request_key: ok)"
+                    if result.request_key_error is None
+                    else f"refused: {result.request_key_error}"
+                ),
+            ],
+        ),
+        Step(
+            6,
+            "Response (the protocol text's example)",
+            [
+                f"json          {result.response_json.decode('utf-8')}",
+                f"block         {len(result.response_block)} bytes, head"
+                f" {_hex(result.response_block, 8)}  (length, 'P' AgentServiceResponse)",
+                f"opened        {len(result.response_payload)} bytes, equal to what was sealed:"
+                f" {'yes' if result.response_payload == result.response_json else 'NO'}",
+                f"result text   {result.response_value['result']['content'][0]['text']}",
+            ],
+        ),
+        Step(7, "What must be refused", refused),
+    ]
+    return Section(
+        f"simplex-rpc demo: one Service RPC round trip (backend: {result.backend})",
+        steps,
+        result.ok,
+        None,
+        _round_trip_data(result),
+    )
 
 
 # -- the same exchange through a chat core (the simulator) ---------------------------
@@ -587,9 +675,49 @@ async def through_core() -> CoreResult:
     )
 
 
-def core_summary(core: CoreResult) -> dict[str, Any]:
-    """The ``--json`` form of the simulator part."""
-    return {
+def core_section(core: CoreResult) -> Section:
+    """Steps 8 to 10: the exchange through the simulated chat cores, as data."""
+    exchanges: list[str] = []
+    for n, exchange in enumerate(core.exchanges, start=1):
+        signer = exchange.signer_seen or "none"
+        if exchange.code is None:
+            outcome = f"response: {_result_text(exchange.response)}"
+        else:
+            message = exchange.response["error"].get("message", "")
+            outcome = f"error {exchange.code}: {message}"
+        handled = "called" if exchange.handler_called else "not called (refused before it)"
+        exchanges += [
+            f"{chr(ord('a') + n - 1)}. {exchange.what}",
+            f"   serviceRequest signerKey  {signer}",
+            f"   handler                   {handled}",
+            f"   {outcome}",
+        ]
+    stats = core.stats
+    steps = [
+        Step(
+            8,
+            "Responder core: /_start main=on service_requests=on -> "
+            + ("chatStarted" if core.started else "chatRunning"),
+            [
+                "/_address 1 pq_ratchet=on -> a contact address "
+                + (
+                    "with ratchet keys" if core.address_has_ratchet_keys else "WITHOUT ratchet keys"
+                ),
+                f"serving mcp with {core.server}",
+            ],
+        ),
+        Step(
+            9,
+            "Requester core: /_service_request 1 <address> timeout=10 [sign_key=<redacted>] <json>",
+            exchanges,
+        ),
+        Step(
+            10,
+            f"The simulator relayed {stats['delivered']} of {stats['requests']} requests and"
+            f" accepted {stats['responses']} responses, {stats['duplicate_responses']} duplicate",
+        ),
+    ]
+    data = {
         "ok": core.ok,
         "transport": "CoreSimulator on a free loopback port, two cores, the adapter's ChatCore",
         "server": core.server,
@@ -608,42 +736,13 @@ def core_summary(core: CoreResult) -> dict[str, Any]:
         ],
         "stats": core.stats,
     }
-
-
-def render_core(core: CoreResult) -> str:
-    """The human-readable account of the exchange through the simulated chat cores."""
-    lines = [
+    return Section(
         "Through a chat core: the adapter over the CoreSimulator (loopback WebSocket, free port)",
-        "",
-        "8. Responder core: /_start main=on service_requests=on -> "
-        + ("chatStarted" if core.started else "chatRunning"),
-        "   /_address 1 pq_ratchet=on -> a contact address "
-        + ("with ratchet keys" if core.address_has_ratchet_keys else "WITHOUT ratchet keys"),
-        f"   serving mcp with {core.server}",
-        "",
-        "9. Requester core: /_service_request 1 <address> timeout=10 [sign_key=<redacted>] <json>",
-    ]
-    for n, exchange in enumerate(core.exchanges, start=1):
-        signer = exchange.signer_seen or "none"
-        if exchange.code is None:
-            outcome = f"response: {_result_text(exchange.response)}"
-        else:
-            message = exchange.response["error"].get("message", "")
-            outcome = f"error {exchange.code}: {message}"
-        handled = "called" if exchange.handler_called else "not called (refused before it)"
-        lines += [
-            f"   {chr(ord('a') + n - 1)}. {exchange.what}",
-            f"      serviceRequest signerKey  {signer}",
-            f"      handler                   {handled}",
-            f"      {outcome}",
-        ]
-    stats = core.stats
-    lines += [
-        "",
-        f"10. The simulator relayed {stats['delivered']} of {stats['requests']} requests and"
-        f" accepted {stats['responses']} responses, {stats['duplicate_responses']} duplicate",
-    ]
-    return "\n".join(lines) + "\n"
+        steps,
+        core.ok,
+        "core",
+        data,
+    )
 
 
 # -- an MCP call over /_call in a group (the chat transport) ------------------------
@@ -763,22 +862,40 @@ async def through_chat() -> ChatDemo:
     )
 
 
-def render_chat(demo: ChatDemo) -> str:
-    """The human-readable account of the ``/_call`` in a group."""
-    lines = [
-        "Over the chat transport: /_call in a group of three simulated cores",
-        "",
-        "11. Group 'Acme customers': customer (owner), acme and helper; acme answers /_call"
-        f" mcp with {demo.server}",
-        f"    customer sends, mentioning acme:  {demo.command}",
-        "",
-        "12. Replies, each quoting the command"
-        + (" (checked)" if demo.quoted_command else " (NOT all quoting it)"),
-    ]
+def chat_section(demo: ChatDemo) -> Section:
+    """Steps 11 and 12: one ``/_call`` in a group, as data."""
+    replies = []
     for n, reply in enumerate(demo.replies, start=1):
         end = "  <- ends the answer" if reply["ends"] else ""
-        lines.append(f"    {n}. {reply['sender']}: {reply['text']}{end}")
-    return "\n".join(lines) + "\n"
+        replies.append(f"{n}. {reply['sender']}: {reply['text']}{end}")
+    steps = [
+        Step(
+            11,
+            "Group 'Acme customers': customer (owner), acme and helper; acme answers /_call"
+            f" mcp with {demo.server}",
+            [f"customer sends, mentioning acme:  {demo.command}"],
+        ),
+        Step(
+            12,
+            "Replies, each quoting the command"
+            + (" (checked)" if demo.quoted_command else " (NOT all quoting it)"),
+            replies,
+        ),
+    ]
+    data = {
+        "ok": demo.ok,
+        "server": demo.server,
+        "command": demo.command,
+        "replies": demo.replies,
+        "each_reply_quotes_the_command": demo.quoted_command,
+    }
+    return Section(
+        "Over the chat transport: /_call in a group of three simulated cores",
+        steps,
+        demo.ok,
+        "chat",
+        data,
+    )
 
 
 # -- the MCP SDK's own client through SimplexTransport --------------------------------
@@ -890,25 +1007,52 @@ async def through_sdk() -> SdkDemo:
     return demo
 
 
-def render_sdk(demo: SdkDemo) -> str:
-    """The human-readable account of the SDK client part."""
-    lines = ["The MCP SDK's own client (mcp.Client) through SimplexTransport", ""]
+def sdk_section(demo: SdkDemo) -> Section:
+    """Steps 13 and 14: the MCP SDK's own client through SimplexTransport, as data."""
     if not demo.installed:
-        lines.append(f"13. Skipped: the mcp SDK is not installed ({install_hint('mcp')})")
-        return "\n".join(lines) + "\n"
-    lines += [
-        "13. mcp.Client(SimplexTransport(core, 1, <acme's address>)): each request is one"
-        " Service RPC request",
-        f"    server/discover: revision {demo.revision}; tools/list: {', '.join(demo.tools)}",
-        f"    tools/call availability {{item: anvil}} -> {demo.rpc_answer!r}",
-        "",
-        f"14. mcp.Client(SimplexTransport(core, 1, {demo.chat!r}, via='chat')): /_call mcp in"
-        " the direct chat (catalog needs a conversation)",
-    ]
-    for progress, total, message in demo.progress:
-        lines.append(f"    progress callback: {progress:g} of {total:g}, {message!r}")
-    lines.append(f"    tools/call catalog -> {demo.chat_answer!r}")
-    return "\n".join(lines) + "\n"
+        steps = [Step(13, f"Skipped: the mcp SDK is not installed ({install_hint('mcp')})")]
+    else:
+        steps = [
+            Step(
+                13,
+                "mcp.Client(SimplexTransport(core, 1, <acme's address>)): each request is one"
+                " Service RPC request",
+                [
+                    f"server/discover: revision {demo.revision}; tools/list:"
+                    f" {', '.join(demo.tools)}",
+                    f"tools/call availability {{item: anvil}} -> {demo.rpc_answer!r}",
+                ],
+            ),
+            Step(
+                14,
+                f"mcp.Client(SimplexTransport(core, 1, {demo.chat!r}, via='chat')): /_call mcp in"
+                " the direct chat (catalog needs a conversation)",
+                [
+                    *(
+                        f"progress callback: {progress:g} of {total:g}, {message!r}"
+                        for progress, total, message in demo.progress
+                    ),
+                    f"tools/call catalog -> {demo.chat_answer!r}",
+                ],
+            ),
+        ]
+    data = {
+        "ok": demo.ok,
+        "installed": demo.installed,
+        "revision": demo.revision,
+        "tools": demo.tools,
+        "rpc_answer": demo.rpc_answer,
+        "chat": demo.chat,
+        "progress": [list(p) for p in demo.progress],
+        "chat_answer": demo.chat_answer,
+    }
+    return Section(
+        "The MCP SDK's own client (mcp.Client) through SimplexTransport",
+        steps,
+        demo.ok,
+        "sdk_client",
+        data,
+    )
 
 
 def run_demo(*, json_output: bool = False, out: TextIO | None = None) -> int:
@@ -917,44 +1061,31 @@ def run_demo(*, json_output: bool = False, out: TextIO | None = None) -> int:
     The library's round trip (steps 1 to 7), then the same exchange through
     the simulated chat cores (steps 8 to 10), one ``/_call`` in a group
     (steps 11 and 12), and the MCP SDK's own client through SimplexTransport
-    (steps 13 and 14). Returns 0 when every step
-    behaved as the protocol requires, else 1.
+    (steps 13 and 14): each scenario runs, then its section (data) is made, and
+    :func:`render` prints them all. Returns 0 when every step behaved as the
+    protocol requires, else 1.
     """
-    stream = sys.stdout if out is None else out
-    result = round_trip()
-    core = asyncio.run(through_core())
-    chat_demo = asyncio.run(through_chat())
-    sdk_demo = asyncio.run(through_sdk())
-    ok = result.ok and core.ok and chat_demo.ok and sdk_demo.ok
-    if json_output:
-        document = summary(result) | {"ok": ok, "core": core_summary(core)}
-        document["chat"] = {
-            "ok": chat_demo.ok,
-            "server": chat_demo.server,
-            "command": chat_demo.command,
-            "replies": chat_demo.replies,
-            "each_reply_quotes_the_command": chat_demo.quoted_command,
-        }
-        document["sdk_client"] = {
-            "ok": sdk_demo.ok,
-            "installed": sdk_demo.installed,
-            "revision": sdk_demo.revision,
-            "tools": sdk_demo.tools,
-            "rpc_answer": sdk_demo.rpc_answer,
-            "chat": sdk_demo.chat,
-            "progress": [list(p) for p in sdk_demo.progress],
-            "chat_answer": sdk_demo.chat_answer,
-        }
-        stream.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
-    else:
-        text = render_text(result)
-        closing = "All steps as expected." if result.ok else "SOMETHING WENT WRONG: see above."
-        text = text[: text.rindex(closing)].rstrip("\n") + "\n\n" + render_core(core)
-        text += "\n" + render_chat(chat_demo)
-        text += "\n" + render_sdk(sdk_demo)
-        stream.write(
-            text
-            + "\n"
-            + ("All steps as expected.\n" if ok else "SOMETHING WENT WRONG: see above.\n")
-        )
-    return 0 if ok else 1
+    sections = [
+        round_trip_section(round_trip()),
+        core_section(asyncio.run(through_core())),
+        chat_section(asyncio.run(through_chat())),
+        sdk_section(asyncio.run(through_sdk())),
+    ]
+    (sys.stdout if out is None else out).write(render(sections, json_output=json_output))
+    return 0 if all(section.ok for section in sections) else 1
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    return run_demo(json_output=args.json)
+
+
+def register(subparsers: Any) -> None:
+    """Add ``demo`` to the ``simplex-rpc`` parser."""
+    p = subparsers.add_parser(
+        "demo",
+        help="show one Service RPC round trip, step by step",
+        description="One signed, padded Service RPC round trip with fixed demo keys:"
+        " every step shown, and a tampered block and a copied signature refused.",
+    )
+    add_json_option(p, "print a machine-readable summary")
+    p.set_defaults(handler=_cmd_demo)

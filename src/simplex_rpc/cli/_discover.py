@@ -34,16 +34,8 @@ from ..adapter import ChatCore, LinkDeclarations
 from ..declarations import ProtocolDeclaration
 from ..errors import ChatCoreError, SimplexRpcError, install_hint
 from ..llms_txt import CommunicationAddress, check_address, link_kind, parse_communications
-from ._common import (
-    EXIT_INVALID,
-    EXIT_OK,
-    CliError,
-    add_json_option,
-    core_url,
-    emit_json,
-    positive_seconds,
-    whole_number,
-)
+from ._common import EXIT_INVALID, EXIT_OK, CliError, emit_json, positive_seconds, whole_number
+from ._options import add_json_option, add_start_option, core_url
 
 #: The default limit on llms.txt's size: far above what a list of addresses needs.
 DEFAULT_MAX_BYTES: Final = 1024 * 1024
@@ -478,12 +470,7 @@ def register(subparsers: Any) -> None:
         metavar="ID",
         help="the user id (default 1)",
     )
-    p.add_argument(
-        "--no-start",
-        dest="start",
-        action="store_false",
-        help="do not send /_start main=on first (a running core answers chatRunning)",
-    )
+    add_start_option(p)
     p.add_argument(
         "--cacert",
         metavar="FILE",

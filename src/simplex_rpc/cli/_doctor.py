@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..errors import ChatCoreError, install_hint
-from ._common import EXIT_INVALID, EXIT_OK, add_core_option, whole_number
-
-_positive_int = whole_number(1, "must be at least 1")
+from ._common import EXIT_INVALID, EXIT_OK
+from ._options import add_core_option, add_user_option
 
 EXTRAS: Final = {
     "mcp": ("mcp",),
@@ -123,9 +122,7 @@ async def _core_findings(url: str, user: int) -> list[Finding]:
                 findings += _probe_failure(exc, user)
             else:
                 findings.append(Finding("ok", "chat", "started"))
-                findings.append(
-                    Finding("ok", "address", "its short link has ratchet keys", "")
-                )
+                findings.append(Finding("ok", "address", "its short link has ratchet keys", ""))
                 code = response.error.code if response.error is not None else "a response"
                 findings.append(
                     Finding(
@@ -232,9 +229,7 @@ def register(subparsers: Any) -> None:
         " failed.",
     )
     add_core_option(p, required=False)
-    p.add_argument(
-        "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
-    )
+    add_user_option(p)
     p.add_argument("--json", action="store_true", help="the findings as a JSON list")
     p.set_defaults(handler=_cmd_doctor)
 

@@ -17,18 +17,23 @@ from typing import Any, NoReturn
 from ..errors import SimplexRpcError
 from . import (
     _a2a_proxy,
-    _adapter,
     _agent,
     _bench,
-    _calls,
-    _chat,
-    _core,
+    _blocks,
+    _call,
+    _call_text,
+    _demo,
     _discover,
     _doctor,
-    _proxy,
+    _keys,
+    _llms_txt,
+    _mcp_a2a,
+    _mcp_proxy,
+    _serve,
+    _simulator,
+    _vectors,
 )
 from ._common import (
-    CORE_ENV,
     EXIT_OK,
     EXIT_USAGE,
     LOG_LEVELS,
@@ -37,18 +42,25 @@ from ._common import (
     remove_logging,
     setup_logging,
 )
+from ._options import CORE_ENV
 
 #: Modules that add subcommands, in the order of ``--help``.
 COMMAND_MODULES: tuple[ModuleType, ...] = (
-    _core,
+    _keys,
+    _blocks,
+    _vectors,
+    _demo,
     _agent,
-    _adapter,
-    _calls,
-    _chat,
+    _call,
+    _serve,
+    _simulator,
+    _mcp_a2a,
+    _llms_txt,
+    _call_text,
     _discover,
     _doctor,
     _bench,
-    _proxy,
+    _mcp_proxy,
     _a2a_proxy,
 )
 

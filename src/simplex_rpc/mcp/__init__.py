@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from .._bindings import mcp as _binding
+from .._bindings.mcp import *  # noqa: F403 (the binding's data is the package's public API)
 from .._wire import lazy as _lazy
 from ..errors import install_hint
-from . import _binding
-from ._binding import *  # noqa: F403 (the binding's data is the package's public API)
 
 if TYPE_CHECKING:
     from ._bridge import McpBridge as McpBridge

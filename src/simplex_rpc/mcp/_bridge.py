@@ -49,15 +49,16 @@ from .._bindings import (
     PARSE_ERROR,
     RPC_JSON_LIMIT,
     BindingError,
+    ServiceRequestLike,
     dumps_text,
     envelope_of,
     error_response,
+    mcp,
     refuse_envelope,
 )
 from .._wire import strict_json as _json
 from .._wire.envelope import Response
 from ..chat import fits_message
-from . import _binding as mcp
 
 __all__ = ["McpBridge"]
 
@@ -328,7 +329,7 @@ class McpBridge:
 
         return mcp.chat_reply(await self.handle(message, on_notification=forward))
 
-    async def rpc_handler(self, service_request: object) -> Response:
+    async def rpc_handler(self, service_request: ServiceRequestLike) -> Response:
         """The response envelope for a Service RPC request (the adapter's handler).
 
         ``service_request`` is the adapter's ``ServiceRequest`` (its

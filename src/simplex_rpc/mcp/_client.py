@@ -8,7 +8,8 @@ SDK's own streamable HTTP client does for a 2026-07-28 server (one POST per
 request). The SDK does everything else: ``server/discover`` and its revision
 handling, the ``_meta`` envelope, ``input_required`` retries, caching.
 
-A round trip is one function, chosen once per transport (``via``):
+Each request is one round trip of the adapter (``adapter._client.RoundTrip``,
+shared with the A2A transport), by the transport chosen once (``via``):
 
 * ``rpc``: one Service RPC request per JSON-RPC request (protocol text,
   "MCP binding": over Service RPC the request is the envelope's ``request``
@@ -22,22 +23,23 @@ A round trip is one function, chosen once per transport (``via``):
   read once when the transport starts: ``rpc`` when ``mcp`` declares
   ``transports.rpc``, otherwise a clear error.
 
-Envelope errors (the request was not passed to the server) become JSON-RPC
-errors with the code :data:`SERVICE_RPC_ERROR`, whose message starts with the
-envelope code and whose ``data`` holds the envelope's error; the SDK raises
-them as ``MCPError``. Failures of the chat core (no answer in time, an
-address it cannot reach) become the SDK's own ``REQUEST_TIMEOUT`` and
-``CONNECTION_CLOSED`` errors for that request.
+Each failure the round trip classifies (``Failure``) becomes a JSON-RPC error
+for that request, which the SDK raises as ``MCPError``. Envelope errors (the
+request was not passed to the server) have the code :data:`SERVICE_RPC_ERROR`,
+a message that starts with the envelope code and the envelope's error in
+``data``; no answer in time and an address the core cannot reach are the
+SDK's own ``REQUEST_TIMEOUT`` and ``CONNECTION_CLOSED``; a call refused before
+sending is ``-32600``; an answer that is not a response to the request
+``-32603``.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, aclosing, asynccontextmanager
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Any, Final, Unpack
 
 import anyio
 import anyio.abc
@@ -54,21 +56,22 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from .._bindings import INTERNAL_ERROR, INVALID_REQUEST, error_response
-from .._wire.envelope import ErrorCode, ErrorInfo, Request
-from .._wire.keys import SigningKey
+from .._bindings import INTERNAL_ERROR, INVALID_REQUEST, error_response, mcp
+from .._wire.envelope import ErrorCode, ErrorInfo
 from .._wire.redact import RedactingLogger, redact
-from ..adapter import CallRefused, ChatCore, ChatCoreTimeout
-from ..adapter._chat import check_chat_ref
+from ..adapter import ChatCore
 from ..adapter._client import (
-    DEFAULT_MAX_RETRY_AFTER,
-    RETRIES,
-    check_destination,
+    VIAS,
+    CallOptions,
+    Failure,
+    RoundTrip,
+    RoundTripError,
+    Via,
     check_seconds,
     describe_error,
+    is_notification,
 )
-from ..errors import ChatCoreError, SimplexRpcError
-from . import _binding as mcp
+from ..errors import SimplexRpcError
 
 # What the transport yields to the SDK: its read and write streams. The SDK names
 # this pair TransportStreams in a private module (mcp.client._transport), typed with
@@ -91,12 +94,6 @@ In MCP's implementation-defined band (-32000 to -32019), beside the SDK's
 own -32000 and -32001. ``error.data.serviceRpcError`` is the envelope's
 error object (``code``, ``message``, ``retryAfter``)."""
 
-Via = Literal["rpc", "chat", "auto"]
-"""The transports a request can go by (``auto``: chosen from the address's declarations)."""
-
-VIAS: Final[tuple[Via, ...]] = ("rpc", "chat", "auto")
-"""The transports a request can go by (``auto``: chosen from the address's declarations)."""
-
 CONVERSATION_HINT: Final = (
     "call it in a conversation: use the chat transport: via='chat',"
     " or --via chat for mcp-proxy"
@@ -105,10 +102,15 @@ CONVERSATION_HINT: Final = (
 :class:`SimplexTransport` itself or ``simplex-rpc mcp-proxy``."""
 
 Notify = Callable[[dict[str, Any]], Awaitable[None]]
-RoundTrip = Callable[[dict[str, Any], Notify], Awaitable[dict[str, Any]]]
-"""One request to the bot: the JSON-RPC request in, its JSON-RPC response out.
-Notifications the bot sends for the request before the response go to the
-``Notify`` callable."""
+"""Where the notifications the bot sends for a request, before its response, go."""
+
+# The JSON-RPC error code of each failure of a round trip but an envelope error's.
+_FAILURE_CODES: Final = {
+    Failure.REFUSED: INVALID_REQUEST,
+    Failure.TIMEOUT: REQUEST_TIMEOUT,
+    Failure.UNDELIVERED: CONNECTION_CLOSED,
+    Failure.BAD_ANSWER: INTERNAL_ERROR,
+}
 
 
 def envelope_error(request_id: Any, error: ErrorInfo, *, hint: str = "") -> dict[str, Any]:
@@ -162,33 +164,28 @@ class SimplexTransport:
     """
 
     def __init__(
-        self,
-        core: ChatCore,
-        user_id: int,
-        target: str,
-        *,
-        via: Via = "rpc",
-        sign_key: SigningKey | None = None,
-        timeout: float = 30.0,
-        max_retry_after: float = DEFAULT_MAX_RETRY_AFTER,
-        member: str | None = None,
+        self, core: ChatCore, user_id: int, target: str, *, via: Via = "rpc",
+        **options: Unpack[CallOptions],
     ) -> None:
-        if not isinstance(core, ChatCore):
-            raise TypeError(f"core: expected a ChatCore, got {type(core).__name__}")
-        self._check_arguments(user_id, target, via=via, timeout=timeout, member=member)
-        if sign_key is not None and not isinstance(sign_key, SigningKey):
-            raise TypeError(f"sign_key: expected a SigningKey, got {type(sign_key).__name__}")
+        via_chat = via == "chat"
+        # The options are the round trip's, checked there, the same for both bindings.
+        self._trip = RoundTrip(
+            core,
+            user_id,
+            mcp.PROTOCOL,
+            target=None if via_chat else target,
+            chat=target if via_chat else None,
+            via=via,
+            **options,
+        )
         self.core = core
         self.user_id = user_id
         self.target = target
         self.via: Via = via
-        self.timeout = float(timeout)
-        self.max_retry_after = check_seconds(max_retry_after, "max_retry_after")
-        self.member = member
-        self._sign_key = sign_key
-        self._round_trip: RoundTrip = (
-            self._chat_round_trip if via == "chat" else self._rpc_round_trip
-        )
+        self.timeout = self._trip.timeout
+        self.max_retry_after = self._trip.max_retry_after
+        self.member = self._trip.member
+        self._sign_key = options.get("sign_key")
         self._cm: AbstractAsyncContextManager[TransportStreams] | None = None
 
     @staticmethod
@@ -201,136 +198,66 @@ class SimplexTransport:
         member: object = None,
     ) -> None:
         """Raise for arguments the constructor would refuse (before a core is open)."""
-        check_destination(user_id, target)
-        if via not in VIAS:
-            raise SimplexRpcError(f"via: {str(via)[:32]!r} is not one of {', '.join(VIAS)}")
-        if via == "chat":
-            target = check_chat_ref(target, "target: via='chat' calls in a conversation")
-            if member is not None and (not isinstance(member, str) or not member):
-                raise SimplexRpcError("member: expected a member's display name")
-            if member is not None and target.startswith("@"):
-                raise SimplexRpcError("member: a direct chat has no members to mention")
-        elif member is not None:
-            raise SimplexRpcError("member: only for via='chat' in a group")
-        else:
-            try:
-                check_chat_ref(target, "target")
-            except SimplexRpcError:
-                pass  # not a ChatRef: a link or a name, as check_destination took it
-            else:
-                raise SimplexRpcError(
-                    f"target: {target} is a ChatRef: use via='chat', or the address link for"
-                    f" via={via!r}"
-                )
+        via_chat = via == "chat"
+        RoundTrip.check(
+            user_id,
+            target=None if via_chat else target,
+            chat=target if via_chat else None,
+            member=member,
+            via=via,
+        )
         check_seconds(timeout, "timeout")
 
     def __repr__(self) -> str:
         signed = "signed" if self._sign_key is not None else "unsigned"
         return f"SimplexTransport({self.target!r}, via={self.via!r}, {signed})"
 
-    # -- the round trips -----------------------------------------------------------
+    # -- the round trip ------------------------------------------------------------
 
-    async def _rpc_round_trip(self, message: dict[str, Any], notify: Notify) -> dict[str, Any]:
-        """One Service RPC request; its response, or the JSON-RPC error that stands for it."""
+    async def _round_trip(self, message: dict[str, Any], notify: Notify) -> dict[str, Any]:
+        """The bot's JSON-RPC response to ``message`` (notifications to ``notify`` before
+        it), or the JSON-RPC error that stands for the round trip's failure."""
         request_id = message.get("id")
-        key = self._sign_key
-        envelope = Request(
-            protocol=mcp.PROTOCOL,
-            request=message,
-            request_key=key.public_key if key is not None else None,
-        )
-        response = await self.core.service_request(
-            self.user_id,
-            self.target,
-            envelope,
-            timeout=math.ceil(self.timeout),
-            sign_key=key,
-            retries=RETRIES,
-            max_retry_after=self.max_retry_after,
-        )
-        error = response.error
-        if error is None:
-            return self._checked(response.response, request_id)
-        hint = ""
+        try:
+            async with aclosing(self._trip.answers(message)) as answers:
+                async for answer in answers:
+                    if is_notification(answer):
+                        await notify(answer)
+                    else:
+                        return self._checked(answer, request_id)
+        except RoundTripError as exc:
+            if exc.error is not None:
+                return envelope_error(request_id, exc.error, hint=self._hint(exc.error))
+            return error_response(request_id, _FAILURE_CODES[exc.kind], str(exc))
+        raise AssertionError("a round trip ends with its answer or a RoundTripError")
+
+    def _hint(self, error: ErrorInfo) -> str:
+        """What the caller can do about an envelope error."""
         if error.code == ErrorCode.CONVERSATION_REQUIRED:
-            hint = CONVERSATION_HINT
-        elif error.retry_after is not None:
-            hint = (
+            return CONVERSATION_HINT
+        if error.retry_after is not None:
+            return (
                 f"not repeated: the wait is over max_retry_after ({self.max_retry_after:g} s)"
                 " or the repeats are used up"
             )
-        return envelope_error(request_id, error, hint=hint)
-
-    async def _chat_round_trip(self, message: dict[str, Any], notify: Notify) -> dict[str, Any]:
-        """``/_call mcp`` in the chat: notifications as they come, then the response."""
-        request_id = message.get("id")
-        try:
-            replies = self.core.call_stream(
-                self.target,
-                mcp.PROTOCOL,
-                message,
-                member=self.member,
-                wait=self.timeout,
-                user_id=self.user_id,
-            )
-            async for reply in replies:
-                body = reply.message
-                if body is None:
-                    continue  # a text reply, not a message of the binding
-                if "id" not in body and isinstance(body.get("method"), str):
-                    await notify(body)
-                elif body.get("id") == request_id or reply.ends:
-                    return self._checked(body, request_id)
-        except CallRefused as exc:
-            return error_response(request_id, INVALID_REQUEST, f"not sent: {exc}")
-        return error_response(
-            request_id,
-            REQUEST_TIMEOUT,
-            f"no answer in {self.target} within {self.timeout:g} seconds",
-        )
-
-    async def _choose(self) -> None:
-        """``via="auto"``: the round trip the address's declarations allow."""
-        declared = await self.core.link_declarations(self.user_id, self.target)
-        entry = declared.protocols.get(mcp.PROTOCOL)
-        transports = entry.transports if entry is not None else ()
-        if "rpc" in transports:
-            self._round_trip = self._rpc_round_trip
-            return
-        if entry is None:
-            what = "does not declare mcp"
-        else:
-            what = f"declares mcp over {', '.join(transports) or 'no transport'} only"
-        raise SimplexRpcError(
-            f"via='auto': the address {what}, not over Service RPC (transports.rpc);"
-            " connect to it and call with via='chat' and the contact's ChatRef"
-        )
+        return ""
 
     @staticmethod
-    def _checked(answer: object, request_id: Any) -> dict[str, Any]:
-        """The bot's answer if it is a JSON-RPC response to this request, else -32603."""
-        problem: str | None = None
-        if not isinstance(answer, dict):
-            problem = "the bot's answer is not a JSON-RPC response object"
-        else:
-            try:
-                parsed = jsonrpc_message_adapter.validate_python(answer, by_name=False)
-            except ValidationError:
-                problem = "the bot's answer is not a JSON-RPC response"
-            else:
-                if not isinstance(parsed, (JSONRPCResponse, JSONRPCError)):
-                    problem = "the bot answered with a JSON-RPC message that is not a response"
-                elif isinstance(parsed, JSONRPCError) and parsed.id is None:
-                    # JSON-RPC 2.0 allows a null id on an error the server could not tie
-                    # to a request (a parse error). A round trip carries exactly one
-                    # request, so the error is this request's: keep its code and message.
-                    return {**answer, "id": request_id}
-                elif parsed.id != request_id:
-                    problem = "the bot's response has another request's id"
-        if problem is not None:
-            return error_response(request_id, INTERNAL_ERROR, problem)
-        assert isinstance(answer, dict)
-        assert isinstance(parsed, (JSONRPCResponse, JSONRPCError))
+    def _checked(answer: dict[str, Any], request_id: Any) -> dict[str, Any]:
+        """The bot's response (the round trip matched its id) if it is a JSON-RPC
+        response as the SDK reads it, else ``-32603``."""
+        try:
+            parsed = jsonrpc_message_adapter.validate_python(answer, by_name=False)
+        except ValidationError:
+            return error_response(
+                request_id, INTERNAL_ERROR, "the bot's answer is not a JSON-RPC response"
+            )
+        if not isinstance(parsed, (JSONRPCResponse, JSONRPCError)):
+            return error_response(
+                request_id,
+                INTERNAL_ERROR,
+                "the bot answered with a JSON-RPC message that is not a response",
+            )
         return _Validated(answer, parsed)
 
     # -- the streams -----------------------------------------------------------------
@@ -359,14 +286,6 @@ class SimplexTransport:
             with scope:
                 try:
                     answer = await self._round_trip(message, notify)
-                except ChatCoreTimeout as exc:
-                    answer = error_response(request.id, REQUEST_TIMEOUT, redact(str(exc)))
-                except ChatCoreError as exc:
-                    answer = error_response(
-                        request.id,
-                        CONNECTION_CLOSED,
-                        redact(f"the chat core could not deliver the request: {exc}"),
-                    )
                 except SimplexRpcError as exc:
                     # The library refused something on the way (an answer of the core it
                     # cannot use): this request fails, the transport stays up.
@@ -438,7 +357,7 @@ class SimplexTransport:
         if self._cm is not None:
             raise RuntimeError("SimplexTransport: already entered")
         if self.via == "auto":
-            await self._choose()
+            await self._trip.choose()
         self._cm = self._connect()
         return await self._cm.__aenter__()
 

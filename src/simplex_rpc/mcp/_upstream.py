@@ -55,7 +55,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
-from .._bindings import RPC_JSON_LIMIT, BindingError, header_field
+from .._bindings import RPC_JSON_LIMIT, BindingError, ServiceRequestLike, header_field
 from .._wire.envelope import ErrorCode, Response
 from .._wire.redact import RedactingLogger, redact
 from ._bridge import McpBridge, NotificationSink, ReplySink
@@ -542,7 +542,7 @@ class Upstream:
         ``-32603`` when the upstream failed the request."""
         return await self._bridge.chat_handler(request, send=send)
 
-    async def rpc_handler(self, service_request: object) -> Response:
+    async def rpc_handler(self, service_request: ServiceRequestLike) -> Response:
         """The Service RPC response (as :meth:`McpBridge.rpc_handler`); the envelope error
         ``internal`` when the upstream failed the request."""
         outcome = _Outcome()

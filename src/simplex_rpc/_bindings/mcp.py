@@ -1,7 +1,7 @@
 """The data of the MCP binding: no I/O and no SDK.
 
 :mod:`simplex_rpc.mcp` re-exports its public names and documents them; the
-bridge and the client transport of the package use them.
+bridge, the client transport and the gateway use them.
 """
 
 from __future__ import annotations
@@ -11,20 +11,17 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from .. import _bindings as _bridge
-from .._bindings import (
+from .._wire.envelope import ErrorCode, Response
+from . import shared
+from .shared import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     RPC_JSON_LIMIT,
     BindingError,
     error_response,
-    invalid_request,
     json_type,
-    request_id,
-    valid_id,
 )
-from .._wire.envelope import ErrorCode, Response
 
 __all__ = [
     "CLIENT_CAPABILITIES_KEY",
@@ -90,34 +87,26 @@ def check_revisions(supported: Iterable[str]) -> tuple[str, ...]:
     Raises :class:`BindingError` for an empty list, a string in place of a
     list, or a revision this binding cannot carry.
     """
-    if isinstance(supported, str):
-        raise BindingError("supported: expected a list of revisions, got a string")
-    out: list[str] = []
-    for i, revision in enumerate(supported):
-        if (
-            not isinstance(revision, str)
-            or not _REVISION.fullmatch(revision)
-            or not _is_date(revision)
-        ):
-            raise BindingError(f"supported[{i}]: {revision!r} is not an MCP revision (YYYY-MM-DD)")
-        if revision < MIN_REVISION:
-            raise BindingError(
-                f"supported[{i}]: revision {revision} is before {MIN_REVISION};"
-                " earlier revisions begin with an initialize handshake and are not carried"
-            )
-        out.append(revision)
-    if not out:
-        raise BindingError("supported: the list is empty")
-    return tuple(out)
+    return shared.checked_list(supported, "supported", "revisions", _check_revision)
+
+
+def _check_revision(place: str, revision: object) -> None:
+    if not isinstance(revision, str) or not _REVISION.fullmatch(revision) or not _is_date(revision):
+        raise BindingError(f"{place}: {revision!r} is not an MCP revision (YYYY-MM-DD)")
+    if revision < MIN_REVISION:
+        raise BindingError(
+            f"{place}: revision {revision} is before {MIN_REVISION};"
+            " earlier revisions begin with an initialize handshake and are not carried"
+        )
 
 
 def _request_id(message: object) -> Any:
-    return request_id(message, allow_null=False)
+    return shared.request_id(message, allow_null=False)
 
 
 def _invalid(message: object) -> str | None:
     """Why ``message`` is not a JSON-RPC 2.0 request as MCP has them, or None."""
-    return invalid_request(message, allow_null_id=False)
+    return shared.invalid_request(message, allow_null_id=False)
 
 
 def unsupported_revision(
@@ -224,7 +213,7 @@ def make_request(
     """
     if not isinstance(method, str) or not method:
         raise BindingError("method: expected a non-empty string")
-    if not valid_id(id, allow_null=False):
+    if not shared.valid_id(id, allow_null=False):
         raise BindingError(f"id: expected a string or an integer, got {json_type(id)}")
     check_revisions([revision])
     body = dict(params or {})
@@ -246,7 +235,7 @@ def chat_reply(response: Mapping[str, Any]) -> str:
     request's id and ``data`` ``{"size": ..., "limit": 15602}``, where ``size``
     counts the whole message as the limit does (``size > limit``).
     """
-    return _bridge.chat_reply(response, binding="mcp")
+    return shared.chat_reply(response, binding=PROTOCOL)
 
 
 def rpc_response(response: Mapping[str, Any], *, limit: int = RPC_JSON_LIMIT) -> Response:
@@ -256,7 +245,7 @@ def rpc_response(response: Mapping[str, Any], *, limit: int = RPC_JSON_LIMIT) ->
     JSON is over ``limit`` bytes (default 10,000, the protocol text's SHOULD)
     or would not fit the padded block.
     """
-    return _bridge.rpc_response(response, binding="mcp", limit=limit)
+    return shared.rpc_response(response, binding=PROTOCOL, limit=limit)
 
 
 def rpc_disposition(

@@ -1,11 +1,8 @@
-"""The ``call``, ``serve`` and ``call-chat`` subcommands: both transports through a chat core.
+"""``serve``: answer Service RPC requests (and ``/_call`` with ``--chat``) through a chat core.
 
-``simplex-rpc call --core ws://127.0.0.1:5225 --user 1 TARGET PROTOCOL JSON``
-sends one request and prints the response envelope; ``simplex-rpc serve``
-answers requests with an echo responder or an MCP server (``McpBridge``), and
-with ``--chat`` answers ``/_call`` in conversations too.
-``simplex-rpc call-chat --core URL CHAT PROTOCOL JSON`` sends one ``/_call``
-and prints the replies as JSON lines.
+An echo responder, an MCP server (``McpBridge``), any MCP server as an upstream
+(``--mcp-stdio``, ``--mcp-url``) or an A2A agent (``--a2a-url``, ``--a2a-module``);
+every argument is checked and the server built before connecting.
 """
 
 from __future__ import annotations
@@ -13,14 +10,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import errno
 import importlib
 import importlib.util
 import inspect
 import json
 import logging
-import re
-import socket
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -28,11 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._wire.envelope import UNSET, Request, check_protocol_name
-from .._wire.keys import SigningKey
+from .._wire.envelope import check_protocol_name
 from ..adapter import (
-    ENVELOPE_ERRORS,
-    TYPED_ERRORS,
     ChatCore,
     ChatCoreClosed,
     IncomingCall,
@@ -40,32 +31,22 @@ from ..adapter import (
     ReplySink,
     ServeOutcome,
     ServiceRequest,
-    raw_request_command,
 )
-from ..adapter._chat import check_chat_ref
 from ..errors import EnvelopeError, install_hint
 from ._common import (
-    EXIT_INVALID,
     EXIT_OK,
     CliError,
     RedactingFormatter,
-    add_core_option,
     add_ready_option,
     chosen_log_level,
-    emit_json,
     env_file,
     header_option,
-    load_json,
-    load_sign_key,
     positive_seconds,
     ready,
     run_until_signal,
     setup_logging,
-    whole_number,
 )
-
-_positive_int = whole_number(1, "must be at least 1")
-_non_negative_int = whole_number(0, "must not be negative")
+from ._options import add_core_option, add_user_option, non_negative_int, positive_int
 
 
 def _grace(text: str) -> float:
@@ -86,93 +67,6 @@ def _rate_limit(text: str) -> RateLimit:
         raise argparse.ArgumentTypeError(
             f"{text!r}: expected REQUESTS/SECONDS, for example 10/60"
         ) from None
-
-
-def _load_sign_key(spec: str) -> SigningKey:
-    return load_sign_key(spec)
-
-
-# -- call ---------------------------------------------------------------------
-
-
-async def run_call(args: argparse.Namespace) -> int:
-    """Send the request of ``args``; print the response; 0 for a success, 1 for an error."""
-    if args.raw is not None:
-        return await _run_call_raw(args)
-    if args.protocol is None or args.json is None:
-        raise CliError("call: give PROTOCOL and JSON, or --raw JSON")
-    if args.errors != "envelope":
-        raise CliError("--errors: only with --raw")
-    request_value = load_json(args.json, what="JSON")
-    sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
-    version: Any = UNSET if args.version is None else load_json(args.version, what="--version")
-    if args.request_key and sign_key is None:
-        raise CliError("--request-key: needs --sign-key")
-    request = Request(
-        protocol=args.protocol,
-        request=request_value,
-        version=version,
-        request_key=sign_key.public_key if args.request_key and sign_key is not None else None,
-    )
-    async with ChatCore.connect(args.core) as core:
-        if args.start:
-            # A core that is running already answers chatRunning and is unchanged.
-            await core.start(service_requests=False)
-        response = await core.service_request(
-            args.user,
-            args.target,
-            request,
-            timeout=args.timeout,
-            sign_key=sign_key,
-            retries=args.retries,
-            max_retry_after=args.max_retry_after,
-        )
-    emit_json(response.to_dict())
-    return EXIT_OK if response.ok and not is_jsonrpc_error(response.response) else EXIT_INVALID
-
-
-def is_jsonrpc_error(answer: Any) -> bool:
-    """Whether ``answer`` is a JSON-RPC error response (the bot's server refused the
-    request): the raw commands print it as it came, with exit status 1."""
-    return isinstance(answer, dict) and answer.get("jsonrpc") == "2.0" and "error" in answer
-
-
-async def _run_call_raw(args: argparse.Namespace) -> int:
-    """``call --raw``: any JSON object, the answer object printed as it is."""
-    if args.protocol is not None or args.json is not None:
-        raise CliError("--raw: give the whole request as its JSON, without PROTOCOL and JSON")
-    for given, option in ((args.request_key, "--request-key"), (args.version, "--version")):
-        if given:
-            raise CliError(f"{option}: not with --raw (the request is sent as it is)")
-    obj = load_json(args.raw, what="--raw")
-    if not isinstance(obj, dict):
-        raise CliError("--raw: expected a JSON object")
-    sign_key = _load_sign_key(args.sign_key) if args.sign_key is not None else None
-    errors = TYPED_ERRORS if args.errors == "typed" else ENVELOPE_ERRORS
-    # Checked (strict JSON, the block's size) before connecting: one line, exit 2.
-    raw_request_command(args.user, args.target, obj, timeout=args.timeout, sign_key=sign_key)
-    async with ChatCore.connect(args.core) as core:
-        if args.start:
-            await core.start(service_requests=False)
-        answer = await core.service_request_raw(
-            args.user,
-            args.target,
-            obj,
-            timeout=args.timeout,
-            sign_key=sign_key,
-            retries=args.retries,
-            max_retry_after=args.max_retry_after,
-            errors=errors,
-        )
-    emit_json(answer)
-    return EXIT_OK if errors.code(answer) is None else EXIT_INVALID
-
-
-def _cmd_call(args: argparse.Namespace) -> int:
-    return run_until_signal(run_call(args), stopped="simplex-rpc call: stopped before the response")
-
-
-# -- serve --------------------------------------------------------------------
 
 
 def echo_handler(request: ServiceRequest) -> Any:
@@ -551,9 +445,7 @@ async def run_serve(
                 try:
                     async with ChatCore.connect(args.core) as core:
                         if args.start != "off":
-                            await core.start(
-                                service_requests=True, restart=args.start == "restart"
-                            )
+                            await core.start(service_requests=True, restart=args.start == "restart")
                         link = ""
                         if args.address or service.needs_link:
                             address = await core.service_address(args.user)
@@ -607,256 +499,14 @@ CORE_BACKOFF_MAX = 30.0
 _serve_log = logging.getLogger("simplex_rpc.cli.serve")
 
 
-# -- call-chat ------------------------------------------------------------------
-
-
-async def run_call_chat(args: argparse.Namespace) -> int:
-    """Send one ``/_call``; print each reply as a JSON line; 0 with replies, 1 without."""
-    request = load_json(args.json, what="JSON")
-    if not isinstance(request, dict):
-        raise CliError("JSON: the request must be a JSON object")
-    # Checked before connecting: a mistake does not start the core.
-    check_chat_ref(args.chat, "CHAT")
-    try:
-        check_protocol_name(args.protocol, "PROTOCOL")
-    except EnvelopeError as exc:
-        raise CliError(str(exc)) from None
-    count = errors = 0
-    async with ChatCore.connect(args.core) as core:
-        if args.start:
-            await core.start(service_requests=False)
-        async for reply in core.call_stream(
-            args.chat,
-            args.protocol,
-            request,
-            member=args.member,
-            wait=args.wait,
-            user_id=args.user,
-        ):
-            count += 1
-            line = {"sender": str(reply.sender), "ends": reply.ends, "text": reply.text}
-            if reply.message is not None:
-                line["message"] = reply.message
-                # A JSON-RPC error, or the binding's envelope error in a conversation.
-                if is_jsonrpc_error(reply.message) or _is_envelope_error(reply.message):
-                    errors += 1
-            print(json.dumps(line, ensure_ascii=False, separators=(",", ":")), flush=True)
-    return EXIT_OK if count and not errors else EXIT_INVALID
-
-
-def _is_envelope_error(message: Any) -> bool:
-    return (
-        isinstance(message, dict)
-        and "jsonrpc" not in message
-        and isinstance(message.get("error"), dict)
-        and isinstance(message["error"].get("code"), str)
-    )
-
-
-def _cmd_call_chat(args: argparse.Namespace) -> int:
-    return run_until_signal(
-        run_call_chat(args), stopped="simplex-rpc call-chat: stopped (the replies so far are above)"
-    )
-
-
 def _cmd_serve(args: argparse.Namespace) -> int:
     setup_logging("serve")
     check_upstream_arguments(args)
     return run_until_signal(run_serve(args))
 
 
-# -- simulator ------------------------------------------------------------------
-
-
-async def run_simulator(
-    args: argparse.Namespace, *, on_ready: Callable[[str], None] | None = None
-) -> int:
-    """Run a CoreSimulator until cancelled; its URL is the ready line ``listening: URL``,
-    or with ``--world`` the world is built and one JSON line printed
-    (:meth:`CoreSimulator.load_world`'s result).
-
-    A port or host it cannot listen on (in use, not an address of this machine, a
-    name that does not resolve) is one line naming it, exit status 2.
-    """
-    from .._wire import strict_json as _json
-    from ..testing import CoreSimulator, read_world
-
-    world = read_world(args.world) if getattr(args, "world", None) is not None else None
-    users = tuple(sorted(world.user_ids)) if world is not None else (1,)
-    simulator = CoreSimulator(
-        host=args.host,
-        port=args.port,
-        response_window=args.response_window,
-        users=users,
-        maintenance=getattr(args, "maintenance", False),
-        ack=getattr(args, "ack", "serviceReplyAccepted"),
-    )
-    for command, seconds in getattr(args, "command_delay", None) or []:
-        simulator.set_command_delay(seconds, command)
-    try:
-        await simulator.__aenter__()
-    except OverflowError:  # pragma: no cover - the argument's type bounds the port
-        raise CliError(f"--port: {args.port} is not a port (0 to 65535)") from None
-    except socket.gaierror as exc:
-        raise CliError(f"--host: cannot resolve {args.host!r}: {exc.strerror}") from None
-    except UnicodeError:
-        # The IDNA codec refuses the name before any lookup: an empty label, or one longer
-        # than 63 characters (RFC 1035 section 2.3.4).
-        raise CliError(
-            f"--host: {args.host[:80]!r} is not a host name: each dot-separated label is 1 to"
-            " 63 characters"
-        ) from None
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        if exc.errno == errno.EADDRINUSE:
-            reason = f"port {args.port} is in use"
-        raise CliError(f"cannot listen on {args.host!r} port {args.port}: {reason}") from None
-    try:
-        print(
-            f"simplex-rpc simulator: one simulated core per URL path: {simulator.url}/NAME"
-            " (not the chat core: no network, no encryption; for tests)",
-            file=sys.stderr,
-            flush=True,
-        )
-        if world is not None:
-            # The ready line's key of every listener (`--json`'s {"listening": URL}) first,
-            # then the world: programs find the URL under the same key either way.
-            built = {"listening": simulator.url, **simulator.load_world(world)}
-            print(_json.dumps(built).decode("utf-8"), flush=True)
-        else:
-            ready(args, listening=simulator.url)
-        if on_ready is not None:
-            on_ready(simulator.url)
-        await asyncio.Event().wait()
-    finally:
-        await simulator.__aexit__(None, None, None)
-    return EXIT_OK  # pragma: no cover - runs until interrupted
-
-
-def _cmd_simulator(args: argparse.Namespace) -> int:
-    where: list[str] = []
-    return run_until_signal(
-        run_simulator(args, on_ready=where.append),
-        stopped=lambda: "simplex-rpc simulator: stopped"
-        + (f"; {where[0]} closed" if where else ""),
-    )
-
-
-def _command_delay(text: str) -> tuple[str | None, float]:
-    """An argparse ``type=``: ``SECONDS`` or ``/command=SECONDS``, seconds 0 or more."""
-    command, _, seconds = text.rpartition("=")
-    if command and not re.fullmatch(r"/[A-Za-z_]+", command):
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: name a command by its first word, as /_send=0.01"
-        )
-    try:
-        value = float(seconds)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds, 0 or more")
-    return (command or None), value
-
-
-def _port(text: str) -> int:
-    """An argparse ``type=``: a TCP port, 0 (any free port) to 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:32]!r} is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535; 0 for any)")
-    return value
-
-
-# -- registration ---------------------------------------------------------------
-
-
-def _core_options(p: argparse.ArgumentParser) -> None:
-    add_core_option(p)
-    p.add_argument(
-        "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
-    )
-
-
 def register(subparsers: Any) -> None:
-    """Add ``call`` and ``serve`` to the ``simplex-rpc`` parser."""
-    p = subparsers.add_parser(
-        "call",
-        help="send one Service RPC request through a chat core and print the response",
-        description="Send one request with /_service_request through the chat core and print"
-        " the response envelope as JSON (with --raw: any JSON object, and the answer object"
-        " as it is). Exit status 0 for a response, 1 for an error response, 2 when the core"
-        " refused the request.",
-    )
-    _core_options(p)
-    p.add_argument("target", metavar="TARGET", help="the contact address link or SimpleX name")
-    p.add_argument(
-        "protocol", metavar="PROTOCOL", nargs="?", help="the protocol name, for example mcp"
-    )
-    p.add_argument(
-        "json",
-        metavar="JSON",
-        nargs="?",
-        help="the protocol's request: JSON text, @FILE or - for stdin",
-    )
-    p.add_argument(
-        "--raw",
-        metavar="JSON",
-        help="send this JSON object as it is, for a service with an envelope of its own"
-        " (instead of PROTOCOL JSON; JSON text, @FILE or -), and print the answer object",
-    )
-    p.add_argument(
-        "--errors",
-        choices=("envelope", "typed"),
-        default="envelope",
-        help="with --raw: how the service's answers carry an error, for the exit status and"
-        ' --retries: {"error": {"code", "retryAfter"?}} (envelope, the default) or'
-        ' {"type": "error", "code", "retryAfter"?} (typed)',
-    )
-    p.add_argument(
-        "--sign-key",
-        metavar="KEY",
-        help="sign with this private key: use @FILE (a 0600 file, as keygen -o writes;"
-        " a file others can read is refused, as ssh does); also sign_key= text or -, but a key"
-        " on the command line is visible to other users of the machine",
-    )
-    p.add_argument(
-        "--request-key",
-        action="store_true",
-        help="name the signing key in the envelope's requestKey",
-    )
-    p.add_argument("--version", metavar="JSON", help="the envelope's version (JSON)")
-    p.add_argument(
-        "--timeout",
-        type=_positive_int,
-        default=30,
-        metavar="S",
-        help="seconds the core waits for the response (default 30)",
-    )
-    p.add_argument(
-        "--retries",
-        type=_non_negative_int,
-        default=0,
-        metavar="N",
-        help="repeat a response with retryAfter up to N times (default 0); with --raw, a"
-        " request whose outcome a timeout hid too (the identical request)",
-    )
-    p.add_argument(
-        "--max-retry-after",
-        type=positive_seconds,
-        default=None,
-        metavar="S",
-        help="do not repeat when retryAfter exceeds S seconds",
-    )
-    p.add_argument(
-        "--no-start",
-        dest="start",
-        action="store_false",
-        help="do not send /_start main=on first (a running core answers chatRunning)",
-    )
-    p.set_defaults(handler=_cmd_call)
-
+    """Add ``serve`` to the ``simplex-rpc`` parser."""
     p = subparsers.add_parser(
         "serve",
         help="answer Service RPC requests through a chat core",
@@ -871,7 +521,18 @@ def register(subparsers: Any) -> None:
         " --json); logs go to stderr. SIGTERM or Ctrl-C is a graceful stop (exit 0) with"
         " one summary line: answered, shed, refused, unanswered.",
     )
-    _core_options(p)
+    add_core_option(p)
+    add_user_option(p)
+    _add_server_options(p)
+    _add_protocol_options(p)
+    _add_admission_options(p)
+    add_ready_option(p)
+    p.set_defaults(handler=_cmd_serve)
+
+
+def _add_server_options(p: argparse.ArgumentParser) -> None:
+    """What answers: one of --echo, --mcp-module, --mcp-stdio, --mcp-url, --a2a-url,
+    --a2a-module, and what an upstream needs (headers, an environment, the command)."""
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument(
         "--echo", action="store_true", help="answer each request with its own request value"
@@ -937,6 +598,10 @@ def register(subparsers: Any) -> None:
         metavar="MOD:NAME",
         help="serve this a2a-sdk RequestHandler in process (or a function that makes one)",
     )
+
+
+def _add_protocol_options(p: argparse.ArgumentParser) -> None:
+    """What is served and declared, and how the core is started."""
     p.add_argument(
         "--protocol",
         action="append",
@@ -973,7 +638,21 @@ def register(subparsers: Any) -> None:
         " as the ready line 'address: LINK'",
     )
     p.add_argument(
-        "--concurrency", type=_positive_int, default=32, metavar="N", help="requests at once"
+        "--chat",
+        action="store_true",
+        help="also answer /_call for the same protocols in conversations, with the same handler",
+    )
+    p.add_argument(
+        "--declare",
+        action="store_true",
+        help="declare the served protocols in the profile (transports.rpc, and chat with --chat)",
+    )
+
+
+def _add_admission_options(p: argparse.ArgumentParser) -> None:
+    """How many requests run and wait, their deadline and rate, and the stop's grace."""
+    p.add_argument(
+        "--concurrency", type=positive_int, default=32, metavar="N", help="requests at once"
     )
     p.add_argument(
         "--deadline",
@@ -990,18 +669,8 @@ def register(subparsers: Any) -> None:
         help="at most N requests per S seconds for each signer key (unsigned requests share one)",
     )
     p.add_argument(
-        "--chat",
-        action="store_true",
-        help="also answer /_call for the same protocols in conversations, with the same handler",
-    )
-    p.add_argument(
-        "--declare",
-        action="store_true",
-        help="declare the served protocols in the profile (transports.rpc, and chat with --chat)",
-    )
-    p.add_argument(
         "--max-queue",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=1000,
         metavar="N",
         help="requests waiting for a slot, at most; beyond, answered rate_limited (default 1000)",
@@ -1013,103 +682,6 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="on SIGTERM or Ctrl-C, seconds for the requests in flight to finish (default 5)",
     )
-    add_ready_option(p)
-    p.set_defaults(handler=_cmd_serve)
-
-    p = subparsers.add_parser(
-        "call-chat",
-        help="send one /_call through a chat core and print the replies",
-        description="Send /_call PROTOCOL JSON to CHAT (@<contactId> or #<groupId>) and print"
-        " each reply that quotes it as a JSON line (sender, ends, text, message), until the"
-        " answer ends or --wait seconds pass. Exit status 0 with replies, 1 without, 2 when"
-        " the command is refused (too large, a credential in a group) or the core refuses it.",
-    )
-    add_core_option(p)
-    p.add_argument(
-        "--user",
-        type=_positive_int,
-        default=None,
-        metavar="ID",
-        help="the user whose chat it is (default: the core's active user)",
-    )
-    p.add_argument("chat", metavar="CHAT", help="@<contactId> or #<groupId>")
-    p.add_argument("protocol", metavar="PROTOCOL", help="the protocol name, for example mcp")
-    p.add_argument(
-        "json", metavar="JSON", help="the protocol's request: JSON text, @FILE or - for stdin"
-    )
-    p.add_argument("--member", metavar="NAME", help="in a group: mention this member")
-    p.add_argument(
-        "--wait",
-        type=positive_seconds,
-        default=30.0,
-        metavar="S",
-        help="seconds to wait for the replies (default 30)",
-    )
-    p.add_argument(
-        "--no-start",
-        dest="start",
-        action="store_false",
-        help="do not send /_start main=on first",
-    )
-    p.set_defaults(handler=_cmd_call_chat)
-
-    p = subparsers.add_parser(
-        "simulator",
-        help="run a loopback chat core simulator to test bots against",
-        description="Run simplex_rpc.testing.CoreSimulator: a WebSocket server on the local"
-        " host that speaks the chat core's API for Service RPC. Each URL path is one"
-        " simulated core (ws://HOST:PORT/alice, ws://HOST:PORT/bob). Not the chat core:"
-        " no network, no encryption; for tests.",
-    )
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument(
-        "--port", type=_port, default=5225, help="port to listen on (default 5225; 0 for any)"
-    )
-    p.add_argument(
-        "--response-window",
-        type=positive_seconds,
-        default=180.0,
-        metavar="S",
-        help="seconds a responder has to answer (default 180, as the core)",
-    )
-    p.add_argument(
-        "--world",
-        metavar="FILE",
-        help="build the users, addresses, contacts and groups FILE (TOML or JSON) declares,"
-        " then print one JSON line: each user's URL and the ids made (docs/adapter.md)",
-    )
-    p.add_argument(
-        "-m",
-        "--maintenance",
-        action="store_true",
-        help="as simplex-chat -m: each core's chat is not started until /_start (so"
-        " /_start main=on service_requests=on turns requests on); without it the chat runs"
-        " from the start with service requests off, and /_start answers chatRunning",
-    )
-    p.add_argument(
-        "--ack",
-        choices=("serviceReplyAccepted", "cmdOk"),
-        default="serviceReplyAccepted",
-        help="the answer to /_service_response: serviceReplyAccepted {user, connectionId},"
-        " then the event serviceReplySent (current cores), or cmdOk (the first ones)",
-    )
-    p.add_argument(
-        "--command-delay",
-        type=_command_delay,
-        action="append",
-        metavar="[COMMAND=]SECONDS",
-        help="seconds the core takes to process each command, or each command whose first"
-        " word is COMMAND (/_service_response=0.002); repeatable",
-    )
-    add_ready_option(p)
-    p.set_defaults(handler=_cmd_simulator)
 
 
-__all__ = [
-    "echo_handler",
-    "load_object",
-    "register",
-    "run_call",
-    "run_serve",
-    "run_simulator",
-]
+__all__ = ["echo_handler", "load_object", "register", "run_serve"]

@@ -1,44 +1,47 @@
-"""What the MCP and A2A bindings share: JSON-RPC shapes and the size rules.
+"""What the MCP and A2A bindings share: JSON-RPC shapes, the size rules, the caller.
 
-It also holds what the adapter's chat transport needs to know of a request
-without knowing a binding: the caller (:class:`Caller`), the A2A service
-parameters (:func:`service_parameters`) and the parameters an Agent Card's
-security schemes name (:func:`credential_parameters`), re-exported by
-:mod:`simplex_rpc.a2a`.
 No I/O and no SDK imports. Both bindings carry one JSON-RPC request and end
 their answer with one JSON-RPC response (protocol text, "MCP binding" and "A2A
 binding"). A response above the size limit is replaced: in a conversation by a
 JSON-RPC error ``-32603`` with the request's id, over Service RPC by the
 envelope error ``too_large``.
+
+It also holds what the adapter needs of a binding without knowing one: the
+caller of a ``/_call`` (:class:`Caller`, public as ``simplex_rpc.a2a.Caller``),
+what a responder's handler receives (:class:`CarriesRequest`) and the shape of a
+binding's call policy (:class:`CallPolicy`), which :mod:`simplex_rpc._bindings`
+looks up by protocol name.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeAlias
 
-from ._wire import strict_json as _json
-from ._wire.envelope import UNSET, ErrorCode, Request, Response
-from ._wire.seal import MAX_RESPONSE
-from ._wire.strict_json import json_type
-from .chat import MAX_MESSAGE_JSON, encoded_size, fits_message, reply_allowance
-from .errors import SimplexRpcError
+from .._wire import strict_json as _json
+from .._wire.envelope import UNSET, ErrorCode, Request, Response
+from .._wire.seal import MAX_RESPONSE
+from .._wire.strict_json import json_type
+from ..chat import MAX_MESSAGE_JSON, encoded_size, fits_message, reply_allowance
+from ..errors import SimplexRpcError
 
 __all__ = [
+    "FIELD_NAME",
+    "FIELD_VALUE",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
     "RPC_JSON_LIMIT",
-    "SERVICE_PARAMETERS_MEMBER",
     "BindingError",
+    "CallPolicy",
     "Caller",
-    "ServiceParameters",
+    "CarriesRequest",
+    "ServiceRequestLike",
     "chat_reply",
-    "credential_parameters",
     "dumps_text",
     "envelope_of",
     "error_response",
@@ -48,7 +51,6 @@ __all__ = [
     "refuse_envelope",
     "request_id",
     "rpc_response",
-    "service_parameters",
     "valid_id",
 ]
 
@@ -207,11 +209,24 @@ def rpc_response(response: object, *, binding: str, limit: int = RPC_JSON_LIMIT)
     return envelope
 
 
-def envelope_of(service_request: object) -> Request:
+class CarriesRequest(Protocol):
+    """What a responder's handler receives: the adapter's ``ServiceRequest``, or
+    any object whose ``request`` is the request envelope."""
+
+    @property
+    def request(self) -> Request: ...
+
+
+ServiceRequestLike: TypeAlias = Request | CarriesRequest
+"""A responder handler's argument: the adapter's ``ServiceRequest``, or a bare
+:class:`Request` (a handler called directly, as in tests)."""
+
+
+def envelope_of(service_request: ServiceRequestLike) -> Request:
     """The request envelope of a responder's handler argument.
 
     Accepts a :class:`Request` or any object with a ``request`` attribute that
-    is one (the adapter's ``ServiceRequest``).
+    is one (the adapter's ``ServiceRequest``); anything else is a TypeError.
     """
     if isinstance(service_request, Request):
         return service_request
@@ -244,79 +259,12 @@ def refuse_envelope(envelope: Request, protocol: str, version_note: str) -> Resp
     return None
 
 
-# -- what the chat transport needs of the A2A binding (re-exported by simplex_rpc.a2a) --
+# -- HTTP fields: a gateway's headers, and the A2A service parameters --
 
-#: The request member that carries the A2A service parameters ("Service parameters").
-SERVICE_PARAMETERS_MEMBER: Final = "a2a-service-parameters"
 # RFC 9110 token: the characters of an HTTP field name.
-_FIELD_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+FIELD_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # A field value a proxy can send as an HTTP header: visible Latin-1, spaces and tabs.
-_FIELD_VALUE: Final = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
-# HTTP's optional whitespace (OWS, RFC 9110 section 5.6.3) around a field value.
-_OWS: Final = " \t"
-
-
-class ServiceParameters(Mapping[str, str]):
-    """The service parameters of a request: a read-only, case-insensitive mapping.
-
-    Lookup ignores the letter case of names; iteration gives the names as the
-    request spelled them. Several values of one parameter are one string,
-    joined by commas as in an HTTP header; :meth:`split` returns them apart.
-    A value is kept without its leading and trailing spaces and tabs, as an
-    HTTP field value is read (RFC 9110, section 5.5: that optional whitespace
-    is not part of the value), so ``" 1.0"`` is ``"1.0"``.
-    """
-
-    __slots__ = ("_items",)
-
-    def __init__(self, items: Mapping[str, str] | None = None) -> None:
-        self._items: dict[str, tuple[str, str]] = {}
-        for name, value in (items or {}).items():
-            _check_parameter(name, value, SERVICE_PARAMETERS_MEMBER)
-            key = name.lower()
-            if key in self._items:
-                raise BindingError(
-                    f"{SERVICE_PARAMETERS_MEMBER}: {name!r} repeats"
-                    f" {self._items[key][0]!r} (names are case-insensitive)"
-                )
-            self._items[key] = (name, value.strip(_OWS))
-
-    def __getitem__(self, name: str) -> str:
-        if not isinstance(name, str):
-            raise KeyError(name)
-        return self._items[name.lower()][1]
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name.lower() in self._items
-
-    def __iter__(self) -> Iterator[str]:
-        return (name for name, _ in self._items.values())
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __repr__(self) -> str:
-        # Values can be credentials (Authorization): the repr names only the parameters.
-        return f"ServiceParameters(names={list(self)!r})"
-
-    def split(self, name: str) -> list[str]:
-        """The values of one parameter, split at commas and stripped; [] when absent."""
-        if name not in self:
-            return []
-        return [part.strip() for part in self[name].split(",")]
-
-    def headers(self) -> list[tuple[str, str]]:
-        """The parameters as HTTP header fields, as a proxy to HTTP sends them."""
-        return list(self._items.values())
-
-
-def _check_parameter(name: object, value: object, where: str) -> None:
-    if not isinstance(name, str) or not _FIELD_NAME.fullmatch(name):
-        raise BindingError(f"{where}: {str(name)[:64]!r} is not a service parameter name")
-    if not isinstance(value, str):
-        raise BindingError(f"{where}: {name}: expected a string value, got {json_type(value)}")
-    if not _FIELD_VALUE.fullmatch(value):
-        raise BindingError(f"{where}: {name}: the value is not a valid header field value")
+FIELD_VALUE: Final = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 
 
 def header_field(text: str, where: str = "header") -> tuple[str, str]:
@@ -333,31 +281,12 @@ def header_field(text: str, where: str = "header") -> tuple[str, str]:
     name = name.strip(" \t")
     if not sep:
         raise BindingError(f"{where}: expected 'Name: value', with a colon after the name")
-    if not _FIELD_NAME.fullmatch(name):
+    if not FIELD_NAME.fullmatch(name):
         raise BindingError(f"{where}: {name[:64]!r} is not a header name (an HTTP token)")
     value = value.strip(" \t")
-    if not _FIELD_VALUE.fullmatch(value):
+    if not FIELD_VALUE.fullmatch(value):
         raise BindingError(f"{where} {name}: the value is not a valid header field value")
     return name, value
-
-
-def service_parameters(request: Mapping[str, Any]) -> ServiceParameters:
-    """The ``a2a-service-parameters`` member of a JSON-RPC request.
-
-    An absent member is an empty mapping. A member that is not an object of
-    names and string values, or that names one parameter twice in different
-    letter cases, raises :class:`BindingError`.
-    """
-    if not isinstance(request, Mapping):
-        raise BindingError(f"request: expected a JSON-RPC request object, got {json_type(request)}")
-    member = request.get(SERVICE_PARAMETERS_MEMBER)
-    if member is None and SERVICE_PARAMETERS_MEMBER not in request:
-        return ServiceParameters()
-    if not isinstance(member, Mapping):
-        raise BindingError(
-            f"{SERVICE_PARAMETERS_MEMBER}: expected an object, got {json_type(member)}"
-        )
-    return ServiceParameters(member)
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,60 +325,38 @@ class Caller:
         return self.chat if self.member is None else f"{self.chat}/{self.member}"
 
 
-# The service parameter that carries the credential of each kind of security
-# scheme of an Agent Card (A2A 1.0, section 4.5, SecurityScheme), as its HTTP
-# interface receives it: the protocol text's "receives the credential as the
-# service parameter of the scheme, for example Authorization for an HTTP
-# scheme". An API key travels in the parameter the scheme names (or, with
-# location "cookie", in Cookie); mutual TLS sends none.
-_AUTHORIZATION_SCHEMES: Final = (
-    ("httpAuthSecurityScheme", "http_auth_security_scheme"),
-    ("oauth2SecurityScheme", "oauth2_security_scheme"),
-    ("openIdConnectSecurityScheme", "open_id_connect_security_scheme"),
-)
-_API_KEY_SCHEME: Final = ("apiKeySecurityScheme", "api_key_security_scheme")
+class CallPolicy(Protocol):
+    """A binding's rule for the ``/_call`` requests a caller may send, before sending.
 
-
-def _field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
-    """A member by its JSON name or its proto field name (the SDK reads both)."""
-    return obj[camel] if camel in obj else obj.get(snake)
-
-
-def credential_parameters(agent_card: Mapping[str, Any]) -> frozenset[str]:
-    """The service parameters that carry credentials for an agent, in lower case.
-
-    ``agent_card`` is the agent's Agent Card as JSON (``securitySchemes`` or
-    the proto name ``security_schemes``). Each scheme names its parameter: an
-    API key scheme its ``name`` (and ``Cookie`` for the location ``cookie``),
-    an HTTP, OAuth 2 or OpenID Connect scheme ``Authorization``; mutual TLS
-    none. Names are case-insensitive, so they are returned in lower case. A
-    card without schemes gives the empty set; schemes that are not objects, or
-    an API key scheme without a name, raise :class:`BindingError`.
+    ``policy(request, group=..., agent_card=...)`` returns why the request must
+    not be sent (the whole message of the refusal), or None to send it.
+    ``group`` says whether the call goes to a group; ``agent_card`` is the
+    called bot's card as JSON when the caller has one. A malformed request
+    raises :class:`BindingError`. The adapter applies the policy its
+    binding supplies (:func:`simplex_rpc._bindings.call_policy`) without
+    knowing the binding.
     """
-    if not isinstance(agent_card, Mapping):
-        raise BindingError(f"agent_card: expected a JSON object, got {json_type(agent_card)}")
-    schemes = _field(agent_card, "securitySchemes", "security_schemes")
-    if schemes is None:
-        return frozenset()
-    if not isinstance(schemes, Mapping):
-        raise BindingError(
-            f"agent_card.securitySchemes: expected an object of schemes, got {json_type(schemes)}"
-        )
-    found: set[str] = set()
-    for name, scheme in schemes.items():
-        where = f"agent_card.securitySchemes.{str(name)[:64]}"
-        if not isinstance(scheme, Mapping):
-            raise BindingError(f"{where}: expected an object, got {json_type(scheme)}")
-        if any(_field(scheme, *kind) is not None for kind in _AUTHORIZATION_SCHEMES):
-            found.add("authorization")
-        api_key = _field(scheme, *_API_KEY_SCHEME)
-        if api_key is not None:
-            if not isinstance(api_key, Mapping):
-                raise BindingError(f"{where}: expected an object, got {json_type(api_key)}")
-            parameter = api_key.get("name")
-            if not isinstance(parameter, str) or not _FIELD_NAME.fullmatch(parameter):
-                raise BindingError(f"{where}: an API key scheme names its parameter in 'name'")
-            found.add(parameter.lower())
-            if api_key.get("location") == "cookie":
-                found.add("cookie")
-    return frozenset(found)
+
+    def __call__(
+        self, request: Mapping[str, Any], *, group: bool, agent_card: Mapping[str, Any] | None
+    ) -> str | None: ...
+
+
+def checked_list(
+    values: Iterable[str], name: str, what: str, check: Callable[[str, object], None]
+) -> tuple[str, ...]:
+    """``values`` as a tuple: a list (not a string), not empty, each item passed by
+    ``check(place, item)``, which raises :class:`BindingError` naming ``name[i]``.
+
+    Both bindings' lists of supported versions are checked this way (MCP revisions,
+    A2A Major.Minor versions); only the rule for one item differs.
+    """
+    if isinstance(values, str):
+        raise BindingError(f"{name}: expected a list of {what}, got a string")
+    out: list[str] = []
+    for i, value in enumerate(values):
+        check(f"{name}[{i}]", value)
+        out.append(value)
+    if not out:
+        raise BindingError(f"{name}: the list is empty")
+    return tuple(out)

@@ -16,7 +16,9 @@ Scenarios (``N`` requests, 1,000 by default, 200 with ``--quick``):
   hangs past the handler deadline (2 s), or returns an oversized result
   (128 slots: the hanging handlers do not starve the others);
 * ``overflow``: four slots and a queue of 50 for a burst of ``N``: the rest is
-  shed with ``rate_limited``;
+  shed with ``rate_limited``. The handlers are held until every request past
+  the slots and the queue has been shed, so the overflow happens however fast
+  the machine answers;
 * ``repeats``: the core reports every ``requestId`` twice at once, and every
   other one a third time after its answer;
 * ``drop``: the responder's connection is dropped a quarter into the burst;
@@ -69,12 +71,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .._wire.envelope import Request, Response
-from .._wire.keys import SigningKey
-from ..adapter import ChatCore, ServiceRequest
-from ..errors import ChatCoreError, SimplexRpcError
-from ..testing import CoreSimulator
-from ._common import EXIT_INVALID, EXIT_OK, emit_json, fail
+from ..._wire.envelope import Request, Response
+from ..._wire.keys import SigningKey
+from ...adapter import ChatCore, ServiceRequest
+from ...errors import ChatCoreError, SimplexRpcError
+from ...testing import CoreSimulator
+from .._common import EXIT_INVALID, EXIT_OK, emit_json, fail
 from ._machine import machine
 
 __all__ = ["SCENARIOS", "Outcome", "handle", "run_scenarios"]
@@ -111,6 +113,9 @@ QUICK_REQUESTS: Final = 200
 REQUEST_TIMEOUT: Final = 30
 #: The requester's wait when its responder's connection is dropped: the lost ones wait it out.
 DROP_TIMEOUT: Final = 3
+#: The overflow scenario's handler slots and queue (``serve``'s concurrency and max_queue).
+OVERFLOW_SLOTS: Final = 4
+OVERFLOW_QUEUE: Final = 50
 #: The oversized result: more than the 10,000 bytes of JSON a response should not exceed.
 OVERSIZED: Final = "x" * 12_000
 
@@ -244,9 +249,32 @@ async def _echo(request: ServiceRequest) -> Any:
     return {"n": request.request.request["n"]}
 
 
-async def _slow_echo(request: ServiceRequest) -> Any:
-    await asyncio.sleep(0.005)
-    return {"n": request.request.request["n"]}
+async def _overflow(outcome: Outcome) -> None:
+    """A burst into ``OVERFLOW_SLOTS`` slots and a queue of ``OVERFLOW_QUEUE``, the handlers
+    held until the slots are taken and the rest of the burst shed: a responder that keeps
+    up cannot hide the overflow, whatever the machine's speed."""
+    gate = asyncio.Event()
+    held = 0
+    n = outcome.requests
+    to_shed = max(0, n - OVERFLOW_SLOTS - OVERFLOW_QUEUE)
+
+    def admitted() -> None:
+        if held >= min(n, OVERFLOW_SLOTS) and outcome.shed >= to_shed:
+            gate.set()
+
+    async def held_echo(request: ServiceRequest) -> Any:
+        nonlocal held
+        held += 1
+        admitted()
+        await gate.wait()
+        return {"n": request.request.request["n"]}
+
+    await _through_simulator(
+        outcome,
+        held_echo,
+        serve_options={"concurrency": OVERFLOW_SLOTS, "max_queue": OVERFLOW_QUEUE},
+        on_answer=admitted,
+    )
 
 
 async def _slower_echo(request: ServiceRequest) -> Any:
@@ -282,8 +310,10 @@ async def _through_simulator(
     signed: bool = False,
     serve_options: dict[str, Any] | None = None,
     drop_after: int | None = None,
+    on_answer: Callable[[], None] | None = None,
 ) -> None:
-    """A burst of ``outcome.requests`` from ``alice`` to ``bob`` serving ``handler``."""
+    """A burst of ``outcome.requests`` from ``alice`` to ``bob`` serving ``handler``;
+    ``on_answer`` is called after each answer is counted."""
     timeout = DROP_TIMEOUT if drop_after is not None else REQUEST_TIMEOUT
     key = SigningKey.generate() if signed else None
     async with (
@@ -319,6 +349,8 @@ async def _through_simulator(
                 return
             outcome.record(n, response, time.perf_counter() - start)
             answered += 1
+            if on_answer is not None:
+                on_answer()
             if drop_after is not None and answered == drop_after:
                 dropped.set()
 
@@ -720,11 +752,9 @@ def _scenario(key: str, n: int) -> tuple[Outcome, Runner]:
             ),
         ),
         "overflow": (
-            f"{n} requests into 4 slots and a queue of 50",
+            f"{n} requests into {OVERFLOW_SLOTS} slots and a queue of {OVERFLOW_QUEUE}",
             True,
-            lambda o: _through_simulator(
-                o, _slow_echo, serve_options={"concurrency": 4, "max_queue": 50}
-            ),
+            _overflow,
         ),
         "repeats": (f"{n} requestIds, each reported 2 or 3 times", True, _repeated_ids),
         "drop": (

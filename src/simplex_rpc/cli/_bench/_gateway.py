@@ -29,9 +29,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Final
 
-from ..adapter import ChatCore
-from ..testing import CoreSimulator
-from ._common import EXIT_INVALID, EXIT_OK, emit_json, fail, install_hint
+from ...adapter import ChatCore
+from ...testing import CoreSimulator
+from .._common import EXIT_INVALID, EXIT_OK, emit_json, fail, install_hint
 from ._machine import machine
 
 __all__ = ["TARGET", "WAYS", "handle", "run_gateway_bench"]
@@ -119,7 +119,7 @@ async def run_gateway_bench(calls: int) -> dict[str, Any]:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    from ..mcp import SimplexTransport
+    from ...mcp import SimplexTransport
 
     times: dict[str, list[float]] = {way: [] for way in WAYS}
     failures: dict[str, int] = dict.fromkeys(WAYS, 0)

@@ -1,12 +1,9 @@
-"""Chat-transport subcommands of ``simplex-rpc``: ``llms-txt`` and ``call-text``.
+"""``llms-txt FILE``: the communication addresses of an llms.txt file.
 
-``llms-txt FILE`` prints the communication addresses of an llms.txt file
-(``-`` reads stdin); lines of the section off the grammar go to stderr with
-their numbers. ``call-text PROTOCOL JSON`` prints the ``/_call`` command for a
-request (JSON given literally, as ``@FILE`` or ``-``) and says on stderr
-whether it fits one chat message. ``--json`` prints one JSON object for
-programs. Exit status: 0 when everything is valid, 1 when a line is off the
-grammar, an entry breaks a rule or a command does not fit, 2 on bad usage.
+It prints each address (``-`` reads stdin) and the rule a SimpleX entry breaks;
+lines of the section off the grammar go to stderr with their numbers. ``--json``
+prints one JSON object for programs. Exit status: 0 when everything is valid, 1
+when a line is off the grammar or an entry breaks a rule, 2 on bad usage.
 """
 
 from __future__ import annotations
@@ -15,9 +12,9 @@ import argparse
 import sys
 from typing import Any
 
-from ..chat import MAX_MESSAGE_JSON, command_allowance, encoded_size, fits_message, format_call
 from ..llms_txt import CommunicationAddress, check_address, parse_communications
-from ._common import EXIT_INVALID, EXIT_OK, add_json_option, emit_json, fail, load_json, read_file
+from ._common import EXIT_INVALID, EXIT_OK, emit_json, fail, read_file
+from ._options import add_json_option
 
 
 def _read_text(path: str) -> str:
@@ -88,39 +85,8 @@ def _cmd_llms_txt(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_call_text(args: argparse.Namespace) -> int:
-    request = load_json(args.request, what="request")
-    if not isinstance(request, dict):
-        fail("request: expected a JSON object")
-    text = format_call(args.protocol, request, member=args.member)
-    size = encoded_size(text)
-    allowance = command_allowance(args.member)
-    fits = fits_message(text)
-    if args.json:
-        emit_json(
-            {
-                "command": text,
-                "encodedSize": size,
-                "allowance": allowance,
-                "limit": MAX_MESSAGE_JSON,
-                "fits": fits,
-            }
-        )
-    else:
-        print(text)
-        verdict = "fits one message" if fits else "does NOT fit one message"
-        print(
-            f"{verdict}: {size} + {allowance} bytes of message JSON, limit {MAX_MESSAGE_JSON}",
-            file=sys.stderr,
-        )
-    return EXIT_OK if fits else EXIT_INVALID
-
-
-_JSON_HELP = "print one JSON object for programs"
-
-
 def register(subparsers: Any) -> None:
-    """Add ``llms-txt`` and ``call-text``."""
+    """Add ``llms-txt`` to the ``simplex-rpc`` parser."""
     p = subparsers.add_parser(
         "llms-txt",
         help="print the communication addresses of an llms.txt file",
@@ -129,17 +95,8 @@ def register(subparsers: Any) -> None:
         " Exit 1 if there are any.",
     )
     p.add_argument("file", metavar="FILE", help="the llms.txt file, or - for stdin")
-    add_json_option(p, _JSON_HELP)
+    add_json_option(p, "print one JSON object for programs")
     p.set_defaults(handler=_cmd_llms_txt)
 
-    p = subparsers.add_parser(
-        "call-text",
-        help="write a /_call command and say whether it fits one message",
-        description="Print '/_call [@MEMBER ]PROTOCOL REQUEST' with the request as compact JSON,"
-        " and on stderr whether it fits one chat message (exit 1 if not).",
-    )
-    p.add_argument("protocol", metavar="PROTOCOL", help="protocol name, for example mcp or a2a")
-    p.add_argument("request", metavar="JSON", help="the request: a JSON object, @FILE or -")
-    p.add_argument("--member", metavar="NAME", help="the group member to mention")
-    add_json_option(p, _JSON_HELP)
-    p.set_defaults(handler=_cmd_call_text)
+
+__all__ = ["register"]

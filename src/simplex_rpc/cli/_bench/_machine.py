@@ -6,7 +6,7 @@ import os
 import platform
 from typing import Any
 
-from .._wire import backend as _backend
+from ..._wire import backend as _backend
 
 __all__ = ["machine"]
 

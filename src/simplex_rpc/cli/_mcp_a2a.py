@@ -30,18 +30,13 @@ from ._common import (
     EXIT_OK,
     EXIT_USAGE,
     CliError,
-    add_core_option,
     emit_json,
     install_hint,
     load_sign_key,
-    positive_seconds,
     read_input,
     run_until_signal,
-    whole_number,
 )
-
-VIAS = ("rpc", "chat", "auto")
-_positive_int = whole_number(1, "must be at least 1")
+from ._options import add_route_options
 
 
 def parse_arguments(items: list[str]) -> dict[str, Any]:
@@ -324,57 +319,27 @@ def _run(coro_fn: Any, name: str) -> Any:
     return handler
 
 
-def _common_options(p: argparse.ArgumentParser, target_help: str) -> None:
-    add_core_option(p)
-    p.add_argument(
-        "--user", type=_positive_int, default=1, metavar="ID", help="the user id (default 1)"
+def _group(subparsers: Any, name: str, *, help: str, description: str) -> Any:
+    """The command group ``name`` (``mcp``, ``a2a``); its subcommands' parser."""
+    group = subparsers.add_parser(
+        name,
+        help=help,
+        description=description + " The chat core's URL is --core or SIMPLEX_RPC_CORE.",
     )
-    p.add_argument(
-        "--via",
-        choices=VIAS,
-        default="rpc",
-        help="how the call reaches the bot: rpc (Service RPC, the default), chat (/_call in"
-        " the conversation given as LINK: @CONTACT_ID or #GROUP_ID) or auto (rpc when the"
-        " address declares it)",
-    )
-    p.add_argument(
-        "--member", metavar="NAME", help="with --via chat in a group: the bot's display name"
-    )
-    p.add_argument(
-        "--sign-key",
-        metavar="KEY",
-        help="sign the request with this private key: @FILE (a 0600 file, as keygen -o"
-        " writes), sign_key= text or -",
-    )
-    p.add_argument(
-        "--timeout",
-        type=positive_seconds,
-        default=30.0,
-        metavar="S",
-        help="seconds the bot has to answer (default 30)",
-    )
-    p.add_argument(
-        "--no-start",
-        dest="start",
-        action="store_false",
-        help="do not send /_start main=on first (a running core answers chatRunning)",
-    )
-    p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
-    p.add_argument("target", metavar="LINK", help=target_help)
+    sub = group.add_subparsers(dest=f"{name}_command", metavar="COMMAND")
+    sub.required = True
+    return sub
 
 
 def register(subparsers: Any) -> None:
     """Add the ``mcp`` and ``a2a`` groups to the ``simplex-rpc`` parser."""
-    link_help = "the bot's contact address link or SimpleX name (with --via chat, a ChatRef)"
-    group = subparsers.add_parser(
+    sub = _group(
+        subparsers,
         "mcp",
         help="call an MCP bot: list its tools, call one",
         description="Call an MCP bot over SimpleX as a person would: the binding's _meta is"
-        " added by the MCP SDK's client. Needs the mcp extra. The chat core's URL is"
-        " --core or SIMPLEX_RPC_CORE.",
+        " added by the MCP SDK's client. Needs the mcp extra.",
     )
-    sub = group.add_subparsers(dest="mcp_command", metavar="COMMAND")
-    sub.required = True
     p = sub.add_parser(
         "tools",
         help="list the bot's tools",
@@ -382,7 +347,7 @@ def register(subparsers: Any) -> None:
         " arguments ([name=] is optional), its description under it. Exit status 0, 1 if the"
         " bot answered an error, 2 if the call could not be made.",
     )
-    _common_options(p, link_help)
+    add_route_options(p, target_metavar="LINK", json_help="print the whole answer as JSON")
     p.set_defaults(handler=_run(_tools, "mcp tools"))
     p = sub.add_parser(
         "call",
@@ -393,20 +358,19 @@ def register(subparsers: Any) -> None:
         " 2 if the call could not be made.",
         epilog="example: simplex-rpc mcp call LINK availability item=anvil lines:=3",
     )
-    _common_options(p, link_help)
+    add_route_options(p, target_metavar="LINK", json_help="print the whole answer as JSON")
     p.add_argument("tool", metavar="TOOL", help="the tool's name")
     p.add_argument("arguments", nargs="*", metavar="KEY=VALUE", help="key=value or key:=JSON")
     p.set_defaults(handler=_run(_call, "mcp call"))
 
-    group = subparsers.add_parser(
+    sub = _group(
+        subparsers,
         "a2a",
         help="send a message to an A2A bot",
         description="Talk to an A2A bot over SimpleX as a person would: A2A-Version and the"
         " binding's service parameters are added by the library's A2A client. Needs the a2a"
-        " extra. The chat core's URL is --core or SIMPLEX_RPC_CORE.",
+        " extra.",
     )
-    sub = group.add_subparsers(dest="a2a_command", metavar="COMMAND")
-    sub.required = True
     p = sub.add_parser(
         "send",
         help="send one message; print the answer",
@@ -414,7 +378,7 @@ def register(subparsers: Any) -> None:
         " message's text, or the task's artifacts and status. Exit status 0, 1 if the bot"
         " answered an error or the task failed, 2 if the call could not be made.",
     )
-    _common_options(p, link_help)
+    add_route_options(p, target_metavar="LINK", json_help="print the whole answer as JSON")
     p.add_argument("text", metavar="TEXT", help="the message: text, @FILE or - for stdin")
     p.set_defaults(handler=_run(_send, "a2a send"))
 

@@ -47,9 +47,9 @@ def measures(Contender: Any, Measure: Any) -> list[Any]:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     from pqcrypto.kem import sntrup_761
 
-    from .._wire import agent_crypto as ac
-    from .._wire.agent_block import SMPQueueInfo, SMPServer
-    from .._wire.keys import SigningKey
+    from ..._wire import agent_crypto as ac
+    from ..._wire.agent_block import SMPQueueInfo, SMPServer
+    from ..._wire.keys import SigningKey
 
     queue = SMPQueueInfo(4, SMPServer(("smp.example.net",)), bytes(24),
                          bytes.fromhex("302a300506032b656e032100") + bytes(32), "M")

@@ -1,33 +1,30 @@
 """The data of the A2A binding: no I/O and no SDK.
 
 :mod:`simplex_rpc.a2a` re-exports its public names and documents them; the
-bridge and the client transport of the package use them.
+bridge, the client transport and the gateway use them, and the adapter applies
+its call policy (:func:`call_policy`, credentials in groups) through
+:func:`simplex_rpc._bindings.call_policy`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
-from .. import _bindings as _bridge
-from .._bindings import (
+from .._wire.envelope import ErrorCode, Response
+from . import shared
+from .shared import (
+    FIELD_NAME,
+    FIELD_VALUE,
     INTERNAL_ERROR,
     INVALID_REQUEST,
     RPC_JSON_LIMIT,
-    SERVICE_PARAMETERS_MEMBER,
     BindingError,
     Caller,
-    ServiceParameters,
-    credential_parameters,
     error_response,
-    invalid_request,
     json_type,
-    request_id,
-    service_parameters,
-    valid_id,
 )
-from .._wire.envelope import ErrorCode, Response
 
 __all__ = [
     "BINDING_URI",
@@ -112,6 +109,204 @@ _REASONS: Final = {
 _VERSION: Final = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:\.(?:0|[1-9][0-9]*))?")
 
 
+# -- the service parameters ("Service parameters" of the A2A binding) --
+
+#: The request member that carries the A2A service parameters ("Service parameters").
+SERVICE_PARAMETERS_MEMBER: Final = "a2a-service-parameters"
+# HTTP's optional whitespace (OWS, RFC 9110 section 5.6.3) around a field value.
+_OWS: Final = " \t"
+
+
+class ServiceParameters(Mapping[str, str]):
+    """The service parameters of a request: a read-only, case-insensitive mapping.
+
+    Lookup ignores the letter case of names; iteration gives the names as the
+    request spelled them. Several values of one parameter are one string,
+    joined by commas as in an HTTP header; :meth:`split` returns them apart.
+    A value is kept without its leading and trailing spaces and tabs, as an
+    HTTP field value is read (RFC 9110, section 5.5: that optional whitespace
+    is not part of the value), so ``" 1.0"`` is ``"1.0"``.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, str] | None = None) -> None:
+        self._items: dict[str, tuple[str, str]] = {}
+        for name, value in (items or {}).items():
+            _check_parameter(name, value, SERVICE_PARAMETERS_MEMBER)
+            key = name.lower()
+            if key in self._items:
+                raise BindingError(
+                    f"{SERVICE_PARAMETERS_MEMBER}: {name!r} repeats"
+                    f" {self._items[key][0]!r} (names are case-insensitive)"
+                )
+            self._items[key] = (name, value.strip(_OWS))
+
+    def __getitem__(self, name: str) -> str:
+        if not isinstance(name, str):
+            raise KeyError(name)
+        return self._items[name.lower()][1]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        # Values can be credentials (Authorization): the repr names only the parameters.
+        return f"ServiceParameters(names={list(self)!r})"
+
+    def split(self, name: str) -> list[str]:
+        """The values of one parameter, split at commas and stripped; [] when absent."""
+        if name not in self:
+            return []
+        return [part.strip() for part in self[name].split(",")]
+
+    def headers(self) -> list[tuple[str, str]]:
+        """The parameters as HTTP header fields, as a proxy to HTTP sends them."""
+        return list(self._items.values())
+
+
+def _check_parameter(name: object, value: object, where: str) -> None:
+    if not isinstance(name, str) or not FIELD_NAME.fullmatch(name):
+        raise BindingError(f"{where}: {str(name)[:64]!r} is not a service parameter name")
+    if not isinstance(value, str):
+        raise BindingError(f"{where}: {name}: expected a string value, got {json_type(value)}")
+    if not FIELD_VALUE.fullmatch(value):
+        raise BindingError(f"{where}: {name}: the value is not a valid header field value")
+
+
+def service_parameters(request: Mapping[str, Any]) -> ServiceParameters:
+    """The ``a2a-service-parameters`` member of a JSON-RPC request.
+
+    An absent member is an empty mapping. A member that is not an object of
+    names and string values, or that names one parameter twice in different
+    letter cases, raises :class:`BindingError`.
+    """
+    if not isinstance(request, Mapping):
+        raise BindingError(f"request: expected a JSON-RPC request object, got {json_type(request)}")
+    member = request.get(SERVICE_PARAMETERS_MEMBER)
+    if member is None and SERVICE_PARAMETERS_MEMBER not in request:
+        return ServiceParameters()
+    if not isinstance(member, Mapping):
+        raise BindingError(
+            f"{SERVICE_PARAMETERS_MEMBER}: expected an object, got {json_type(member)}"
+        )
+    return ServiceParameters(member)
+
+
+# The service parameter that carries the credential of each kind of security
+# scheme of an Agent Card (A2A 1.0, section 4.5, SecurityScheme), as its HTTP
+# interface receives it: the protocol text's "receives the credential as the
+# service parameter of the scheme, for example Authorization for an HTTP
+# scheme". An API key travels in the parameter the scheme names (or, with
+# location "cookie", in Cookie); mutual TLS sends none.
+_AUTHORIZATION_SCHEMES: Final = (
+    ("httpAuthSecurityScheme", "http_auth_security_scheme"),
+    ("oauth2SecurityScheme", "oauth2_security_scheme"),
+    ("openIdConnectSecurityScheme", "open_id_connect_security_scheme"),
+)
+_API_KEY_SCHEME: Final = ("apiKeySecurityScheme", "api_key_security_scheme")
+
+
+def _field(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
+    """A member by its JSON name or its proto field name (the SDK reads both)."""
+    return obj[camel] if camel in obj else obj.get(snake)
+
+
+def credential_parameters(agent_card: Mapping[str, Any]) -> frozenset[str]:
+    """The service parameters that carry credentials for an agent, in lower case.
+
+    ``agent_card`` is the agent's Agent Card as JSON (``securitySchemes`` or
+    the proto name ``security_schemes``). Each scheme names its parameter: an
+    API key scheme its ``name`` (and ``Cookie`` for the location ``cookie``),
+    an HTTP, OAuth 2 or OpenID Connect scheme ``Authorization``; mutual TLS
+    none. Names are case-insensitive, so they are returned in lower case. A
+    card without schemes gives the empty set; schemes that are not objects, or
+    an API key scheme without a name, raise :class:`BindingError`.
+    """
+    if not isinstance(agent_card, Mapping):
+        raise BindingError(f"agent_card: expected a JSON object, got {json_type(agent_card)}")
+    schemes = _field(agent_card, "securitySchemes", "security_schemes")
+    if schemes is None:
+        return frozenset()
+    if not isinstance(schemes, Mapping):
+        raise BindingError(
+            f"agent_card.securitySchemes: expected an object of schemes, got {json_type(schemes)}"
+        )
+    found: set[str] = set()
+    for name, scheme in schemes.items():
+        where = f"agent_card.securitySchemes.{str(name)[:64]}"
+        if not isinstance(scheme, Mapping):
+            raise BindingError(f"{where}: expected an object, got {json_type(scheme)}")
+        if any(_field(scheme, *kind) is not None for kind in _AUTHORIZATION_SCHEMES):
+            found.add("authorization")
+        api_key = _field(scheme, *_API_KEY_SCHEME)
+        if api_key is not None:
+            if not isinstance(api_key, Mapping):
+                raise BindingError(f"{where}: expected an object, got {json_type(api_key)}")
+            parameter = api_key.get("name")
+            if not isinstance(parameter, str) or not FIELD_NAME.fullmatch(parameter):
+                raise BindingError(f"{where}: an API key scheme names its parameter in 'name'")
+            found.add(parameter.lower())
+            if api_key.get("location") == "cookie":
+                found.add("cookie")
+    return frozenset(found)
+
+
+# Service parameters that carry credentials whatever the card says: HTTP's credential
+# fields. Without a card, any name that looks like a credential is one too.
+_CREDENTIAL_NAMES: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
+_CREDENTIAL_WORDS: Final = re.compile(r"auth|token|key|secret|password|credential|session", re.I)
+
+
+def _credentials_sent(
+    request: Mapping[str, Any], agent_card: Mapping[str, Any] | None
+) -> list[str]:
+    """Names of the service parameters of ``request`` that carry credentials.
+
+    With the bot's Agent Card, those its security schemes name ("An agent
+    whose Agent Card declares security schemes receives the credential as the
+    service parameter of the scheme") and HTTP's credential fields, whatever
+    else they are called; without it, the names that look like credentials.
+    """
+    parameters = service_parameters(request)
+    if agent_card is not None:
+        schemes = credential_parameters(agent_card)
+        return [n for n in parameters if n.lower() in schemes or n.lower() in _CREDENTIAL_NAMES]
+    return [
+        name
+        for name in parameters
+        if name.lower() in _CREDENTIAL_NAMES or _CREDENTIAL_WORDS.search(name) is not None
+    ]
+
+
+def call_policy(
+    request: Mapping[str, Any], *, group: bool, agent_card: Mapping[str, Any] | None
+) -> str | None:
+    """The A2A binding's :class:`~simplex_rpc._bindings.shared.CallPolicy`.
+
+    "A request with a credential MUST NOT be sent in a group": in a group, a
+    request whose service parameters carry a credential is refused (which
+    ones: :func:`_credentials_sent`); a direct chat takes any request. A
+    malformed ``a2a-service-parameters`` member or card raises
+    :class:`BindingError`.
+    """
+    if not group:
+        return None
+    credentials = _credentials_sent(request, agent_card)
+    if not credentials:
+        return None
+    return (
+        "a2a: a request with a credential MUST NOT be sent in a group"
+        f" (service parameters {', '.join(sorted(credentials))})"
+    )
+
+
 def error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     """An A2A JSON-RPC error response, shaped as the SDK writes it.
 
@@ -130,23 +325,14 @@ def _major_minor(version: str) -> str | None:
 
 
 def _check_versions(versions: Iterable[str]) -> tuple[str, ...]:
-    if isinstance(versions, str):
-        raise BindingError("supported_versions: expected a list of versions, got a string")
-    out: list[str] = []
-    for i, version in enumerate(versions):
-        if (
-            not isinstance(version, str)
-            or _VERSION.fullmatch(version) is None
-            or version.count(".") != 1
-        ):
-            raise BindingError(
-                f"supported_versions[{i}]: {version!r} is not an A2A version"
-                " in the Major.Minor form"
-            )
-        out.append(version)
-    if not out:
-        raise BindingError("supported_versions: the list is empty")
-    return tuple(out)
+    return shared.checked_list(versions, "supported_versions", "versions", _check_version)
+
+
+def _check_version(place: str, version: object) -> None:
+    if not isinstance(version, str) or _VERSION.fullmatch(version) is None or (
+        version.count(".") != 1
+    ):
+        raise BindingError(f"{place}: {version!r} is not an A2A version in the Major.Minor form")
 
 
 def agent_card_interface(contact_link: str, a2a_version: str = "1.0") -> dict[str, str]:
@@ -178,7 +364,7 @@ def make_request(
     then ``params``."""
     if not isinstance(method, str) or not method:
         raise BindingError("method: expected a non-empty string")
-    if not valid_id(id, allow_null=False):
+    if not shared.valid_id(id, allow_null=False):
         raise BindingError(f"id: expected a string or an integer, got {json_type(id)}")
     _check_versions([version])
     members: dict[str, str] = {VERSION_PARAMETER: version}
@@ -195,12 +381,12 @@ def make_request(
 
 
 def _request_id(request: object) -> Any:
-    return request_id(request, allow_null=True)
+    return shared.request_id(request, allow_null=True)
 
 
 def _invalid(request: object) -> str | None:
     """Why ``request`` is not a JSON-RPC 2.0 request of this binding, or None."""
-    reason = invalid_request(request, allow_null_id=True)
+    reason = shared.invalid_request(request, allow_null_id=True)
     if reason is not None:
         return reason
     assert isinstance(request, Mapping)
@@ -353,13 +539,13 @@ def chat_reply(response: Mapping[str, Any]) -> str:
     """The reply text for a JSON-RPC response (or one StreamResponse event) in a
     conversation; ``-32603`` with the request's id when it does not fit one
     message. The bytes of raw parts (base64 in JSON) count towards the limit."""
-    return _bridge.chat_reply(response, binding="a2a")
+    return shared.chat_reply(response, binding=PROTOCOL)
 
 
 def rpc_response(response: Mapping[str, Any], *, limit: int = RPC_JSON_LIMIT) -> Response:
     """The Service RPC envelope for a JSON-RPC response; ``too_large`` over
     ``limit`` (default 10,000 bytes) or over the padded block."""
-    return _bridge.rpc_response(response, binding="a2a", limit=limit)
+    return shared.rpc_response(response, binding=PROTOCOL, limit=limit)
 
 
 # The params members that name a task, by method: their JSON names and their

@@ -32,21 +32,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
-from .._wire import backend as _backend
-from .._wire.agent_block import SMPQueueInfo, SMPServer
-from .._wire.envelope import Request
-from .._wire.keys import SigningKey, session_tag
-from .._wire.padding import PADDED_LENGTH
-from . import _bench_agent
-from ._common import (
-    EXIT_OK,
-    add_json_option,
-    emit_json,
-    fail,
-    install_hint,
-    run_interruptible,
-    whole_number,
-)
+from ..._wire import backend as _backend
+from ..._wire.agent_block import SMPQueueInfo, SMPServer
+from ..._wire.envelope import Request
+from ..._wire.keys import SigningKey, session_tag
+from ..._wire.padding import PADDED_LENGTH
+from .._common import EXIT_OK, emit_json, fail, install_hint, run_interruptible, whole_number
+from .._options import add_json_option
+from . import _agent as _bench_agent
 from ._machine import machine
 
 __all__ = [
@@ -478,7 +471,7 @@ def _strict_parse(doc: bytes) -> Callable[[_backend.Backend], Callable[[], objec
 def _memcpy_floor() -> Callable[[int], Callable[[], object]] | None:
     """``floor(n)``: a function that copies n bytes in C through cffi, or None without C."""
     try:
-        from .._wire._simplex_rpc_c import ffi, lib
+        from ..._wire._simplex_rpc_c import ffi, lib
     except ImportError:
         return None
 
@@ -1102,11 +1095,11 @@ def _handle(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.suite == "adapter":  # the responder under load and faults: _bench_adapter
-        from . import _bench_adapter
+        from . import _adapter as _bench_adapter
 
         return _bench_adapter.handle(args)
     if args.suite == "gateway":  # tools/call through serve --mcp-stdio: _bench_gateway
-        from . import _bench_gateway
+        from . import _gateway as _bench_gateway
 
         return _bench_gateway.handle(args)
     only = [k for k in (args.only or "").split(",") if k]
@@ -1138,7 +1131,7 @@ class _HelpFormatter(argparse.HelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help
         if text is not None and "%(scenarios)s" in text:
-            from ._bench_adapter import SCENARIOS
+            from ._adapter import SCENARIOS
 
             text = text.replace("%(scenarios)s", ", ".join(SCENARIOS))
         return text
