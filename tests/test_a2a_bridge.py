@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from _a2a import ALICE, LINK, MESSAGE, Bot, chat_call, make_bot, run, send_message
+from _a2a import ALICE, LINK, MESSAGE, Bot, chat_call, make_bot, send_message
 from simplex_rpc import MAX_RESPONSE, PublicKey, Request, Response, SigningKey, a2a, chat
 from simplex_rpc.a2a import A2aBridge, Caller
 from simplex_rpc.vectors._examples import A2A_SEND_MESSAGE_REQUEST_TEXT
@@ -209,16 +209,12 @@ async def test_a_task_is_available_only_to_its_caller() -> None:
         assert answers[name]["error"]["code"] == -32001, name
 
 
-def test_push_notification_methods_get_push_not_supported() -> None:
-    async def scenario() -> list[dict[str, Any]]:
-        bot = make_bot()
-        out = []
-        for method in sorted(a2a.PUSH_NOTIFICATION_METHODS):
-            message = a2a.make_request(method, {"taskId": "t", "id": "c"}, id=method)
-            out.append((await chat_call(bot, message))[1])
-        return out
-
-    for answer in run(scenario):
+@pytest.mark.anyio
+async def test_push_notification_methods_get_push_not_supported() -> None:
+    bot = make_bot()
+    for method in sorted(a2a.PUSH_NOTIFICATION_METHODS):
+        message = a2a.make_request(method, {"taskId": "t", "id": "c"}, id=method)
+        answer = (await chat_call(bot, message))[1]
         assert answer["error"]["code"] == -32003
 
 
@@ -249,24 +245,18 @@ async def test_service_parameters_become_headers() -> None:
     assert headers["a2a-extensions"] == "https://e/1"
 
 
-def test_version_not_supported_in_a_conversation() -> None:
+@pytest.mark.anyio
+async def test_version_not_supported_in_a_conversation() -> None:
     message = send_message("quote")
     message["a2a-service-parameters"] = {"A2A-Version": "0.3"}
-
-    async def scenario() -> dict[str, Any]:
-        return (await chat_call(make_bot(), message))[1]
-
-    assert run(scenario)["error"]["code"] == -32009
+    assert (await chat_call(make_bot(), message))[1]["error"]["code"] == -32009
 
 
-def test_extended_agent_card_is_the_public_card() -> None:
+@pytest.mark.anyio
+async def test_extended_agent_card_is_the_public_card() -> None:
     """A bot answers GetExtendedAgentCard with its Agent Card, listing the SimpleX interface."""
-
-    async def scenario() -> dict[str, Any]:
-        request = a2a.make_request("GetExtendedAgentCard", {}, id=1)
-        return (await chat_call(make_bot(), request))[1]
-
-    card = run(scenario)["result"]
+    request = a2a.make_request("GetExtendedAgentCard", {}, id=1)
+    card = (await chat_call(make_bot(), request))[1]["result"]
     assert card["name"] == "Acme"
     assert card["supportedInterfaces"] == [a2a.agent_card_interface(LINK)]
 
@@ -341,17 +331,15 @@ async def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
         assert refused.error.code == "conversation_required"
 
 
-def test_default_deadline_is_below_the_adapters() -> None:
+@pytest.mark.anyio
+async def test_default_deadline_is_below_the_adapters() -> None:
     """The bridge's deadline answers before the adapter's and the core's window."""
     from simplex_rpc.a2a._bridge import DEFAULT_RPC_DEADLINE
     from simplex_rpc.adapter import DEFAULT_HANDLER_TIMEOUT, RESPONSE_WINDOW
 
     assert DEFAULT_RPC_DEADLINE < DEFAULT_HANDLER_TIMEOUT < RESPONSE_WINDOW
 
-    async def scenario() -> float | None:
-        return make_bot().bridge.rpc_deadline
-
-    assert run(scenario) == DEFAULT_RPC_DEADLINE
+    assert make_bot().bridge.rpc_deadline == DEFAULT_RPC_DEADLINE
 
 
 @pytest.mark.anyio
