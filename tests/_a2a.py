@@ -5,11 +5,9 @@ No tests here.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from a2a.helpers.proto_helpers import new_text_part
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -23,7 +21,6 @@ from simplex_rpc.a2a import A2aBridge, Caller
 from simplex_rpc.vectors._examples import a2a_send_message_request
 
 MESSAGE: dict[str, Any] = a2a_send_message_request()["request"]["params"]["message"]
-T = TypeVar("T")
 LINK = "https://smp12.simplex.im/a#acme"
 ALICE = Caller.contact("alice")
 
@@ -63,10 +60,6 @@ def make_bot(**kwargs: Any) -> Bot:
         extended_agent_card=card,
     )
     return Bot(A2aBridge(handler, **kwargs), agent)
-
-
-def run(scenario: Callable[[], Awaitable[T]]) -> T:
-    return asyncio.run(scenario())  # type: ignore[arg-type]
 
 
 def send_message(text: str, rid: Any = 1, **message: Any) -> dict[str, Any]:
