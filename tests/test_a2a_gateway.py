@@ -44,7 +44,6 @@ from _gateway import (
     read_line,
     request,
     rpc,
-    run,
     seen_by,
     stop,
     user_message,
@@ -261,16 +260,14 @@ async def test_an_upstream_that_went_away_is_answered_and_logged(network: Networ
     assert SECRET not in log
 
 
-def test_the_declared_versions_are_the_served_versions(network: Network) -> None:
+@pytest.mark.anyio
+async def test_the_declared_versions_are_the_served_versions(network: Network) -> None:
     """The text: "versions: ... The protocol versions the bot serves": the upstream's 1.0, on both
     transports."""
 
-    async def main() -> Any:
-        async with ChatCore.connect(f"{network.url}/alice") as alice:
-            await alice.start(service_requests=False)
-            return await alice.link_declarations(1, network.link)
-
-    declared = run(main)
+    async with ChatCore.connect(f"{network.url}/alice") as alice:
+        await alice.start(service_requests=False)
+        declared = await alice.link_declarations(1, network.link)
     entry = declared.protocols["a2a"]
     assert list(entry.versions) == ["1.0"]
     assert set(entry.transports) == {"rpc", "chat"}

@@ -109,15 +109,14 @@ async def card_of(proxy: str, http: httpx.AsyncClient) -> pb.AgentCard:
     return await A2ACardResolver(http, proxy).get_agent_card()
 
 
-def test_the_card_points_a_json_rpc_interface_at_the_proxy(network: Network) -> None:
+@pytest.mark.anyio
+async def test_the_card_points_a_json_rpc_interface_at_the_proxy(network: Network) -> None:
     """GET /.well-known/agent-card.json gives the bot's card, with a JSON-RPC interface
     pointing at the proxy's own URL (and no SimpleX interface an HTTP client cannot use)."""
 
-    async def main() -> Any:
-        async with httpx.AsyncClient() as http:
-            return await card_of(network.chat_proxy, http), await card_of(network.rpc_proxy, http)
-
-    chat_card, rpc_card = run(main)
+    async with httpx.AsyncClient() as http:
+        chat_card = await card_of(network.chat_proxy, http)
+        rpc_card = await card_of(network.rpc_proxy, http)
     assert chat_card.name == "Acme anvils"  # the bot's own card, read in the conversation
     assert chat_card.capabilities.streaming
     for card, url in ((chat_card, network.chat_proxy), (rpc_card, network.rpc_proxy)):
@@ -129,35 +128,31 @@ def test_the_card_points_a_json_rpc_interface_at_the_proxy(network: Network) -> 
     assert not rpc_card.capabilities.streaming
 
 
-def test_the_sdk_client_gets_a_one_shot_task_over_service_rpc(network: Network) -> None:
+@pytest.mark.anyio
+async def test_the_sdk_client_gets_a_one_shot_task_over_service_rpc(network: Network) -> None:
     """A2A's SendMessage through the proxy is one Service RPC request to the bot; the
     answer is the task at the end of the work."""
 
-    async def main() -> Any:
-        async with httpx.AsyncClient() as http:
-            card = await card_of(network.rpc_proxy, http)
-            client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
-            return [event async for event in client.send_message(message("quote"))]
-
-    (event,) = run(main)
+    async with httpx.AsyncClient() as http:
+        card = await card_of(network.rpc_proxy, http)
+        client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        (event,) = [event async for event in client.send_message(message("quote"))]
     assert event.task.status.state == pb.TASK_STATE_COMPLETED
     assert event.task.artifacts[0].parts[0].text == "Two anvils to Lisbon: 240 EUR."
 
 
-def test_the_sdk_client_gets_a_stream_from_the_conversation(network: Network) -> None:
+@pytest.mark.anyio
+async def test_the_sdk_client_gets_a_stream_from_the_conversation(network: Network) -> None:
     """SendStreamingMessage through the proxy (--via chat): server-sent events, one per
     StreamResponse of the bot, in order, to the terminal state; then GetTask of that task."""
 
-    async def main() -> Any:
-        async with httpx.AsyncClient() as http:
-            card = await card_of(network.chat_proxy, http)
-            client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-            events = [event async for event in client.send_message(message("quote"))]
-            task_id = next(e.task.id for e in events if e.HasField("task"))
-            task = await client.get_task(pb.GetTaskRequest(id=task_id))
-            return events, task
-
-    events, task = run(main)
+    async with httpx.AsyncClient() as http:
+        card = await card_of(network.chat_proxy, http)
+        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+        events = [event async for event in client.send_message(message("quote"))]
+        task_id = next(e.task.id for e in events if e.HasField("task"))
+        task = await client.get_task(pb.GetTaskRequest(id=task_id))
+        events, task = events, task
     assert len(events) > 1
     last = events[-1]
     assert last.HasField("status_update") or last.HasField("task")
@@ -235,7 +230,8 @@ def test_auto_needs_a_declaration_of_a2a_over_rpc(network: Network) -> None:
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_the_sign_key_reaches_no_output(network: Network, tmp_path: Any) -> None:
+@pytest.mark.anyio
+async def test_the_sign_key_reaches_no_output(network: Network, tmp_path: Any) -> None:
     """--sign-key @FILE: requests are signed; the key is in neither stdout nor stderr."""
     key = SigningKey.generate()
     key_file = tmp_path / "key"
@@ -253,13 +249,10 @@ def test_the_sign_key_reaches_no_output(network: Network, tmp_path: Any) -> None
     try:
         url = read_line(process.stdout, LISTENING, "a2a-proxy")
 
-        async def main() -> Any:
-            async with httpx.AsyncClient() as http:
-                card = await card_of(url, http)
-                factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http))
-                return [e async for e in factory.create(card).send_message(message("quote"))]
-
-        (event,) = run(main)
+        async with httpx.AsyncClient() as http:
+            card = await card_of(url, http)
+            factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http))
+            (event,) = [e async for e in factory.create(card).send_message(message("quote"))]
         assert event.task.status.state == pb.TASK_STATE_COMPLETED
     finally:
         stop(process)
