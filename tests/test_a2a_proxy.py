@@ -17,10 +17,9 @@ program on alice's core could take the conversation's messages.
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,14 +86,6 @@ def network() -> Iterator[Network]:
             yield Network(world.url, link, world.facts["contact"], rpc_url, chat_url)
         finally:
             stop(*reversed(processes))
-
-
-def run(main: Callable[[], Any]) -> Any:
-    async def bounded() -> Any:
-        async with asyncio.timeout(90):
-            return await main()
-
-    return asyncio.run(bounded())
 
 
 def message(text: str) -> pb.SendMessageRequest:
