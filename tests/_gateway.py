@@ -6,7 +6,6 @@ No tests here.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import subprocess
@@ -84,14 +83,6 @@ def _world(sim: CoreSimulator) -> dict[str, Any]:
         "alice_group": f"#{ids[('alice', 1)]}",
         "carol_group": f"#{ids[('carol', 1)]}",
     }
-
-
-def run(main: Callable[[], Any]) -> Any:
-    async def bounded() -> Any:
-        async with asyncio.timeout(90):
-            return await main()
-
-    return asyncio.run(bounded())
 
 
 def user_message(text: str, **extra: Any) -> dict[str, Any]:
