@@ -41,7 +41,6 @@ from mcp_types.version import LATEST_HANDSHAKE_VERSION
 from _mcp import Handler, bot
 from _simulator_thread import SimulatorThread
 from _support import Pair
-from _support import run as adapter_run
 from simplex_rpc import Response, SigningKey
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.errors import SimplexRpcError
@@ -108,14 +107,6 @@ def text_of(result: Any) -> str:
     (content,) = result.content
     assert isinstance(content, TextContent)
     return content.text
-
-
-def run(main: Any) -> None:
-    async def bounded() -> None:
-        with anyio.fail_after(90):
-            await main()
-
-    anyio.run(bounded)
 
 
 @pytest.mark.anyio
@@ -332,33 +323,32 @@ async def test_after_the_core_is_lost_the_next_request_waits_for_the_new_connect
         assert len(cores) == 2 and not cores[1].closed
 
 
-def test_after_the_core_is_lost_a_failed_reconnect_is_the_requests_error_with_its_reason() -> None:
+@pytest.mark.anyio
+async def test_after_the_core_is_lost_a_failed_reconnect_is_the_requests_error_with_its_reason(
+) -> None:
     """When the new attempt fails, the waiting request's MCP error names the real reason."""
     cores: list[ChatCore] = []
 
-    async def main() -> None:
-        async with bot() as p:
-            first = rpc_connect(p, cores)
+    async with bot() as p:
+        first = rpc_connect(p, cores)
 
-            @contextlib.asynccontextmanager
-            async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
-                if cores:
-                    raise SimplexRpcError("the core at ws://127.0.0.1:1 refused the connection")
-                async with first() as pair:
-                    yield pair
+        @contextlib.asynccontextmanager
+        async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
+            if cores:
+                raise SimplexRpcError("the core at ws://127.0.0.1:1 refused the connection")
+            async with first() as pair:
+                yield pair
 
-            async with proxied(connect, p.link) as host:
+        async with proxied(connect, p.link) as host:
+            await host.list_tools()
+            await cores[0].close()
+            with pytest.raises(MCPError) as caught:
                 await host.list_tools()
-                await cores[0].close()
-                with pytest.raises(MCPError) as caught:
-                    await host.list_tools()
-                assert caught.value.error.code == CONNECTION_CLOSED
-                assert caught.value.error.message == (
-                    "the SimpleX bot could not be reached:"
-                    " the core at ws://127.0.0.1:1 refused the connection"
-                )
-
-    adapter_run(main)
+            assert caught.value.error.code == CONNECTION_CLOSED
+            assert caught.value.error.message == (
+                "the SimpleX bot could not be reached:"
+                " the core at ws://127.0.0.1:1 refused the connection"
+            )
 
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
