@@ -1,35 +1,24 @@
 """Shared helpers of the adapter tests (no tests here; not a test module).
 
-``run`` bounds a test's event loop; ``cores`` connects a responder core
-``bob`` and a requester core ``alice`` to the simulator, not yet started;
-``pair`` starts them, with ``bob`` serving a handler; ``Held`` is a handler
-that answers once the test releases it; ``fake_serving`` is a core serving a
-handler over ``FakeCore`` (tests/_scripted_core.py, the suite's one scripted core),
-for events the simulator never sends (a malformed ``signerKey``, a hostile
-``requestId``).
+``cores`` connects a responder core ``bob`` and a requester core ``alice`` to the
+simulator, not yet started; ``pair`` starts them, with ``bob`` serving a handler;
+``Held`` is a handler that answers once the test releases it; ``fake_serving`` is a
+core serving a handler over ``FakeCore`` (tests/_scripted_core.py, the suite's one
+scripted core), for events the simulator never sends (a malformed ``signerKey``, a
+hostile ``requestId``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from _scripted_core import FakeCore
 from simplex_rpc.adapter import ChatCore, Handler, ServiceRequest
 from simplex_rpc.testing import CoreSimulator
-
-
-def run(main: Callable[[], Awaitable[None]], limit: float = 60) -> None:
-    """Run ``main`` in a fresh event loop; a hung test fails after ``limit`` seconds."""
-
-    async def bounded() -> None:
-        async with asyncio.timeout(limit):
-            await main()
-
-    asyncio.run(bounded())
 
 
 @contextlib.asynccontextmanager
