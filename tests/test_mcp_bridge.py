@@ -37,13 +37,6 @@ T = TypeVar("T")
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 
-def run(coro: Awaitable[T]) -> T:
-    async def main() -> T:
-        return await coro
-
-    return asyncio.run(main())
-
-
 @dataclass(frozen=True)
 class ServiceRequest:
     """The shape of the adapter's ServiceRequest that a handler sees."""
@@ -53,26 +46,26 @@ class ServiceRequest:
     request: Request
 
 
-def over_chat(bridge: McpBridge, message: Any) -> dict[str, Any]:
+async def over_chat(bridge: McpBridge, message: Any) -> dict[str, Any]:
     """The request as the text after ``/_call mcp``; the reply text parsed."""
     command = chat.format_call("mcp", message)
-    text = run(bridge.chat_handler(command[len("/_call mcp ") :]))
+    text = await bridge.chat_handler(command[len("/_call mcp ") :])
     assert chat.fits_message(text)
     reply = json.loads(text)
     assert isinstance(reply, dict)
     return reply
 
 
-def over_rpc(bridge: McpBridge, message: Any) -> Response:
+async def over_rpc(bridge: McpBridge, message: Any) -> Response:
     envelope = Request.parse(Request(protocol="mcp", request=message).to_json())
-    response = run(bridge.rpc_handler(ServiceRequest(1, None, envelope)))
+    response = await bridge.rpc_handler(ServiceRequest(1, None, envelope))
     return Response.parse(response.to_json())
 
 
-def over_both(bridge: McpBridge, message: Any) -> dict[str, Any]:
+async def over_both(bridge: McpBridge, message: Any) -> dict[str, Any]:
     """The answer over both transports, which must be the same JSON-RPC response."""
-    reply = over_chat(bridge, message)
-    envelope = over_rpc(bridge, message)
+    reply = await over_chat(bridge, message)
+    envelope = await over_rpc(bridge, message)
     assert envelope.ok, envelope.error
     assert envelope.response == reply
     return reply
@@ -86,9 +79,10 @@ def bridge() -> McpBridge:
 # -- the four kinds of request, over both transports -------------------------------
 
 
-def test_server_discover(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_server_discover(bridge: McpBridge) -> None:
     """A caller learns the bot's revisions and capabilities with server/discover."""
-    reply = over_both(bridge, mcp.make_request("server/discover", id="d"))
+    reply = await over_both(bridge, mcp.make_request("server/discover", id="d"))
     assert reply["id"] == "d"
     result = reply["result"]
     assert result["supportedVersions"] == ["2026-07-28"]
@@ -97,9 +91,10 @@ def test_server_discover(bridge: McpBridge) -> None:
     assert bridge.supported == ("2026-07-28",)
 
 
-def test_tools_list(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_tools_list(bridge: McpBridge) -> None:
     """A server that declares tools answers tools/list: the example's two tools."""
-    result = over_both(bridge, mcp.make_request("tools/list", id=1))["result"]
+    result = (await over_both(bridge, mcp.make_request("tools/list", id=1)))["result"]
     assert [tool["name"] for tool in result["tools"]] == ["availability", "catalog"]
     availability = result["tools"][0]
     assert availability["description"] == "Items in stock"
@@ -108,50 +103,56 @@ def test_tools_list(bridge: McpBridge) -> None:
     assert result["cacheScope"] == "public"
 
 
-def test_tools_call(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_tools_call(bridge: McpBridge) -> None:
     message = mcp.make_request(
         "tools/call", {"name": "availability", "arguments": {"item": "anvil"}}, id=2
     )
-    result = over_both(bridge, message)["result"]
+    result = (await over_both(bridge, message))["result"]
     assert result["content"] == [{"type": "text", "text": "12 anvils are in stock."}]
     assert result["isError"] is False
     assert result["resultType"] == "complete"
 
 
-def test_unknown_tool(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_unknown_tool(bridge: McpBridge) -> None:
     """The SDK's answer for an unknown tool passes through: a tool error result."""
     message = mcp.make_request("tools/call", {"name": "anvil-forge", "arguments": {}}, id=3)
-    result = over_both(bridge, message)["result"]
+    result = (await over_both(bridge, message))["result"]
     assert result["isError"] is True
     assert "anvil-forge" in result["content"][0]["text"]
 
 
-def test_unknown_method(bridge: McpBridge) -> None:
-    reply = over_both(bridge, mcp.make_request("anvils/forge", id=4))
+@pytest.mark.anyio
+async def test_unknown_method(bridge: McpBridge) -> None:
+    reply = await over_both(bridge, mcp.make_request("anvils/forge", id=4))
     assert reply["error"]["code"] == -32601
 
 
-def test_invalid_params_are_the_sdks_answer(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_invalid_params_are_the_sdks_answer(bridge: McpBridge) -> None:
     message = mcp.make_request("tools/list", id=5)
     del message["params"]["_meta"][mcp.CLIENT_CAPABILITIES_KEY]
-    reply = over_both(bridge, message)
+    reply = await over_both(bridge, message)
     assert reply["error"]["code"] == -32602
 
 
 # -- revisions -------------------------------------------------------------------
 
 
-def test_old_revision_gets_the_sdks_unsupported_protocol_version(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_old_revision_gets_the_sdks_unsupported_protocol_version(bridge: McpBridge) -> None:
     """A request of a revision the bot does not serve: -32022 listing the served ones."""
     message = mcp.make_request("tools/list", id=6)
     message["params"]["_meta"][mcp.PROTOCOL_VERSION_KEY] = "2025-11-25"
-    reply = over_both(bridge, message)
+    reply = await over_both(bridge, message)
     assert reply["id"] == 6
     assert reply["error"]["code"] == -32022
     assert reply["error"]["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
 
 
-def test_initialize_handshake_gets_unsupported_protocol_version(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_initialize_handshake_gets_unsupported_protocol_version(bridge: McpBridge) -> None:
     """Earlier revisions begin with initialize; the binding carries none of them."""
     message = {
         "jsonrpc": "2.0",
@@ -163,14 +164,15 @@ def test_initialize_handshake_gets_unsupported_protocol_version(bridge: McpBridg
             "clientInfo": {"name": "old", "version": "1"},
         },
     }
-    reply = over_both(bridge, message)
+    reply = await over_both(bridge, message)
     assert reply["error"]["code"] == -32022
     assert reply["error"]["data"] == {"supported": ["2026-07-28"], "requested": "2025-06-18"}
 
 
-def test_request_without_the_envelope_is_the_sdks_invalid_params(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_request_without_the_envelope_is_the_sdks_invalid_params(bridge: McpBridge) -> None:
     """No _meta envelope: the SDK's -32602, as on its own modern connection."""
-    reply = over_both(bridge, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    reply = await over_both(bridge, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert reply["error"]["code"] == -32602
     assert "envelope keys" in reply["error"]["message"]
 
@@ -184,49 +186,55 @@ def catalog_call(lines: int, rid: int = 10) -> dict[str, Any]:
     )
 
 
-def test_oversized_result_in_a_conversation_is_internal_error(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_oversized_result_in_a_conversation_is_internal_error(bridge: McpBridge) -> None:
     """A response above the message limit becomes -32603 with the request's id."""
-    reply = over_chat(bridge, catalog_call(3000))
+    reply = await over_chat(bridge, catalog_call(3000))
     assert reply["id"] == 10
     assert reply["error"]["code"] == -32603
     assert reply["error"]["data"]["limit"] == chat.MAX_MESSAGE_JSON
 
 
-def test_oversized_result_over_service_rpc_is_too_large(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_oversized_result_over_service_rpc_is_too_large(bridge: McpBridge) -> None:
     """Over Service RPC, the envelope error too_large instead."""
-    envelope = over_rpc(bridge, catalog_call(3000))
+    envelope = await over_rpc(bridge, catalog_call(3000))
     assert envelope.error is not None
     assert envelope.error.code == "too_large"
 
 
-def test_between_the_limits_a_conversation_carries_what_rpc_refuses(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_between_the_limits_a_conversation_carries_what_rpc_refuses(
+    bridge: McpBridge,
+) -> None:
     """A response of 10,000 to 15,000 bytes fits a message but not the RPC SHOULD."""
     message = catalog_call(900)
-    reply = over_chat(bridge, message)
+    reply = await over_chat(bridge, message)
     assert "result" in reply
     size = len(Response.success(reply).to_json())
     assert 10_000 < size < chat.MAX_MESSAGE_JSON
-    assert over_rpc(bridge, message).error is not None
+    assert (await over_rpc(bridge, message)).error is not None
     relaxed = McpBridge(two_tools.build_server(), rpc_limit=MAX_RESPONSE)
     if size <= MAX_RESPONSE:
-        assert over_rpc(relaxed, message).response == reply
+        assert (await over_rpc(relaxed, message)).response == reply
     else:
-        assert over_rpc(relaxed, message).error is not None
+        assert (await over_rpc(relaxed, message)).error is not None
 
 
 # -- conversation_required and the envelope ------------------------------------------
 
 
-def test_marked_tool_is_conversation_required_over_rpc_only() -> None:
+@pytest.mark.anyio
+async def test_marked_tool_is_conversation_required_over_rpc_only() -> None:
     bridge = McpBridge(two_tools.build_server(), conversation_tools={"catalog"})
-    envelope = over_rpc(bridge, catalog_call(2))
+    envelope = await over_rpc(bridge, catalog_call(2))
     assert envelope.error is not None
     assert envelope.error.code == "conversation_required"
-    assert "result" in over_chat(bridge, catalog_call(2))
+    assert "result" in await over_chat(bridge, catalog_call(2))
     other = mcp.make_request(
         "tools/call", {"name": "availability", "arguments": {"item": "x"}}, id=1
     )
-    assert over_rpc(bridge, other).ok
+    assert (await over_rpc(bridge, other)).ok
 
 
 @pytest.mark.anyio
@@ -254,9 +262,10 @@ async def test_rpc_handler_takes_a_request_or_a_service_request(bridge: McpBridg
         await bridge.rpc_handler(object())
 
 
-def test_not_a_request_over_rpc_is_a_jsonrpc_error(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_not_a_request_over_rpc_is_a_jsonrpc_error(bridge: McpBridge) -> None:
     """The envelope is valid, so the protocol answers: -32600 as the response."""
-    envelope = over_rpc(bridge, [1, 2])
+    envelope = await over_rpc(bridge, [1, 2])
     assert envelope.ok
     assert envelope.response["error"]["code"] == -32600
 
@@ -319,8 +328,9 @@ async def test_progress_notifications_are_replies_before_the_answer(bridge: McpB
     assert sent == []
 
 
-def test_subscriptions_listen_is_not_served(bridge: McpBridge) -> None:
-    reply = over_both(bridge, mcp.make_request("subscriptions/listen", {}, id=12))
+@pytest.mark.anyio
+async def test_subscriptions_listen_is_not_served(bridge: McpBridge) -> None:
+    reply = await over_both(bridge, mcp.make_request("subscriptions/listen", {}, id=12))
     assert reply["error"]["code"] == -32601
 
 
@@ -404,10 +414,11 @@ async def test_protocol_text_example_call_over_rpc() -> None:
     assert {"response": without_server_info(response["response"])} == expected
 
 
-def test_handler_exception_is_internal_error_without_its_text() -> None:
+@pytest.mark.anyio
+async def test_handler_exception_is_internal_error_without_its_text() -> None:
     bridge = McpBridge(example_server())
     message = mcp.make_request("tools/call", {"name": "explode", "arguments": {}}, id=13)
-    reply = over_chat(bridge, message)
+    reply = await over_chat(bridge, message)
     assert reply["error"]["code"] == -32603
     assert "secret" not in json.dumps(reply)
 
