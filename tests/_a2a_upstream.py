@@ -52,11 +52,25 @@ INTERNAL_TARGET = "http://10.255.0.1:9/internal/moved-here"
 
 
 class AnvilAgent(AgentExecutor):
-    """Quotes anvils. The first word of the text picks the behaviour."""
+    """Quotes anvils. The first word of the text picks the behaviour.
+
+    ``hello``: a message, no task. ``hang``: never answers. ``ask``: a task that
+    needs input. ``slow``: a task that works 30 s. ``instant``: the answer at once.
+    ``big N``: an answer of N bytes. Anything else: a task that works ``work``
+    seconds, then answers. ``headers_seen`` records each call's HTTP headers (as
+    the SDK's call context holds them). This one agent serves the program below and
+    the in-process bridge tests (tests/_a2a.py).
+    """
+
+    def __init__(self, work: float = 0.0) -> None:
+        self.work = work
+        self.headers_seen: list[dict[str, str]] = []
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None
-        word = get_message_text(context.message).partition(" ")[0]
+        text = get_message_text(context.message)
+        self.headers_seen.append(dict(context.call_context.state.get("headers", {})))
+        word, _, rest = text.partition(" ")
         if word == "hello":
             await event_queue.enqueue_event(
                 pb.Message(
@@ -67,6 +81,8 @@ class AnvilAgent(AgentExecutor):
                 )
             )
             return
+        if word == "hang":
+            await asyncio.Event().wait()
         task = context.current_task
         if task is None:
             task = new_task_from_user_message(context.message)
@@ -80,9 +96,10 @@ class AnvilAgent(AgentExecutor):
             return
         if word == "slow":
             await asyncio.sleep(30)  # the behaviour under test: past a Service RPC deadline
-        elif word != "instant":
-            await asyncio.sleep(0.05)  # the behaviour under test: a task that works a while
-        await updater.add_artifact([new_text_part(ANSWER)])
+        elif word not in ("instant", "big") and self.work:
+            await asyncio.sleep(self.work)  # the behaviour under test: a task that works a while
+        answer = "x" * int(rest) if word == "big" else ANSWER
+        await updater.add_artifact([new_text_part(answer)])
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -110,7 +127,9 @@ def agent_card(url: str) -> pb.AgentCard:
 def build_handler(url: str = "http://127.0.0.1/") -> DefaultRequestHandler:
     """The agent behind the SDK's request handler, with an in-memory task store."""
     return DefaultRequestHandler(
-        agent_executor=AnvilAgent(), task_store=InMemoryTaskStore(), agent_card=agent_card(url)
+        agent_executor=AnvilAgent(work=0.05),
+        task_store=InMemoryTaskStore(),
+        agent_card=agent_card(url),
     )
 
 
@@ -159,7 +178,7 @@ def build_app(url: str) -> Any:
     seen: list[dict[str, Any]] = []
     card = agent_card(url)
     handler = DefaultRequestHandler(
-        agent_executor=AnvilAgent(), task_store=InMemoryTaskStore(), agent_card=card
+        agent_executor=AnvilAgent(work=0.05), task_store=InMemoryTaskStore(), agent_card=card
     )
 
     async def show_seen(request: Request) -> JSONResponse:
@@ -207,7 +226,7 @@ def main(argv: list[str] | None = None) -> None:
             if task.done():
                 task.result()
                 return
-            await asyncio.sleep(0.01)  # uvicorn has no started event: a poll, ended above
+            await asyncio.sleep(0.01)  # a poll's step: uvicorn has no started event
         print(f"listening: {url}", flush=True)
         await task
 

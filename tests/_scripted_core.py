@@ -12,9 +12,12 @@ It takes any number of connections, as the chat core does (simplex-chat
 before the next is read), and each event is sent on one connection: the first
 open one, or the one a test names (``connection=``), so that a test can deliver
 events on the connection it chooses, in the order it chooses. A raw answer of None
-is an answer lost on its way (the connection goes on with the next command);
-``FakeCore.silent`` (tests/test_adapter_support.py) is a command the core never
-finishes, which holds its connection.
+is an answer lost on its way (the connection goes on with the next command); a
+``silent`` command is one the core never finishes by itself, which holds its
+connection until the test answers it (:meth:`ScriptedCore.answer_silent`).
+
+This is the suite's one scripted core. ``FakeCore`` (below) is the same core with
+its reply table under the name the older adapter tests use.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import contextlib
 import json
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, Self
 
 from simplex_rpc.adapter import ChatCore, Handler
 
@@ -42,27 +45,44 @@ RawAnswer = Callable[[str, str], str | None]
 class ScriptedCore:
     """A scripted chat core on the loopback; use as ``async with ScriptedCore() as core:``.
 
-    ``raw[name]`` gives the raw text answering the command ``name`` (by default
-    a well-formed ``{"corrId", "resp"}`` frame: ``cmdOk``, or ``serviceReplyAccepted``
-    for ``/_service_response``); ``answers`` collects each ``/_service_response``'s
-    envelope by ``requestId``, in order.
+    How a command ``name`` is answered, first rule that applies:
+
+    * ``silent`` holds it: nothing is answered until :meth:`answer_silent`, and its
+      connection reads no other command meanwhile;
+    * ``raw[name]`` gives the raw text of the answer (None: an answer lost);
+    * ``replies[name]`` gives the ``resp`` object (or a function of the command text
+      returning it);
+    * otherwise ``cmdOk``, or ``serviceReplyAccepted`` for ``/_service_response``.
+
+    ``answers`` collects each ``/_service_response``'s envelope by ``requestId``, in
+    order (``responses`` is the same record under a name no subclass reuses).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_size: int | None = None) -> None:
         self.commands: asyncio.Queue[str] = asyncio.Queue()
-        self.answers: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.responses: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
         self.answer_order: list[str] = []
         self.answered = asyncio.Condition()
         self.raw: dict[str, RawAnswer] = {}
+        self.replies: dict[str, Any] = {}
+        self.silent: set[str] = set()
         self.connected = asyncio.Event()
         #: The open connections, in the order they were opened.
         self.connections: list[Any] = []
         self._server: Any = None
+        self._max_size = max_size
+        # The silent commands held, by corrId: answered when the test says so.
+        self._held: dict[str, asyncio.Future[Any]] = {}
 
-    async def __aenter__(self) -> ScriptedCore:
+    @property
+    def answers(self) -> defaultdict[str, list[dict[str, Any]]]:
+        """Each ``/_service_response``'s envelope by ``requestId``, in order."""
+        return self.responses
+
+    async def __aenter__(self) -> Self:
         from websockets.asyncio.server import serve
 
-        self._server = await serve(self._handle, "127.0.0.1", 0, max_size=None)
+        self._server = await serve(self._handle, "127.0.0.1", 0, max_size=self._max_size)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -74,10 +94,16 @@ class ScriptedCore:
         port = self._server.sockets[0].getsockname()[1]
         return f"ws://127.0.0.1:{port}"
 
-    def _default(self, corr_id: str, cmd: str) -> str:
+    def answer(self, cmd: str) -> Any:
+        """The ``resp`` answering ``cmd``: from ``replies``, or the default."""
         name = cmd.split(" ", 1)[0]
-        resp = ACCEPTED if name == "/_service_response" else {"type": "cmdOk"}
-        return json.dumps({"corrId": corr_id, "resp": resp})
+        if name in self.replies:
+            reply = self.replies[name]
+            return reply(cmd) if callable(reply) else reply
+        return ACCEPTED if name == "/_service_response" else {"type": "cmdOk"}
+
+    def _default(self, corr_id: str, cmd: str) -> str:
+        return json.dumps({"corrId": corr_id, "resp": self.answer(cmd)})
 
     async def _handle(self, ws: Any) -> None:
         from websockets.exceptions import ConnectionClosed
@@ -99,12 +125,31 @@ class ScriptedCore:
             if cmd.startswith("/_service_response "):
                 _, _user, request_id, payload = cmd.split(" ", 3)
                 async with self.answered:
-                    self.answers[request_id].append(json.loads(payload))
+                    self.responses[request_id].append(json.loads(payload))
                     self.answer_order.append(request_id)
                     self.answered.notify_all()
+            if cmd.split(" ", 1)[0] in self.silent:
+                await self._hold(ws, corr_id)
+                continue
             answer = self.raw.get(cmd.split(" ", 1)[0], self._default)(corr_id, cmd)
             if answer is not None:
                 await ws.send(answer)
+
+    async def _hold(self, ws: Any, corr_id: str) -> None:
+        """Hold a silent command: this connection runs nothing else until the test
+        answers it or the connection closes."""
+        held = asyncio.get_running_loop().create_future()
+        self._held[corr_id] = held
+        closed = asyncio.ensure_future(ws.wait_closed())
+        await asyncio.wait([held, closed], return_when=asyncio.FIRST_COMPLETED)
+        closed.cancel()
+        if held.done() and held.result() is not None:
+            await ws.send(json.dumps({"corrId": corr_id, "resp": held.result()}))
+
+    def answer_silent(self, corr_id: str, resp: dict[str, Any] | None) -> None:
+        """Answer the held silent command ``corr_id`` with ``resp`` (None: the test sent its
+        answer itself, with :meth:`send_raw`); its connection goes on."""
+        self._held.pop(corr_id).set_result(resp)
 
     async def send_raw(self, text: str, connection: int = 0) -> None:
         """Send one frame, exactly this text, on the ``connection``-th open connection."""
@@ -134,6 +179,20 @@ class ScriptedCore:
         """Close every connection abnormally, as a crashed core would."""
         for ws in list(self.connections):
             await ws.close(code=code)
+
+
+class FakeCore(ScriptedCore):
+    """The scripted core with ``answers`` naming its reply table (``replies``), as the
+    adapter tests of tests/test_adapter.py and test_adapter_serve.py script it; the
+    WebSocket's default 1 MiB frame limit, as their core had."""
+
+    def __init__(self) -> None:
+        super().__init__(max_size=2**20)
+
+    @property
+    def answers(self) -> dict[str, Any]:  # type: ignore[override]
+        """The reply table: a command name's ``resp`` (or a function of the command)."""
+        return self.replies
 
 
 @contextlib.asynccontextmanager

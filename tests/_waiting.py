@@ -45,4 +45,4 @@ async def until(
             return value  # type: ignore[return-value]
         if loop.time() >= deadline:
             raise AssertionError(f"{what}: not within {within} s")
-        await asyncio.sleep(every)  # the poll's step; the deadline above bounds the wait
+        await asyncio.sleep(every)  # a poll's step: the deadline above bounds the wait

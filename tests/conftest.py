@@ -9,6 +9,10 @@ compare the two backends in one process.
 The short summary folds skips by reason alone (``pytest_runtest_logreport``
 below): the pure-backend run of ``make test`` says "C backend unavailable"
 once, with the count, instead of once per test line (issue 22).
+
+Property tests try a share of the examples each is written for: half by default,
+all with ``SIMPLEX_RPC_HYPOTHESIS=full``, ten times with ``deep``
+(tests/_hypothesis.py).
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import settings
 
 import simplex_rpc as sx
+from _hypothesis import MODE, examples
 from simplex_rpc._wire import backend as _backend
 
 
@@ -35,6 +41,12 @@ def _require(name: str) -> _backend.Backend:
             pytest.fail(reason + " (SIMPLEX_RPC_BUILD_C=1 requires it)")
         pytest.skip(reason)
     return sx.backends[name]
+
+
+# Property tests with no count of their own: 100 examples at SIMPLEX_RPC_HYPOTHESIS=full,
+# the share the mode gives otherwise (tests/_hypothesis.py).
+settings.register_profile(MODE, max_examples=examples(100))
+settings.load_profile(MODE)
 
 
 @pytest.fixture(params=["python", "c"])

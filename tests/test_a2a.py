@@ -14,11 +14,10 @@ from typing import Any
 
 import pytest
 
+from _a2a import MESSAGE
 from simplex_rpc import Request, Response, a2a, chat
 from simplex_rpc.a2a import BindingError, Caller, CallerStore
 from simplex_rpc.vectors._examples import A2A_SEND_MESSAGE_REQUEST_TEXT, a2a_send_message_request
-
-MESSAGE: dict[str, Any] = a2a_send_message_request()["request"]["params"]["message"]
 
 
 def compact(value: Any) -> str:

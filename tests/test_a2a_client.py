@@ -23,16 +23,14 @@ import pytest
 from a2a.client import ClientConfig, ClientFactory
 from a2a.client.client import ClientCallContext
 from a2a.client.errors import A2AClientError
-from a2a.helpers.proto_helpers import new_text_part
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import VersionNotSupportedError
-from google.protobuf import json_format  # type: ignore[import-untyped]
 
+from _a2a import AnvilAgent, agent_card, card_for, make_bot, user_message
+from _support import Pair, pair
 from simplex_rpc import ErrorCode, Response, SigningKey, a2a
 from simplex_rpc.a2a import ServiceRpcError, register_client
 from simplex_rpc.adapter import ServiceRequest
-from test_a2a_bridge import AnvilAgent, agent_card, make_bot
-from test_adapter_support import Pair, pair, run
 
 Handler = Callable[[ServiceRequest], Awaitable[Response]]
 
@@ -50,21 +48,6 @@ async def bot(
         yield p, made.agent
 
 
-def card_for(link: str, version: str = "1.0") -> pb.AgentCard:
-    """The agent's card with its SimpleX interface: the bot's address link."""
-    card = agent_card()
-    del card.supported_interfaces[:]
-    card.supported_interfaces.append(
-        json_format.ParseDict(a2a.agent_card_interface(link, version), pb.AgentInterface())
-    )
-    return card
-
-
-def user_message(text: str) -> pb.SendMessageRequest:
-    message = pb.Message(message_id="m-1", role=pb.ROLE_USER, parts=[new_text_part(text)])
-    return pb.SendMessageRequest(message=message)
-
-
 async def one_shot(client: Any, text: str, **kwargs: Any) -> pb.StreamResponse:
     events = [event async for event in client.send_message(user_message(text), **kwargs)]
     (event,) = events
@@ -75,7 +58,8 @@ async def one_shot(client: Any, text: str, **kwargs: Any) -> pb.StreamResponse:
 # -- one-shot SendMessage over Service RPC --------------------------------------------------
 
 
-def test_a_client_from_the_card_gets_a_completed_task_over_rpc() -> None:
+@pytest.mark.anyio
+async def test_a_client_from_the_card_gets_a_completed_task_over_rpc() -> None:
     """A client made from a card with the SimpleX interface sends SendMessage as one
     Service RPC request and gets the task in its state at the end of the work."""
     seen: list[dict[str, Any]] = []
@@ -87,27 +71,25 @@ def test_a_client_from_the_card_gets_a_completed_task_over_rpc() -> None:
 
         return recorded
 
-    async def main() -> None:
-        async with bot(record) as (p, agent):
-            factory = register_client(ClientConfig(streaming=False), p.alice, 1)
-            client = factory.create(card_for(p.link))
-            event = await one_shot(client, "quote")
-            assert event.task.status.state == pb.TASK_STATE_COMPLETED
-            assert event.task.artifacts[0].parts[0].text == "Two anvils to Lisbon: 240 EUR."
-            reply = await one_shot(client, "hello")
-            assert reply.message.parts[0].text == "Hello from Acme"
-            await client.close()
-            (headers, _) = agent.headers_seen
-            assert headers["a2a-version"] == "1.0"
-
-    run(main)
+    async with bot(record) as (p, agent):
+        factory = register_client(ClientConfig(streaming=False), p.alice, 1)
+        client = factory.create(card_for(p.link))
+        event = await one_shot(client, "quote")
+        assert event.task.status.state == pb.TASK_STATE_COMPLETED
+        assert event.task.artifacts[0].parts[0].text == "Two anvils to Lisbon: 240 EUR."
+        reply = await one_shot(client, "hello")
+        assert reply.message.parts[0].text == "Hello from Acme"
+        await client.close()
+        (headers, _) = agent.headers_seen
+        assert headers["a2a-version"] == "1.0"
     assert [m["method"] for m in seen] == ["SendMessage", "SendMessage"]
     for message in seen:
         # Every request MUST carry A2A-Version, in the member for protocols without headers.
         assert message["a2a-service-parameters"] == {"A2A-Version": "1.0"}
 
 
-def test_service_parameters_and_a_signed_caller() -> None:
+@pytest.mark.anyio
+async def test_service_parameters_and_a_signed_caller() -> None:
     """Service parameters of the call context go into a2a-service-parameters (A2A-Version
     first, always); a signed request reaches the bot with the signer's key."""
     key = SigningKey.generate()
@@ -120,75 +102,69 @@ def test_service_parameters_and_a_signed_caller() -> None:
 
         return recorded
 
-    async def main() -> None:
-        async with bot(record) as (p, agent):
-            config = ClientConfig(streaming=False)
-            factory = register_client(ClientFactory(config), p.alice, 1, sign_key=key)
-            client = factory.create(card_for(p.link))
-            context = ClientCallContext(service_parameters={"A2A-Extensions": "https://e/1"})
-            event = await one_shot(client, "quote", context=context)
-            assert event.task.status.state == pb.TASK_STATE_COMPLETED
-            (headers,) = agent.headers_seen
-            assert headers["a2a-version"] == "1.0"
-            assert headers["a2a-extensions"] == "https://e/1"
-
-    run(main)
+    async with bot(record) as (p, agent):
+        config = ClientConfig(streaming=False)
+        factory = register_client(ClientFactory(config), p.alice, 1, sign_key=key)
+        client = factory.create(card_for(p.link))
+        context = ClientCallContext(service_parameters={"A2A-Extensions": "https://e/1"})
+        event = await one_shot(client, "quote", context=context)
+        assert event.task.status.state == pb.TASK_STATE_COMPLETED
+        (headers,) = agent.headers_seen
+        assert headers["a2a-version"] == "1.0"
+        assert headers["a2a-extensions"] == "https://e/1"
     assert signers == [(key.public_key, key.public_key)]
 
 
-def test_an_unserved_version_is_version_not_supported() -> None:
+@pytest.mark.anyio
+async def test_an_unserved_version_is_version_not_supported() -> None:
     """A card whose SimpleX interface names 1.1: the bot serves 1.0 and answers -32009,
     which the SDK client raises as its VersionNotSupportedError."""
 
-    async def main() -> None:
-        async with bot() as (p, agent):
-            factory = register_client(ClientConfig(streaming=False), p.alice, 1)
-            client = factory.create(card_for(p.link, "1.1"))
-            with pytest.raises(VersionNotSupportedError):
-                await one_shot(client, "quote")
-            assert agent.headers_seen == []
-
-    run(main)
+    async with bot() as (p, agent):
+        factory = register_client(ClientConfig(streaming=False), p.alice, 1)
+        client = factory.create(card_for(p.link, "1.1"))
+        with pytest.raises(VersionNotSupportedError):
+            await one_shot(client, "quote")
+        assert agent.headers_seen == []
 
 
 # -- what Service RPC does not serve ---------------------------------------------------------
 
 
-def test_follow_ups_and_streams_are_conversation_required_over_rpc() -> None:
+@pytest.mark.anyio
+async def test_follow_ups_and_streams_are_conversation_required_over_rpc() -> None:
     """GetTask, CancelTask, a message with taskId and the streaming methods are answered
     conversation_required, raised as ServiceRpcError naming the code."""
 
-    async def main() -> None:
-        async with bot() as (p, _):
-            factory = register_client(ClientConfig(streaming=False), p.alice, 1)
-            client = factory.create(card_for(p.link))
-            task = (await one_shot(client, "quote")).task
-            calls = [
-                client.get_task(pb.GetTaskRequest(id=task.id)),
-                client.cancel_task(pb.CancelTaskRequest(id=task.id)),
+    async with bot() as (p, _):
+        factory = register_client(ClientConfig(streaming=False), p.alice, 1)
+        client = factory.create(card_for(p.link))
+        task = (await one_shot(client, "quote")).task
+        calls = [
+            client.get_task(pb.GetTaskRequest(id=task.id)),
+            client.cancel_task(pb.CancelTaskRequest(id=task.id)),
+        ]
+        for call in calls:
+            with pytest.raises(ServiceRpcError) as caught:
+                await call
+            assert caught.value.code == ErrorCode.CONVERSATION_REQUIRED
+            assert str(caught.value).startswith("conversation_required")
+        follow_up = user_message("and a hammer?")
+        follow_up.message.task_id = task.id
+        with pytest.raises(ServiceRpcError, match="conversation_required"):
+            [e async for e in client.send_message(follow_up)]
+        streaming = register_client(ClientConfig(streaming=True), p.alice, 1)
+        with pytest.raises(ServiceRpcError, match="SendStreamingMessage needs a conversation"):
+            [
+                e
+                async for e in streaming.create(card_for(p.link)).send_message(
+                    user_message("q")
+                )
             ]
-            for call in calls:
-                with pytest.raises(ServiceRpcError) as caught:
-                    await call
-                assert caught.value.code == ErrorCode.CONVERSATION_REQUIRED
-                assert str(caught.value).startswith("conversation_required")
-            follow_up = user_message("and a hammer?")
-            follow_up.message.task_id = task.id
-            with pytest.raises(ServiceRpcError, match="conversation_required"):
-                [e async for e in client.send_message(follow_up)]
-            streaming = register_client(ClientConfig(streaming=True), p.alice, 1)
-            with pytest.raises(ServiceRpcError, match="SendStreamingMessage needs a conversation"):
-                [
-                    e
-                    async for e in streaming.create(card_for(p.link)).send_message(
-                        user_message("q")
-                    )
-                ]
-
-    run(main)
 
 
-def test_rate_limited_is_repeated_within_the_bound() -> None:
+@pytest.mark.anyio
+async def test_rate_limited_is_repeated_within_the_bound() -> None:
     answered: list[str] = []
 
     def limit_first(handler: Handler) -> Handler:
@@ -200,55 +176,50 @@ def test_rate_limited_is_repeated_within_the_bound() -> None:
 
         return limited
 
-    async def main() -> None:
-        async with bot(limit_first) as (p, _):
-            client = register_client(ClientConfig(streaming=False), p.alice, 1).create(
-                card_for(p.link)
-            )
-            event = await one_shot(client, "quote")
-            assert event.task.status.state == pb.TASK_STATE_COMPLETED
-
-    run(main)
+    async with bot(limit_first) as (p, _):
+        client = register_client(ClientConfig(streaming=False), p.alice, 1).create(
+            card_for(p.link)
+        )
+        event = await one_shot(client, "quote")
+        assert event.task.status.state == pb.TASK_STATE_COMPLETED
     assert answered == ["SendMessage", "SendMessage"]
 
 
 # -- arguments -------------------------------------------------------------------------------
 
 
-def test_register_client_refuses_what_it_cannot_use() -> None:
-    async def main() -> None:
-        async with pair(lambda r: "x") as p:
-            with pytest.raises(TypeError, match="factory_or_config"):
-                register_client("config", p.alice, 1)  # type: ignore[arg-type]
-            with pytest.raises(TypeError, match="core"):
-                register_client(ClientConfig(), "ws://x", 1)  # type: ignore[arg-type]
-            with pytest.raises(TypeError, match="sign_key"):
-                register_client(ClientConfig(), p.alice, 1, sign_key="k")  # type: ignore[arg-type]
-            with pytest.raises(ValueError, match="user_id"):
-                register_client(ClientConfig(), p.alice, 0)
-            with pytest.raises(ValueError, match="timeout"):
-                register_client(ClientConfig(), p.alice, 1, timeout=-1)
-            config = ClientConfig()
-            register_client(config, p.alice, 1)
-            # An empty list meant JSON-RPC only: it keeps JSON-RPC, then adds the binding.
-            assert config.supported_protocol_bindings == ["JSONRPC", a2a.BINDING_URI]
-            register_client(config, p.alice, 1)
-            assert config.supported_protocol_bindings.count(a2a.BINDING_URI) == 1
-            # A card without a SimpleX interface is not this transport's.
-            card = agent_card()
-            del card.supported_interfaces[:]
-            with pytest.raises(ValueError, match="no compatible transports"):
-                ClientFactory(ClientConfig(supported_protocol_bindings=[a2a.BINDING_URI])).create(
-                    card
-                )
-            key = SigningKey.generate()
-            factory = register_client(ClientConfig(), p.alice, 1, sign_key=key)
-            transport = factory._registry[a2a.BINDING_URI](card_for(p.link), p.link, ClientConfig())
-            assert key.encode() not in repr(transport)
-            with pytest.raises(A2AClientError):
-                await transport.get_task(
-                    pb.GetTaskRequest(id="t"),
-                    context=ClientCallContext(service_parameters={"Bad Name": "x"}),
-                )
-
-    run(main)
+@pytest.mark.anyio
+async def test_register_client_refuses_what_it_cannot_use() -> None:
+    async with pair(lambda r: "x") as p:
+        with pytest.raises(TypeError, match="factory_or_config"):
+            register_client("config", p.alice, 1)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="core"):
+            register_client(ClientConfig(), "ws://x", 1)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="sign_key"):
+            register_client(ClientConfig(), p.alice, 1, sign_key="k")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="user_id"):
+            register_client(ClientConfig(), p.alice, 0)
+        with pytest.raises(ValueError, match="timeout"):
+            register_client(ClientConfig(), p.alice, 1, timeout=-1)
+        config = ClientConfig()
+        register_client(config, p.alice, 1)
+        # An empty list meant JSON-RPC only: it keeps JSON-RPC, then adds the binding.
+        assert config.supported_protocol_bindings == ["JSONRPC", a2a.BINDING_URI]
+        register_client(config, p.alice, 1)
+        assert config.supported_protocol_bindings.count(a2a.BINDING_URI) == 1
+        # A card without a SimpleX interface is not this transport's.
+        card = agent_card()
+        del card.supported_interfaces[:]
+        with pytest.raises(ValueError, match="no compatible transports"):
+            ClientFactory(ClientConfig(supported_protocol_bindings=[a2a.BINDING_URI])).create(
+                card
+            )
+        key = SigningKey.generate()
+        factory = register_client(ClientConfig(), p.alice, 1, sign_key=key)
+        transport = factory._registry[a2a.BINDING_URI](card_for(p.link), p.link, ClientConfig())
+        assert key.encode() not in repr(transport)
+        with pytest.raises(A2AClientError):
+            await transport.get_task(
+                pb.GetTaskRequest(id="t"),
+                context=ClientCallContext(service_parameters={"Bad Name": "x"}),
+            )

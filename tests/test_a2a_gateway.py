@@ -26,72 +26,34 @@ Rules pinned (protocol text, "A2A binding", and the issue):
 
 from __future__ import annotations
 
-import asyncio
 import json
-import re
 import subprocess
-import sys
 import threading
-import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from simplex_rpc import Request, a2a
+from _gateway import (
+    PY,
+    UPSTREAM,
+    Network,
+    World,
+    _world,
+    read_line,
+    request,
+    rpc,
+    seen_by,
+    stop,
+    user_message,
+)
+from simplex_rpc import a2a
 from simplex_rpc.adapter import ChatCore
-from simplex_rpc.testing import CoreSimulator
 
-ROOT = Path(__file__).resolve().parent
-UPSTREAM = ROOT / "_a2a_upstream.py"
-PY = sys.executable
 SECRET = "sekret-5f3a9c"
 CALLER_SECRET = "caller-7d1e0b"
 TERMINAL = "TASK_STATE_COMPLETED"
-
-
-class World:
-    """The simulator in its own thread and loop; ``setup`` makes contacts and groups."""
-
-    def __init__(self, setup: Callable[[CoreSimulator], dict[str, Any]]) -> None:
-        self.url = ""
-        self.facts: dict[str, Any] = {}
-        self._setup = setup
-        self._ready = threading.Event()
-        self._stop: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
-
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with CoreSimulator() as sim:
-            self.facts = self._setup(sim)
-            self.url = sim.url
-            self._ready.set()
-            await self._stop.wait()
-
-    def __enter__(self) -> World:
-        self._thread.start()
-        assert self._ready.wait(20), "the simulator did not start"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._loop is not None and self._stop is not None
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(20)
-
-
-def read_line(stream: Any, pattern: str, what: str) -> str:
-    """The first group of ``pattern`` in the first line of ``stream`` that matches it."""
-    for line in stream:
-        match = re.search(pattern, line)
-        if match:
-            return match.group(1)
-    raise AssertionError(f"{what} ended before printing {pattern!r}")
 
 
 def start_upstream() -> tuple[subprocess.Popen[str], str]:
@@ -100,45 +62,6 @@ def start_upstream() -> tuple[subprocess.Popen[str], str]:
     )
     url = read_line(process.stdout, r"^listening: (http://\S+)", "the upstream agent")
     return process, url
-
-
-def stop(*processes: subprocess.Popen[str] | None) -> None:
-    for process in processes:
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:  # pragma: no cover - a hung child
-                process.kill()
-                process.wait(timeout=20)
-
-
-def seen_by(upstream: str) -> list[dict[str, Any]]:
-    """What the upstream received: one record (headers, body members) per POST."""
-    with urllib.request.urlopen(f"{upstream}/seen", timeout=10) as answer:
-        records: list[dict[str, Any]] = json.load(answer)
-    return records
-
-
-@dataclass
-class Network:
-    url: str
-    upstream: str
-    link: str
-    contact: str  # alice's ChatRef of the bot
-    alice_group: str  # the group, as alice names it
-    carol_group: str  # the same group, as carol names it
-    bot_log: Path
-
-
-def _world(sim: CoreSimulator) -> dict[str, Any]:
-    at_alice, _ = sim.connect("alice", "bot")
-    ids = sim.create_group("team", "alice", ["bot", "carol"])
-    return {
-        "contact": f"@{at_alice}",
-        "alice_group": f"#{ids[('alice', 1)]}",
-        "carol_group": f"#{ids[('carol', 1)]}",
-    }
 
 
 @pytest.fixture(scope="module")
@@ -186,36 +109,6 @@ def network(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Network]:
             stop(bot, upstream)
 
 
-def run(main: Callable[[], Any]) -> Any:
-    async def bounded() -> Any:
-        async with asyncio.timeout(90):
-            return await main()
-
-    return asyncio.run(bounded())
-
-
-def user_message(text: str, **extra: Any) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "messageId": str(uuid.uuid4()),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    }
-    message.update(extra)
-    return {"message": message}
-
-
-def request(method: str, params: dict[str, Any], **parameters: str) -> dict[str, Any]:
-    return a2a.make_request(method, params, id=str(uuid.uuid4()), parameters=parameters)
-
-
-async def rpc(network: Network, message: dict[str, Any], core: str = "alice") -> Any:
-    async with ChatCore.connect(f"{network.url}/{core}") as caller:
-        await caller.start(service_requests=False)
-        return await caller.service_request(
-            1, network.link, Request(protocol="a2a", request=message), timeout=60
-        )
-
-
 async def chat(
     network: Network,
     message: dict[str, Any],
@@ -249,7 +142,8 @@ def state_of(stream_response: dict[str, Any]) -> str | None:
 # -- Service RPC -------------------------------------------------------------------------------
 
 
-def test_a_one_shot_task_over_service_rpc_is_the_task_at_the_end_of_the_work(
+@pytest.mark.anyio
+async def test_a_one_shot_task_over_service_rpc_is_the_task_at_the_end_of_the_work(
     network: Network,
 ) -> None:
     """Service RPC: "The response is the task in its state at the end of the work"; the
@@ -263,10 +157,7 @@ def test_a_one_shot_task_over_service_rpc_is_the_task_at_the_end_of_the_work(
         "Content-Length": "0",  # HTTP framing: never the caller's to set
     }
 
-    async def main() -> Any:
-        return await rpc(network, request("SendMessage", user_message("quote"), **parameters))
-
-    response = run(main)
+    response = await rpc(network, request("SendMessage", user_message("quote"), **parameters))
     assert response.error is None, response.error
     answer = response.response
     task = answer["result"]["task"]
@@ -285,41 +176,38 @@ def test_a_one_shot_task_over_service_rpc_is_the_task_at_the_end_of_the_work(
     assert record["body"]["id"] != answer["id"]
 
 
-def test_a_stream_over_service_rpc_is_conversation_required(network: Network) -> None:
+@pytest.mark.anyio
+async def test_a_stream_over_service_rpc_is_conversation_required(network: Network) -> None:
     """The text: "Over Service RPC, both methods are answered with the envelope error
     conversation_required"."""
 
-    async def main() -> Any:
-        return await rpc(network, request("SendStreamingMessage", user_message("quote")))
-
-    response = run(main)
+    response = await rpc(network, request("SendStreamingMessage", user_message("quote")))
     assert response.error is not None and response.error.code == "conversation_required"
 
 
-def test_a_version_the_upstream_does_not_serve_is_refused(network: Network) -> None:
+@pytest.mark.anyio
+async def test_a_version_the_upstream_does_not_serve_is_refused(network: Network) -> None:
     """The text: "A bot answers a request of a version it does not serve with A2A's
     VersionNotSupportedError": the versions are the upstream's."""
     message = a2a.make_request("SendMessage", user_message("quote"), id=7, version="2.0")
 
-    async def main() -> Any:
-        return await rpc(network, message)
-
-    response = run(main)
+    response = await rpc(network, message)
     assert response.error is None
     assert response.response["error"]["code"] == a2a.VERSION_NOT_SUPPORTED
 
 
-def test_a_task_not_finished_in_time_over_service_rpc_is_conversation_required(
+@pytest.mark.anyio
+async def test_a_task_not_finished_in_time_over_service_rpc_is_conversation_required(
     network: Network,
 ) -> None:
     """The text: "A bot that cannot finish the task within 180 seconds answers with the
     envelope error conversation_required": the gateway's deadline is below the handler's
-    (--deadline 3 here, so the test is short), and the answer arrives before it."""
+    (--deadline 1 here, so the test is short), and the answer arrives before it."""
     upstream, upstream_url = start_upstream()
     bot = subprocess.Popen(
         [
             *(PY, "-m", "simplex_rpc", "serve", "--core", f"{network.url}/frank"),
-            *("--a2a-url", upstream_url, "--address", "--deadline", "3"),
+            *("--a2a-url", upstream_url, "--address", "--deadline", "1"),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -329,10 +217,7 @@ def test_a_task_not_finished_in_time_over_service_rpc_is_conversation_required(
         link = read_line(bot.stdout, r"^address: (\S+)", "the bot")
         local = Network(**{**network.__dict__, "link": link})
 
-        async def main() -> Any:
-            return await rpc(local, request("SendMessage", user_message("slow")))
-
-        response = run(main)
+        response = await rpc(local, request("SendMessage", user_message("slow")))
         assert response.error is not None, response.response
         assert response.error.code == "conversation_required"
         assert "did not finish" in (response.error.message or "")
@@ -340,7 +225,8 @@ def test_a_task_not_finished_in_time_over_service_rpc_is_conversation_required(
         stop(bot, upstream)
 
 
-def test_an_upstream_that_went_away_is_answered_and_logged(network: Network) -> None:
+@pytest.mark.anyio
+async def test_an_upstream_that_went_away_is_answered_and_logged(network: Network) -> None:
     """Every request ends in one answer: with the upstream gone, -32603 in a conversation
     and in the Service RPC response, the reason once in the bot's log; the --header
     credential in neither."""
@@ -360,10 +246,7 @@ def test_an_upstream_that_went_away_is_answered_and_logged(network: Network) -> 
         local = Network(**{**network.__dict__, "link": link})
         stop(upstream)
 
-        async def main() -> Any:
-            return await rpc(local, request("SendMessage", user_message("quote")))
-
-        response = run(main)
+        response = await rpc(local, request("SendMessage", user_message("quote")))
         assert response.error is None
         error = response.response["error"]
         assert error["code"] == -32603
@@ -377,16 +260,14 @@ def test_an_upstream_that_went_away_is_answered_and_logged(network: Network) -> 
     assert SECRET not in log
 
 
-def test_the_declared_versions_are_the_served_versions(network: Network) -> None:
+@pytest.mark.anyio
+async def test_the_declared_versions_are_the_served_versions(network: Network) -> None:
     """The text: "versions: ... The protocol versions the bot serves": the upstream's 1.0, on both
     transports."""
 
-    async def main() -> Any:
-        async with ChatCore.connect(f"{network.url}/alice") as alice:
-            await alice.start(service_requests=False)
-            return await alice.link_declarations(1, network.link)
-
-    declared = run(main)
+    async with ChatCore.connect(f"{network.url}/alice") as alice:
+        await alice.start(service_requests=False)
+        declared = await alice.link_declarations(1, network.link)
     entry = declared.protocols["a2a"]
     assert list(entry.versions) == ["1.0"]
     assert set(entry.transports) == {"rpc", "chat"}
@@ -395,15 +276,13 @@ def test_the_declared_versions_are_the_served_versions(network: Network) -> None
 # -- conversations -----------------------------------------------------------------------------
 
 
-def test_a_stream_in_a_group_reaches_its_terminal_state_in_order(network: Network) -> None:
+@pytest.mark.anyio
+async def test_a_stream_in_a_group_reaches_its_terminal_state_in_order(network: Network) -> None:
     """The text: "Each StreamResponse is one reply ... Replies are sent in the order of the stream.
     The stream ends with the reply whose task or status update is in a terminal state"."""
     message = request("SendStreamingMessage", user_message("quote"))
 
-    async def main() -> Any:
-        return await chat(network, message, network.alice_group, member="bot")
-
-    answers = run(main)
+    answers = await chat(network, message, network.alice_group, member="bot")
     assert all(a["id"] == message["id"] for a in answers)
     events = [a["result"] for a in answers]
     states = [state_of(e) for e in events]
@@ -416,7 +295,8 @@ def test_a_stream_in_a_group_reaches_its_terminal_state_in_order(network: Networ
     assert len(contexts - {None}) == 1
 
 
-def test_another_members_context_and_task_are_unknown_to_them(network: Network) -> None:
+@pytest.mark.anyio
+async def test_another_members_context_and_task_are_unknown_to_them(network: Network) -> None:
     """The text: "A context and its tasks are available only to their caller ... in a group to the
     member who created them. A request that names the context or the task of another
     caller is answered as a request for an unknown task": carol gets exactly the answer a
@@ -424,82 +304,73 @@ def test_another_members_context_and_task_are_unknown_to_them(network: Network) 
     among referenceTaskIds, or a context nobody was given, is answered the same."""
     started = request("SendMessage", user_message("ask"))
 
-    async def main() -> Any:
-        (first,) = await chat(network, started, network.alice_group, member="bot")
-        task = first["result"]["task"]
-        assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-        get = request("GetTask", {"id": task["id"]})
-        (own,) = await chat(network, get, network.alice_group, member="bot")
-        (carols,) = await chat(network, get, network.carol_group, core="carol", member="bot")
-        nobody = request("GetTask", {"id": str(uuid.uuid4())})
-        (unknown,) = await chat(network, nobody, network.carol_group, core="carol", member="bot")
-        follow_up = request(
-            "SendMessage", user_message("quote", contextId=task["contextId"], taskId=task["id"])
-        )
-        (continued,) = await chat(
-            network, follow_up, network.carol_group, core="carol", member="bot"
-        )
-        in_context = request("SendMessage", user_message("quote", contextId=task["contextId"]))
-        (joined,) = await chat(network, in_context, network.carol_group, core="carol", member="bot")
-        listed = request("ListTasks", {"contextId": task["contextId"]})
-        (listing,) = await chat(network, listed, network.carol_group, core="carol", member="bot")
-        referring = request("SendMessage", user_message("quote", referenceTaskIds=[task["id"]]))
-        (referred,) = await chat(
-            network, referring, network.carol_group, core="carol", member="bot"
-        )
-        invented = request("SendMessage", user_message("quote", contextId=str(uuid.uuid4())))
-        (nobodys,) = await chat(network, invented, network.carol_group, core="carol", member="bot")
-        return task, own, carols, unknown, [continued, joined, listing, referred, nobodys]
-
-    task, own, carols, unknown, others = run(main)
+    (first,) = await chat(network, started, network.alice_group, member="bot")
+    task = first["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    get = request("GetTask", {"id": task["id"]})
+    (own,) = await chat(network, get, network.alice_group, member="bot")
+    (carols,) = await chat(network, get, network.carol_group, core="carol", member="bot")
+    nobody = request("GetTask", {"id": str(uuid.uuid4())})
+    (unknown,) = await chat(network, nobody, network.carol_group, core="carol", member="bot")
+    follow_up = request(
+        "SendMessage", user_message("quote", contextId=task["contextId"], taskId=task["id"])
+    )
+    (continued,) = await chat(
+        network, follow_up, network.carol_group, core="carol", member="bot"
+    )
+    in_context = request("SendMessage", user_message("quote", contextId=task["contextId"]))
+    (joined,) = await chat(network, in_context, network.carol_group, core="carol", member="bot")
+    listed = request("ListTasks", {"contextId": task["contextId"]})
+    (listing,) = await chat(network, listed, network.carol_group, core="carol", member="bot")
+    referring = request("SendMessage", user_message("quote", referenceTaskIds=[task["id"]]))
+    (referred,) = await chat(
+        network, referring, network.carol_group, core="carol", member="bot"
+    )
+    invented = request("SendMessage", user_message("quote", contextId=str(uuid.uuid4())))
+    (nobodys,) = await chat(network, invented, network.carol_group, core="carol", member="bot")
+    others = [continued, joined, listing, referred, nobodys]
     assert own["result"]["id"] == task["id"]
     for refused in (carols, *others):
         assert refused["error"]["code"] == a2a.TASK_NOT_FOUND, refused
         assert refused["error"] == unknown["error"]
 
 
-def test_subscribe_to_task_follows_the_callers_own_task_only(network: Network) -> None:
+@pytest.mark.anyio
+async def test_subscribe_to_task_follows_the_callers_own_task_only(network: Network) -> None:
     """The text: "A caller that missed replies resumes the stream with SubscribeToTask": the
     task's events as replies, ending at its interrupted state; for another caller the
     task is unknown."""
     started = request("SendMessage", user_message("ask"))
 
-    async def main() -> Any:
-        (first,) = await chat(network, started, network.contact)
-        task = first["result"]["task"]
-        subscribe = request("SubscribeToTask", {"id": task["id"]})
-        own = await chat(network, subscribe, network.contact)
-        other = await chat(network, subscribe, network.carol_group, core="carol", member="bot")
-        return task, own, other
-
-    task, own, other = run(main)
+    (first,) = await chat(network, started, network.contact)
+    task = first["result"]["task"]
+    subscribe = request("SubscribeToTask", {"id": task["id"]})
+    own = await chat(network, subscribe, network.contact)
+    other = await chat(network, subscribe, network.carol_group, core="carol", member="bot")
     assert own[-1]["result"]["task"]["id"] == task["id"]
     assert state_of(own[-1]["result"]) == "TASK_STATE_INPUT_REQUIRED"
     (refused,) = other
     assert refused["error"]["code"] == a2a.TASK_NOT_FOUND
 
 
-def test_list_tasks_lists_only_the_callers_tasks(network: Network) -> None:
+@pytest.mark.anyio
+async def test_list_tasks_lists_only_the_callers_tasks(network: Network) -> None:
     """The upstream sees one client, the gateway: ListTasks gives each caller its own
     tasks, never another caller's (carol's in the group is not in alice's list)."""
 
-    async def main() -> Any:
-        mine_request = request("SendMessage", user_message("quote"))
-        (mine,) = await chat(network, mine_request, network.contact)
-        (carols,) = await chat(
-            network,
-            request("SendMessage", user_message("quote")),
-            network.carol_group,
-            core="carol",
-            member="bot",
-        )
-        (listing,) = await chat(network, request("ListTasks", {}), network.contact)
-        (carols_listing,) = await chat(
-            network, request("ListTasks", {}), network.carol_group, core="carol", member="bot"
-        )
-        return mine, carols, listing, carols_listing
-
-    mine, carols, listing, carols_listing = run(main)
+    mine_request = request("SendMessage", user_message("quote"))
+    (mine,) = await chat(network, mine_request, network.contact)
+    (carols,) = await chat(
+        network,
+        request("SendMessage", user_message("quote")),
+        network.carol_group,
+        core="carol",
+        member="bot",
+    )
+    (listing,) = await chat(network, request("ListTasks", {}), network.contact)
+    (carols_listing,) = await chat(
+        network, request("ListTasks", {}), network.carol_group, core="carol", member="bot"
+    )
     ids = {t["id"] for t in listing["result"].get("tasks", [])}
     carol_ids = {t["id"] for t in carols_listing["result"].get("tasks", [])}
     assert mine["result"]["task"]["id"] in ids
@@ -508,7 +379,8 @@ def test_list_tasks_lists_only_the_callers_tasks(network: Network) -> None:
     assert listing["result"]["totalSize"] == len(ids)
 
 
-def test_push_notification_methods_are_not_supported(network: Network) -> None:
+@pytest.mark.anyio
+async def test_push_notification_methods_are_not_supported(network: Network) -> None:
     """The text: "A bot answers the push notification methods with A2A's
     PushNotificationNotSupportedError"."""
     message = request(
@@ -516,22 +388,17 @@ def test_push_notification_methods_are_not_supported(network: Network) -> None:
         {"taskId": "t-1", "url": "https://example.com/hook"},
     )
 
-    async def main() -> Any:
-        return await chat(network, message, network.contact)
-
-    (answer,) = run(main)
+    (answer,) = await chat(network, message, network.contact)
     assert answer["error"]["code"] == a2a.PUSH_NOTIFICATION_NOT_SUPPORTED
 
 
-def test_the_card_is_the_upstreams_with_the_simplex_interface_added(network: Network) -> None:
+@pytest.mark.anyio
+async def test_the_card_is_the_upstreams_with_the_simplex_interface_added(network: Network) -> None:
     """The text: "A bot answers GetExtendedAgentCard with its Agent Card. For a caller without
     credentials, it is the public card": the upstream's card, with the SimpleX interface
     (agent_card_interface) added."""
 
-    async def main() -> Any:
-        return await chat(network, request("GetExtendedAgentCard", {}), network.contact)
-
-    (answer,) = run(main)
+    (answer,) = await chat(network, request("GetExtendedAgentCard", {}), network.contact)
     card = answer["result"]
     assert card["name"] == "Acme anvils"
     assert card["skills"][0]["id"] == "quote"
@@ -594,7 +461,8 @@ def test_a2a_options_need_an_a2a_server(network: Network) -> None:
     assert "--header" in result.stderr
 
 
-def test_the_card_url_may_be_given_whole(network: Network) -> None:
+@pytest.mark.anyio
+async def test_the_card_url_may_be_given_whole(network: Network) -> None:
     """--a2a-url may name the card itself (a URL ending in .json) instead of the agent's
     base URL under which the well-known URI is read."""
     bot = subprocess.Popen(
@@ -610,10 +478,7 @@ def test_the_card_url_may_be_given_whole(network: Network) -> None:
         link = read_line(bot.stdout, r"^address: (\S+)", "the bot")
         local = Network(**{**network.__dict__, "link": link})
 
-        async def main() -> Any:
-            return await rpc(local, request("SendMessage", user_message("hello")))
-
-        response = run(main)
+        response = await rpc(local, request("SendMessage", user_message("hello")))
         assert response.error is None, response.error
         assert response.response["result"]["message"]["parts"][0]["text"] == "Hello from Acme"
     finally:
@@ -623,7 +488,8 @@ def test_the_card_url_may_be_given_whole(network: Network) -> None:
 # -- in process: --a2a-module ------------------------------------------------------------------
 
 
-def test_an_sdk_agent_in_process_serves_a_one_shot_task(network: Network) -> None:
+@pytest.mark.anyio
+async def test_an_sdk_agent_in_process_serves_a_one_shot_task(network: Network) -> None:
     """--a2a-module MOD:NAME serves an a2a-sdk RequestHandler in the bot's process, as
     --mcp-module does for MCP; its card gets the SimpleX interface."""
     bot = subprocess.Popen(
@@ -639,10 +505,7 @@ def test_an_sdk_agent_in_process_serves_a_one_shot_task(network: Network) -> Non
         link = read_line(bot.stdout, r"^address: (\S+)", "the in-process bot")
         local = Network(**{**network.__dict__, "link": link})
 
-        async def main() -> Any:
-            return await rpc(local, request("SendMessage", user_message("quote")))
-
-        response = run(main)
+        response = await rpc(local, request("SendMessage", user_message("quote")))
         assert response.error is None, response.error
         assert response.response["result"]["task"]["status"]["state"] == TERMINAL
     finally:

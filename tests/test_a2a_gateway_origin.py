@@ -16,14 +16,13 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("a2a")
 
 from _a2a_upstream import INTERNAL_TARGET
-from test_a2a_gateway import (
+from _gateway import (
     PY,
     UPSTREAM,
     Network,
@@ -32,7 +31,6 @@ from test_a2a_gateway import (
     read_line,
     request,
     rpc,
-    run,
     seen_by,
     stop,
     user_message,
@@ -122,7 +120,8 @@ def test_a_card_pointing_to_another_origin_is_refused_with_a_credential(world: W
         stop(other, fronted)
 
 
-def test_follow_card_url_uses_the_other_origin_without_the_credential(world: World) -> None:
+@pytest.mark.anyio
+async def test_follow_card_url_uses_the_other_origin_without_the_credential(world: World) -> None:
     """With --follow-card-url the card's interface is used, without the --header
     credential (the choice logged once); the request is answered by the other origin,
     which never sees the credential."""
@@ -138,11 +137,9 @@ def test_follow_card_url_uses_the_other_origin_without_the_credential(world: Wor
         )
         link = bot.link()
 
-        async def main() -> Any:
-            return await rpc(network(world, link), request("SendMessage", user_message("hello")))
-
         for _ in range(2):  # the gateway keeps answering
-            response = run(main)
+            hello = request("SendMessage", user_message("hello"))
+            response = await rpc(network(world, link), hello)
             assert response.error is None
             assert "Hello from Acme" in json.dumps(response.response)
         assert len(seen_by(other_url)) == 2
@@ -155,7 +152,8 @@ def test_follow_card_url_uses_the_other_origin_without_the_credential(world: Wor
     assert SECRET not in log
 
 
-def test_the_credential_still_goes_to_the_configured_origin(world: World) -> None:
+@pytest.mark.anyio
+async def test_the_credential_still_goes_to_the_configured_origin(world: World) -> None:
     """A card at the configured origin: the credential goes with every request there."""
     fronted, fronted_url = upstream()
     bot = None
@@ -168,10 +166,8 @@ def test_the_credential_still_goes_to_the_configured_origin(world: World) -> Non
         )
         link = bot.link()
 
-        async def main() -> Any:
-            return await rpc(network(world, link), request("SendMessage", user_message("hello")))
-
-        assert run(main).error is None
+        hello = request("SendMessage", user_message("hello"))
+        assert (await rpc(network(world, link), hello)).error is None
         assert len(credentials_seen(fronted_url)) == 1
     finally:
         if bot is not None:
@@ -179,7 +175,8 @@ def test_the_credential_still_goes_to_the_configured_origin(world: World) -> Non
         stop(fronted)
 
 
-def test_errors_to_remote_callers_name_no_url_or_redirect_target(world: World) -> None:
+@pytest.mark.anyio
+async def test_errors_to_remote_callers_name_no_url_or_redirect_target(world: World) -> None:
     """The upstream answers with a redirect to an internal address: the caller's error
     says the upstream could not be reached (HTTP 307) and names neither the upstream's
     URL nor the redirect target; the operator's log has the target."""
@@ -191,10 +188,7 @@ def test_errors_to_remote_callers_name_no_url_or_redirect_target(world: World) -
         bot = Bot(world, "moved", "--a2a-url", moved_url, "--address")
         link = bot.link()
 
-        async def main() -> Any:
-            return await rpc(network(world, link), request("SendMessage", user_message("quote")))
-
-        response = run(main)
+        response = await rpc(network(world, link), request("SendMessage", user_message("quote")))
         assert response.error is None
         error = response.response["error"]
         assert error["code"] == -32603
@@ -208,7 +202,8 @@ def test_errors_to_remote_callers_name_no_url_or_redirect_target(world: World) -
     assert INTERNAL_TARGET in log  # the operator sees where it pointed
 
 
-def test_credentials_in_the_url_and_header_are_in_no_log_line_at_debug(world: World) -> None:
+@pytest.mark.anyio
+async def test_credentials_in_the_url_and_header_are_in_no_log_line_at_debug(world: World) -> None:
     """At --log-level debug (httpx's and the A2A SDK's lines shown), neither the URL's user
     part nor the --header value is in any line the bot writes."""
     fronted, fronted_url = upstream()
@@ -224,10 +219,8 @@ def test_credentials_in_the_url_and_header_are_in_no_log_line_at_debug(world: Wo
         )
         link = bot.link()
 
-        async def main() -> Any:
-            return await rpc(network(world, link), request("SendMessage", user_message("hello")))
-
-        assert run(main).error is None
+        hello = request("SendMessage", user_message("hello"))
+        assert (await rpc(network(world, link), hello)).error is None
         assert len(credentials_seen(fronted_url)) == 1  # it did reach the upstream
     finally:
         log = bot.stop() if bot is not None else ""

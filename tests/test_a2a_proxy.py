@@ -17,10 +17,9 @@ program on alice's core could take the conversation's messages.
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,9 +29,9 @@ from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientF
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import UnsupportedOperationError, VersionNotSupportedError
 
+from _gateway import PY, UPSTREAM, World, read_line, stop
 from simplex_rpc import SigningKey
 from simplex_rpc.testing import CoreSimulator
-from test_a2a_gateway import PY, UPSTREAM, World, read_line, stop
 
 LISTENING = r"^listening: (http://127\.0\.0\.1:\d+)$"
 
@@ -89,14 +88,6 @@ def network() -> Iterator[Network]:
             stop(*reversed(processes))
 
 
-def run(main: Callable[[], Any]) -> Any:
-    async def bounded() -> Any:
-        async with asyncio.timeout(90):
-            return await main()
-
-    return asyncio.run(bounded())
-
-
 def message(text: str) -> pb.SendMessageRequest:
     return pb.SendMessageRequest(
         message=pb.Message(
@@ -109,15 +100,14 @@ async def card_of(proxy: str, http: httpx.AsyncClient) -> pb.AgentCard:
     return await A2ACardResolver(http, proxy).get_agent_card()
 
 
-def test_the_card_points_a_json_rpc_interface_at_the_proxy(network: Network) -> None:
+@pytest.mark.anyio
+async def test_the_card_points_a_json_rpc_interface_at_the_proxy(network: Network) -> None:
     """GET /.well-known/agent-card.json gives the bot's card, with a JSON-RPC interface
     pointing at the proxy's own URL (and no SimpleX interface an HTTP client cannot use)."""
 
-    async def main() -> Any:
-        async with httpx.AsyncClient() as http:
-            return await card_of(network.chat_proxy, http), await card_of(network.rpc_proxy, http)
-
-    chat_card, rpc_card = run(main)
+    async with httpx.AsyncClient() as http:
+        chat_card = await card_of(network.chat_proxy, http)
+        rpc_card = await card_of(network.rpc_proxy, http)
     assert chat_card.name == "Acme anvils"  # the bot's own card, read in the conversation
     assert chat_card.capabilities.streaming
     for card, url in ((chat_card, network.chat_proxy), (rpc_card, network.rpc_proxy)):
@@ -129,35 +119,31 @@ def test_the_card_points_a_json_rpc_interface_at_the_proxy(network: Network) -> 
     assert not rpc_card.capabilities.streaming
 
 
-def test_the_sdk_client_gets_a_one_shot_task_over_service_rpc(network: Network) -> None:
+@pytest.mark.anyio
+async def test_the_sdk_client_gets_a_one_shot_task_over_service_rpc(network: Network) -> None:
     """A2A's SendMessage through the proxy is one Service RPC request to the bot; the
     answer is the task at the end of the work."""
 
-    async def main() -> Any:
-        async with httpx.AsyncClient() as http:
-            card = await card_of(network.rpc_proxy, http)
-            client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
-            return [event async for event in client.send_message(message("quote"))]
-
-    (event,) = run(main)
+    async with httpx.AsyncClient() as http:
+        card = await card_of(network.rpc_proxy, http)
+        client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        (event,) = [event async for event in client.send_message(message("quote"))]
     assert event.task.status.state == pb.TASK_STATE_COMPLETED
     assert event.task.artifacts[0].parts[0].text == "Two anvils to Lisbon: 240 EUR."
 
 
-def test_the_sdk_client_gets_a_stream_from_the_conversation(network: Network) -> None:
+@pytest.mark.anyio
+async def test_the_sdk_client_gets_a_stream_from_the_conversation(network: Network) -> None:
     """SendStreamingMessage through the proxy (--via chat): server-sent events, one per
     StreamResponse of the bot, in order, to the terminal state; then GetTask of that task."""
 
-    async def main() -> Any:
-        async with httpx.AsyncClient() as http:
-            card = await card_of(network.chat_proxy, http)
-            client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-            events = [event async for event in client.send_message(message("quote"))]
-            task_id = next(e.task.id for e in events if e.HasField("task"))
-            task = await client.get_task(pb.GetTaskRequest(id=task_id))
-            return events, task
-
-    events, task = run(main)
+    async with httpx.AsyncClient() as http:
+        card = await card_of(network.chat_proxy, http)
+        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+        events = [event async for event in client.send_message(message("quote"))]
+        task_id = next(e.task.id for e in events if e.HasField("task"))
+        task = await client.get_task(pb.GetTaskRequest(id=task_id))
+        events, task = events, task
     assert len(events) > 1
     last = events[-1]
     assert last.HasField("status_update") or last.HasField("task")
@@ -167,39 +153,35 @@ def test_the_sdk_client_gets_a_stream_from_the_conversation(network: Network) ->
     assert task.status.state == pb.TASK_STATE_COMPLETED
 
 
-def test_a_version_the_bot_does_not_serve_is_version_not_supported(network: Network) -> None:
+@pytest.mark.anyio
+async def test_a_version_the_bot_does_not_serve_is_version_not_supported(network: Network) -> None:
     """A2A-Version is a service parameter: the proxy passes 1.1 to the bot, which serves
     1.0 and answers VersionNotSupportedError, raised by the SDK's client as its own."""
 
-    async def main() -> None:
-        async with httpx.AsyncClient() as http:
-            card = await card_of(network.rpc_proxy, http)
-            client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
-            context = ClientCallContext(service_parameters={"A2A-Version": "1.1"})
-            with pytest.raises(VersionNotSupportedError):
-                async for _ in client.send_message(message("quote"), context=context):
-                    pass
-
-    run(main)
+    async with httpx.AsyncClient() as http:
+        card = await card_of(network.rpc_proxy, http)
+        client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        context = ClientCallContext(service_parameters={"A2A-Version": "1.1"})
+        with pytest.raises(VersionNotSupportedError):
+            async for _ in client.send_message(message("quote"), context=context):
+                pass
 
 
-def test_what_service_rpc_does_not_serve_is_an_a2a_error(network: Network) -> None:
+@pytest.mark.anyio
+async def test_what_service_rpc_does_not_serve_is_an_a2a_error(network: Network) -> None:
     """Over Service RPC the bot answers a stream conversation_required: the SDK client of
     the rpc proxy gets an A2A error naming it, and the proxy serves on."""
 
-    async def main() -> None:
-        async with httpx.AsyncClient() as http:
-            card = await card_of(network.rpc_proxy, http)
-            card.capabilities.streaming = True  # the client insists on a stream
-            client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
-            with pytest.raises(UnsupportedOperationError, match="conversation_required"):
-                async for _ in client.send_message(message("quote")):
-                    pass
-            plain = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
-            events = [e async for e in plain.send_message(message("quote"))]
-            assert events[0].task.status.state == pb.TASK_STATE_COMPLETED
-
-    run(main)
+    async with httpx.AsyncClient() as http:
+        card = await card_of(network.rpc_proxy, http)
+        card.capabilities.streaming = True  # the client insists on a stream
+        client = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+        with pytest.raises(UnsupportedOperationError, match="conversation_required"):
+            async for _ in client.send_message(message("quote")):
+                pass
+        plain = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        events = [e async for e in plain.send_message(message("quote"))]
+        assert events[0].task.status.state == pb.TASK_STATE_COMPLETED
 
 
 # -- the command line --------------------------------------------------------------------------
@@ -239,7 +221,8 @@ def test_auto_needs_a_declaration_of_a2a_over_rpc(network: Network) -> None:
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_the_sign_key_reaches_no_output(network: Network, tmp_path: Any) -> None:
+@pytest.mark.anyio
+async def test_the_sign_key_reaches_no_output(network: Network, tmp_path: Any) -> None:
     """--sign-key @FILE: requests are signed; the key is in neither stdout nor stderr."""
     key = SigningKey.generate()
     key_file = tmp_path / "key"
@@ -257,13 +240,10 @@ def test_the_sign_key_reaches_no_output(network: Network, tmp_path: Any) -> None
     try:
         url = read_line(process.stdout, LISTENING, "a2a-proxy")
 
-        async def main() -> Any:
-            async with httpx.AsyncClient() as http:
-                card = await card_of(url, http)
-                factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http))
-                return [e async for e in factory.create(card).send_message(message("quote"))]
-
-        (event,) = run(main)
+        async with httpx.AsyncClient() as http:
+            card = await card_of(url, http)
+            factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http))
+            (event,) = [e async for e in factory.create(card).send_message(message("quote"))]
         assert event.task.status.state == pb.TASK_STATE_COMPLETED
     finally:
         stop(process)

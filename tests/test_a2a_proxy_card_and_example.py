@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from _cli_serving import bot, core
+from _programs import CLI, Running
 from simplex_rpc.cli import main
-from test_cli_calls import bot, core
-from test_cli_ready_and_stop import CLI, Running
 
 pytest.importorskip("a2a.server")
 

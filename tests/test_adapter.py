@@ -19,6 +19,7 @@ import pytest
 
 import simplex_rpc as sx
 from _scripted_core import ScriptedCore, request_event
+from _support import FakeCore, Held, background_serve, cores, pair
 from _waiting import until
 from simplex_rpc import ErrorCode, Request, Response
 from simplex_rpc.adapter import (
@@ -32,7 +33,6 @@ from simplex_rpc.adapter import (
 from simplex_rpc.adapter import _service as adapter_service
 from simplex_rpc.errors import ChatCoreError, EnvelopeError, SimplexRpcError
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import FakeCore, Held, background_serve, cores, pair
 
 LINK = "simplex:/a#abc?h=example"
 

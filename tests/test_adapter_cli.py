@@ -6,102 +6,24 @@ event loop; the command line runs in the test's thread, as a user runs it.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
 import threading
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import simplex_rpc as sx
+from _cli_serving import EXAMPLE, Background, call, serving
+from _waiting import until
 from simplex_rpc.adapter import ServiceRequest
 from simplex_rpc.cli import CliError, build_parser, main
 from simplex_rpc.cli import _serve as _cli_serve
 from simplex_rpc.cli import _simulator as _cli_simulator
 from simplex_rpc.testing import CoreSimulator
 from simplex_rpc.vectors._examples import mcp_tools_call_request
-
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mcp_two_tools.py"
-
-
-class Background:
-    """The simulator, and optionally a responder, on an event loop in another thread."""
-
-    def __init__(self, responder: Callable[[CoreSimulator], Any] | None) -> None:
-        self.responder = responder
-        self.ready = threading.Event()
-        self.url = ""
-        self.sim: CoreSimulator | None = None
-        self.link = ""
-        self.error: BaseException | None = None
-        self._stop: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._main())
-        except BaseException as exc:  # reported to the test thread
-            self.error = exc
-            self.ready.set()
-
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with CoreSimulator() as sim:
-            self.sim = sim
-            self.url = sim.url
-            task = None
-            if self.responder is not None:
-                task = asyncio.create_task(self.responder(self))
-            else:
-                self.ready.set()
-            await self._stop.wait()
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-
-    def __enter__(self) -> Background:
-        self._thread.start()
-        assert self.ready.wait(20), "the background simulator did not start"
-        if self.error is not None:
-            raise self.error
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._loop is not None and self._stop is not None
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(20)
-
-
-def serve_args(sim: CoreSimulator, *extra: str) -> argparse.Namespace:
-    return build_parser().parse_args(["serve", "--core", sim.url_for("bob"), "--address", *extra])
-
-
-@contextlib.contextmanager
-def serving(*extra: str) -> Iterator[Background]:
-    """A simulator with ``simplex-rpc serve`` (its async body) answering on core bob."""
-
-    async def responder(bg: Background) -> None:
-        assert bg.sim is not None
-
-        def ready(link: str) -> None:
-            bg.link = link
-            bg.ready.set()
-
-        await _cli_serve.run_serve(serve_args(bg.sim, *extra), on_ready=ready)
-
-    with Background(responder) as bg:
-        yield bg
-
-
-def call(bg: Background, *args: str) -> list[str]:
-    return ["call", "--core", f"{bg.url}/alice", "--timeout", "5", bg.link, *args]
 
 
 def test_call_prints_the_response(capsys: pytest.CaptureFixture[str]) -> None:
@@ -250,8 +172,7 @@ def test_serve_until_the_core_goes_away(capsys: pytest.CaptureFixture[str]) -> N
 
         async def drop_soon() -> None:
             assert bg.sim is not None
-            while not await bg.sim.drop_connections("bob"):
-                await asyncio.sleep(0.05)
+            await until(lambda: bg.sim.drop_connections("bob"), "bob's connection dropped")
 
         dropper = asyncio.create_task(drop_soon())
         bg.ready.set()

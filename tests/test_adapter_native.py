@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
+from _support import background_serve
 from simplex_rpc import Request, Response
 from simplex_rpc.adapter import ChatCore, ChatCoreClosed, LibsimplexHandle, ServiceRequest
 from simplex_rpc.errors import ChatCoreError
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import background_serve
 
 
 @pytest.mark.anyio

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
+from _support import pair
 from simplex_rpc import Request
 from simplex_rpc._wire.redact import REDACTED, RedactingLogger, redact, redact_tree, show
 from simplex_rpc.adapter import ChatCore, ChatCoreTimeout, ServiceRequest
 from simplex_rpc.errors import ChatCoreError
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import pair
 
 
 def secret_forms(key: sx.SigningKey) -> list[str]:

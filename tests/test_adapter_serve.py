@@ -22,11 +22,7 @@ import pytest
 
 import simplex_rpc as sx
 from _scripted_core import responder_of, taken
-from _waiting import until
-from simplex_rpc import ErrorCode, Request, Response
-from simplex_rpc.adapter import ChatCore, RateLimit, ServiceRequest, _Limiter
-from simplex_rpc.errors import SimplexRpcError
-from test_adapter_support import (
+from _support import (
     FakeCore,
     Held,
     background_serve,
@@ -34,6 +30,10 @@ from test_adapter_support import (
     pair,
     service_request_event,
 )
+from _waiting import until
+from simplex_rpc import ErrorCode, Request, Response
+from simplex_rpc.adapter import ChatCore, RateLimit, ServiceRequest, _Limiter
+from simplex_rpc.errors import SimplexRpcError
 
 
 def ok(request: ServiceRequest) -> Any:

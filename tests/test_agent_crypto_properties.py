@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pqcrypto.kem import sntrup_761
 
+from _hypothesis import examples
 from simplex_rpc import BadSignature, SigningKey
 from simplex_rpc._wire import agent_crypto as ac
 from simplex_rpc._wire import backend
@@ -64,7 +65,9 @@ def _randomness(seed: bytes, keys: ac.AddressPublicKeys) -> ac.RequestRandomness
 
 QUEUE = SMPQueueInfo(4, SMPServer(("smp.example.net",)), b"s" * 24,
                      bytes.fromhex("302a300506032b656e032100") + bytes(32), "M")
-SLOW = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SLOW = settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @SLOW
@@ -172,7 +175,7 @@ _NEAR_BODY_SIZE = st.builds(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(data=st.binary(max_size=400) | _NEAR_BODY_SIZE)
 def test_arbitrary_bytes_are_refused_with_the_library_errors(data: bytes) -> None:
     """Hostile input: never a crash, only the library's own errors."""
@@ -211,7 +214,7 @@ def test_the_x25519_keys_top_bit_is_ignored_as_rfc_7748_says() -> None:
     assert ac.open_service_response(bytes(flipped), _SENT.state) == b'{"a":2}'
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(at=st.integers(2, len(_SENT.message) - 1), bit=st.integers(0, 7))
 def test_any_flipped_bit_is_refused(at: int, bit: int) -> None:
     """A flipped bit anywhere: the request or the answer no longer opens, with a library error.

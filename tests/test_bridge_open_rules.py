@@ -21,9 +21,9 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import a2a_pb2 as pb
 
+from _a2a import AnvilAgent, Bot, agent_card, chat_call, make_bot, send_message
 from simplex_rpc import a2a, chat, mcp
 from simplex_rpc.a2a import A2aBridge, Caller
-from test_a2a_bridge import AnvilAgent, Bot, agent_card, chat_call, make_bot, run, send_message
 
 SECRET_SKILL = "internal-pricing-override"
 
@@ -51,46 +51,41 @@ def bot_with_an_extended_card() -> Bot:
 
 
 @pytest.mark.parametrize("version", ["1.1", "2.0", "0.3", "1"])
-def test_an_unserved_version_is_version_not_supported(version: str) -> None:
+@pytest.mark.anyio
+async def test_an_unserved_version_is_version_not_supported(version: str) -> None:
     """A request of a version the bot does not serve gets -32009; the agent never runs."""
     message = send_message("quote")
     message["a2a-service-parameters"] = {"A2A-Version": version}
 
-    async def scenario() -> tuple[dict[str, Any], AnvilAgent]:
-        bot = make_bot()
-        return (await chat_call(bot, message))[1], bot.agent
-
-    answer, agent = run(scenario)
+    bot = make_bot()
+    answer, agent = (await chat_call(bot, message))[1], bot.agent
     assert answer["id"] == 1
     assert answer["error"]["code"] == a2a.VERSION_NOT_SUPPORTED
     assert answer["error"]["data"][0]["reason"] == "VERSION_NOT_SUPPORTED"
     assert agent.headers_seen == []
 
 
-def test_a_patch_number_is_ignored_and_a_served_version_passes() -> None:
+@pytest.mark.anyio
+async def test_a_patch_number_is_ignored_and_a_served_version_passes() -> None:
     """Versions are Major.Minor: 1.0.2 is 1.0."""
     message = send_message("quote")
     message["a2a-service-parameters"] = {"a2a-version": "1.0.2"}
 
-    async def scenario() -> dict[str, Any]:
-        return (await chat_call(make_bot(), message))[1]
-
-    assert run(scenario)["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    answer = (await chat_call(make_bot(), message))[1]
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
-def test_the_served_versions_are_the_bridges_choice() -> None:
-    async def scenario() -> dict[str, Any]:
-        agent = AnvilAgent()
-        handler = DefaultRequestHandler(
-            agent_executor=agent, task_store=InMemoryTaskStore(), agent_card=agent_card()
-        )
-        bridge = A2aBridge(handler, supported_versions=["0.9"])
-        answer: dict[str, Any] = json.loads(
-            await bridge.chat_handler(send_message("quote"), caller=Caller.contact("a"))
-        )
-        return answer
-
-    answer = run(scenario)
+@pytest.mark.anyio
+async def test_the_served_versions_are_the_bridges_choice() -> None:
+    agent = AnvilAgent()
+    handler = DefaultRequestHandler(
+        agent_executor=agent, task_store=InMemoryTaskStore(), agent_card=agent_card()
+    )
+    bridge = A2aBridge(handler, supported_versions=["0.9"])
+    answer: dict[str, Any] = json.loads(
+        await bridge.chat_handler(send_message("quote"), caller=Caller.contact("a"))
+    )
+    answer = answer
     assert answer["error"]["code"] == a2a.VERSION_NOT_SUPPORTED
     assert "0.9" in answer["error"]["message"]
     with pytest.raises(a2a.BindingError, match="supported_versions"):
@@ -100,20 +95,18 @@ def test_the_served_versions_are_the_bridges_choice() -> None:
 # -- the end of a stream ------------------------------------------------------------------
 
 
-def test_a_subscription_to_an_interrupted_task_ends_at_its_state() -> None:
+@pytest.mark.anyio
+async def test_a_subscription_to_an_interrupted_task_ends_at_its_state() -> None:
     """A2A binding, "Streaming": the stream ends with the reply whose task is in an
     interrupted state. The SDK keeps such a subscription open for the next event; the
     bridge ends the answer with the task in input required."""
 
-    async def scenario() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        bot = make_bot()
-        alice = Caller.contact("alice")
-        asked = await bot.bridge.handle(send_message("ask"), caller=alice)
-        task_id = asked["result"]["task"]["id"]
-        subscribe = a2a.make_request("SubscribeToTask", {"id": task_id}, id=2)
-        return await chat_call(bot, subscribe, caller=alice)
-
-    earlier, last = run(scenario)
+    bot = make_bot()
+    alice = Caller.contact("alice")
+    asked = await bot.bridge.handle(send_message("ask"), caller=alice)
+    task_id = asked["result"]["task"]["id"]
+    subscribe = a2a.make_request("SubscribeToTask", {"id": task_id}, id=2)
+    earlier, last = await chat_call(bot, subscribe, caller=alice)
     assert earlier == []
     assert last["id"] == 2
     assert last["result"]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
@@ -127,16 +120,16 @@ def test_a_subscription_to_an_interrupted_task_ends_at_its_state() -> None:
     [{}, {"Authorization": "Bearer unverified-token"}],
     ids=["no-credentials", "unverified-credentials"],
 )
-def test_an_unauthenticated_caller_gets_the_public_card_only(parameters: dict[str, str]) -> None:
+@pytest.mark.anyio
+async def test_an_unauthenticated_caller_gets_the_public_card_only(
+    parameters: dict[str, str],
+) -> None:
     """Security: the extended card never reaches a SimpleX caller, whose credentials the
     bridge does not verify; the answer is the public card, as the SDK would serialize it."""
     request = a2a.make_request("GetExtendedAgentCard", {}, id=7, parameters=parameters)
 
-    async def scenario() -> str:
-        bot = bot_with_an_extended_card()
-        return await bot.bridge.chat_handler(request, caller=Caller.contact("mallory"))
-
-    text = run(scenario)
+    bot = bot_with_an_extended_card()
+    text = await bot.bridge.chat_handler(request, caller=Caller.contact("mallory"))
     assert SECRET_SKILL not in text and "partner prices" not in text
     answer = json.loads(text)
     assert answer["id"] == 7
@@ -148,29 +141,27 @@ def test_an_unauthenticated_caller_gets_the_public_card_only(parameters: dict[st
     ]
 
 
-def test_without_a_known_public_card_the_answer_is_not_configured() -> None:
+@pytest.mark.anyio
+async def test_without_a_known_public_card_the_answer_is_not_configured() -> None:
     """A handler that keeps no public card: -32007, never the extended card."""
 
     class Bare(DefaultRequestHandler):
         pass
 
-    async def scenario() -> dict[str, Any]:
-        agent = AnvilAgent()
-        handler = Bare(
-            agent_executor=agent,
-            task_store=InMemoryTaskStore(),
-            agent_card=agent_card(),
-            extended_agent_card=agent_card(),
-        )
-        del handler._agent_card
-        bridge = A2aBridge(handler)
-        request = a2a.make_request("GetExtendedAgentCard", {}, id=1)
-        answer: dict[str, Any] = json.loads(
-            await bridge.chat_handler(request, caller=Caller.contact("a"))
-        )
-        return answer
-
-    answer = run(scenario)
+    agent = AnvilAgent()
+    handler = Bare(
+        agent_executor=agent,
+        task_store=InMemoryTaskStore(),
+        agent_card=agent_card(),
+        extended_agent_card=agent_card(),
+    )
+    del handler._agent_card
+    bridge = A2aBridge(handler)
+    request = a2a.make_request("GetExtendedAgentCard", {}, id=1)
+    answer: dict[str, Any] = json.loads(
+        await bridge.chat_handler(request, caller=Caller.contact("a"))
+    )
+    answer = answer
     assert answer["error"]["code"] == -32007
     assert answer["error"]["data"][0]["reason"] == "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
     with pytest.raises(TypeError, match="agent_card"):

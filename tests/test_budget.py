@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
+from _support import pair
 from simplex_rpc import Request, Response
 from simplex_rpc.adapter import RateLimit, ServiceRequest
 from simplex_rpc.adapter._budget import Budget, retry_after
 from simplex_rpc.errors import SimplexRpcError
-from test_adapter_support import pair
 
 
 class Clock:

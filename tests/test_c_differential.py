@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simplex_rpc as sx
+from _hypothesis import examples
 from _queues import QUEUE, THREE_HOSTS
 from simplex_rpc._wire import backend as _backend
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature
@@ -34,12 +35,12 @@ AD = bytes(range(112))
 N = sx.PADDED_LENGTH
 
 SETTINGS = settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 SIGNED_SETTINGS = settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -284,7 +285,7 @@ def test_rule_seal_and_open_response_identical(
 
 
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -309,7 +310,7 @@ def test_rule_batch_open_requests_identical(
 
 
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

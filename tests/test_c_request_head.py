@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simplex_rpc as sx
+from _hypothesis import examples
 from _queues import X25519_SPKI_PREFIX, queue
 from simplex_rpc._wire import backend as _backend
 from simplex_rpc._wire.agent_block import parse_request_head
@@ -312,7 +313,7 @@ def test_rule_versions_0_and_1_are_the_legacy_encoding(
 
 
 SETTINGS = settings(
-    max_examples=300,
+    max_examples=examples(300),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from _cli_serving import EXAMPLE, Background
 from simplex_rpc import mcp
 from simplex_rpc.cli import _serve as _cli_serve
 from simplex_rpc.cli import build_parser, main
-from test_adapter_cli import EXAMPLE, Background
 
 REQUEST = {"jsonrpc": "2.0", "id": 7, "method": "echo", "params": {"a": [1, 2]}}
 

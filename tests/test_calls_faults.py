@@ -13,10 +13,10 @@ import logging
 
 import pytest
 
+from _chat import PING, serving, world
 from _waiting import until
 from simplex_rpc.adapter import ChatCoreClosed, IncomingCall
 from simplex_rpc.adapter._chat import ReplySink
-from test_chat_core import PING, serving, world
 
 
 @pytest.mark.anyio

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _hypothesis import examples
 from simplex_rpc._wire import strict_json as _json
 from simplex_rpc.chat import (
     MAX_MESSAGE_JSON,
@@ -185,7 +186,7 @@ _requests = st.dictionaries(st.text(max_size=8), _json_values, max_size=5)
 _protocols = st.from_regex(r"[a-z0-9-]{1,12}", fullmatch=True)
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(_protocols, _requests, st.none() | _names)
 def test_format_then_parse_round_trips(protocol: str, request: dict[str, Any], member: Any) -> None:
     try:
@@ -198,7 +199,7 @@ def test_format_then_parse_round_trips(protocol: str, request: dict[str, Any], m
     assert Call(protocol, request, member).text() == text
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(st.text(max_size=60))
 def test_parse_never_raises_anything_but_call_syntax_error(text: str) -> None:
     try:
@@ -241,7 +242,7 @@ def test_encoded_size_of_each_escape_class(text: str, size: int) -> None:
     assert encoded_size(text) == size
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.text())
 def test_encoded_size_matches_a_reference_json_encoder(text: str) -> None:
     # json.dumps escapes the same set; it writes \b and \f as two bytes where

@@ -11,19 +11,17 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
+from _chat import PING, serving, world
 from _waiting import until
 from simplex_rpc.adapter import CallRefused, ChatCore, IncomingCall
 from simplex_rpc.adapter._chat import ReplySink
 from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.testing import CoreSimulator
-
-PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 
 
 @dataclass
@@ -36,49 +34,6 @@ class Recorder:
     async def __call__(self, call: IncomingCall, send: ReplySink) -> str:
         self.calls.append(call)
         return json.dumps({"jsonrpc": "2.0", "id": call.request.get("id"), "result": self.name})
-
-
-@dataclass
-class World:
-    sim: CoreSimulator
-    alice: ChatCore
-    bot: ChatCore
-    carol: ChatCore
-    direct: int  # alice's contact id of bot
-    group: int  # alice's id of the group (alice owner; bot, carol members)
-    raw: Any  # alice's event stream
-
-
-@contextlib.asynccontextmanager
-async def world() -> AsyncIterator[World]:
-    async with (
-        CoreSimulator() as sim,
-        ChatCore.connect(sim.url_for("alice")) as alice,
-        ChatCore.connect(sim.url_for("bot")) as bot,
-        ChatCore.connect(sim.url_for("carol")) as carol,
-    ):
-        for core in (alice, bot, carol):
-            await core.start(service_requests=False)
-        direct, _ = sim.connect("alice", "bot")
-        ids = sim.create_group("team", "alice", ["bot", "carol"])
-        raw = alice.events()
-        try:
-            yield World(sim, alice, bot, carol, direct, ids[("alice", 1)], raw)
-        finally:
-            raw.close()
-
-
-@contextlib.asynccontextmanager
-async def serving(core: ChatCore, handlers: dict[str, Any], **options: Any) -> AsyncIterator[None]:
-    ready = asyncio.Event()
-    task = asyncio.create_task(core.serve_calls(1, handlers, ready=ready, **options))
-    await ready.wait()  # the bot serves
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def drain(stream: Any) -> list[dict[str, Any]]:

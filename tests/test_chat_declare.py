@@ -263,9 +263,9 @@ async def test_a_declaration_without_versions_is_refused() -> None:
 async def test_a_bridge_declares_the_versions_it_serves() -> None:
     """An McpBridge knows the revisions it serves: serve_calls declares them."""
     pytest.importorskip("mcp.server")
+    from _cli_serving import EXAMPLE
     from simplex_rpc.cli._serve import _mcp_server
     from simplex_rpc.mcp import McpBridge
-    from test_adapter_cli import EXAMPLE
 
     async with two_cores() as (_sim, bot, _):
         bridge = McpBridge(_mcp_server(f"{EXAMPLE}:build_server"))

@@ -18,12 +18,12 @@ import pytest
 pytest.importorskip("mcp.server")
 pytest.importorskip("a2a.server")
 
+from _a2a import MESSAGE, make_bot
+from _mcp import two_tools
 from simplex_rpc import a2a, chat, mcp
 from simplex_rpc.adapter import ChatCore
 from simplex_rpc.mcp import McpBridge
 from simplex_rpc.testing import CoreSimulator
-from test_a2a_bridge import MESSAGE, make_bot
-from test_mcp_bridge import two_tools
 
 
 @contextlib.asynccontextmanager

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import simplex_rpc as sx
+from _cli_serving import Background, call, serving
 from simplex_rpc.adapter import AnswerStore, ChatCore
 from simplex_rpc.cli import main
-from test_adapter_cli import Background, call, serving
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "badge_style_service.py"
 

@@ -10,47 +10,19 @@ keep their bytes but exit 1 when the answer is an error.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from _cli_serving import EXAMPLE, bot, core
 from simplex_rpc import mcp
-from simplex_rpc.cli import _serve as _cli_serve
-from simplex_rpc.cli import build_parser, main
+from simplex_rpc.cli import main
 from simplex_rpc.cli._common import CliError
 from simplex_rpc.cli._mcp_a2a import parse_arguments
-from test_adapter_cli import EXAMPLE, Background
 
 pytest.importorskip("mcp.server")
 
 UPSTREAM = Path(__file__).resolve().parent / "_a2a_upstream.py"
-
-
-@contextmanager
-def bot(*serve: str) -> Iterator[Background]:
-    """Core bob runs ``serve --address --chat ...``; alice has bob as contact @1."""
-
-    async def responder(bg: Background) -> None:
-        assert bg.sim is not None
-        bg.sim.connect("alice", "bob")
-        args = build_parser().parse_args(
-            ["serve", "--core", bg.sim.url_for("bob"), "--address", "--chat", *serve]
-        )
-
-        def ready(link: str) -> None:
-            bg.link = link
-            bg.ready.set()
-
-        await _cli_serve.run_serve(args, on_ready=ready)
-
-    with Background(responder) as bg:
-        yield bg
-
-
-def core(bg: Background) -> list[str]:
-    return ["--core", f"{bg.url}/alice", "--timeout", "10"]
 
 
 def test_arguments_are_httpie_style() -> None:

@@ -18,12 +18,12 @@ from contextlib import asynccontextmanager
 
 import pytest
 
+from _cli_serving import serving
 from simplex_rpc.adapter import ChatCore
 from simplex_rpc.adapter._core import _core_error
 from simplex_rpc.adapter._explain import CORE_ERRORS
 from simplex_rpc.cli import main
 from simplex_rpc.errors import ChatCoreError
-from test_adapter_cli import serving
 
 
 def closed_port() -> int:

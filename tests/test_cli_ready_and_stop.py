@@ -19,61 +19,13 @@ import json
 import re
 import signal
 import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 
+from _programs import CLI, Running
 from _simulator_thread import SimulatorThread
-
-CLI = [sys.executable, "-m", "simplex_rpc"]
-
-
-class Running:
-    """A ``simplex-rpc`` subprocess whose stdout lines are read with a bound in time."""
-
-    def __init__(self, *args: str) -> None:
-        self.process = subprocess.Popen(
-            [*CLI, *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def line(self, within: float = 60.0) -> str:
-        """The next stdout line; an AssertionError with stderr if none comes in time."""
-        got: list[str] = []
-        assert self.process.stdout is not None
-        reader = threading.Thread(
-            target=lambda: got.append(self.process.stdout.readline()),  # type: ignore[union-attr]
-            daemon=True,
-        )
-        reader.start()
-        reader.join(within)
-        if not got or not got[0]:
-            self.process.kill()
-            _, err = self.process.communicate(timeout=30)
-            raise AssertionError(f"no ready line within {within} s; stderr: {err}")
-        return got[0].rstrip("\n")
-
-    def stop(self, how: int = signal.SIGTERM, within: float = 60.0) -> tuple[int, str, str]:
-        """Send ``how``; the exit status, the rest of stdout and stderr."""
-        self.process.send_signal(how)
-        try:
-            out, err = self.process.communicate(timeout=within)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            out, err = self.process.communicate(timeout=30)
-            raise AssertionError(f"no exit within {within} s after signal {how}; {err}") from None
-        return self.process.returncode, out, err
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.communicate(timeout=30)
 
 
 @contextmanager

@@ -11,7 +11,6 @@ this process; every wait is bounded and fails with what the process said.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import subprocess
@@ -20,47 +19,32 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from _programs import CLI, Running
+from _simulator_thread import SimulatorThread
 from simplex_rpc.testing import CoreSimulator
-from test_cli_ready_and_stop import CLI, Running
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mcp_two_tools.py"
 SIGNALS = [pytest.param(signal.SIGTERM, id="SIGTERM"), pytest.param(signal.SIGINT, id="SIGINT")]
 
 
-class World:
+class World(SimulatorThread):
     """A simulator in a thread: alice and bob are contacts; ``silent`` is carol's address
     (ratchet keys), whose core never serves, so a request to it waits out its timeout."""
 
     def __init__(self) -> None:
-        self.url = ""
-        self.silent = ""
-        self._ready = threading.Event()
-        self._stop: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
+        super().__init__(("alice", "bob"), setup=_carol_silent)
 
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with CoreSimulator() as sim:
-            sim.connect("alice", "bob")
-            self.silent = sim.create_address("carol", pq_ratchet=True)["connShortLink"]
-            self.url = sim.url
-            self._ready.set()
-            await self._stop.wait()
+    @property
+    def silent(self) -> str:
+        return str(self.facts["silent"])
 
-    def __enter__(self) -> World:
-        self._thread.start()
-        assert self._ready.wait(20)
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        assert self._loop is not None and self._stop is not None
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(20)
+def _carol_silent(sim: CoreSimulator) -> dict[str, Any]:
+    return {"silent": sim.create_address("carol", pq_ratchet=True)["connShortLink"]}
 
 
 @pytest.fixture(scope="module")

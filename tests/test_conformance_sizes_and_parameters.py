@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
+from _support import pair
 from simplex_rpc import Request, Response, a2a
 from simplex_rpc.adapter import ServiceRequest
-from test_adapter_support import pair
 
 
 def sized(request: ServiceRequest) -> str:

@@ -17,13 +17,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _hypothesis import examples
 from simplex_rpc._wire import strict_json as _json
 from simplex_rpc.adapter._frames import AMBIGUOUS, read_frame
 
 # The pure run of `make test` repeats this module (tests/test_backend_marker.py).
 pytestmark = pytest.mark.backend
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 json_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 json_values = st.recursive(

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _hypothesis import examples
 from simplex_rpc.declarations import (
     CHANGE_FREQUENCIES,
     ProtocolDeclaration,
@@ -173,7 +174,7 @@ _declarations = st.builds(
 _names = st.from_regex(r"[a-z0-9-]{1,10}", fullmatch=True)
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(st.dictionaries(_names, _declarations, max_size=4))
 def test_build_then_parse_round_trips(declarations: dict[str, ProtocolDeclaration]) -> None:
     built = build_protocols(declarations)
@@ -182,7 +183,7 @@ def test_build_then_parse_round_trips(declarations: dict[str, ProtocolDeclaratio
     assert build_protocols(parse_protocols(text)) == built
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(st.dictionaries(_names, _declarations, max_size=4))
 def test_group_round_trip_without_rpc(declarations: dict[str, ProtocolDeclaration]) -> None:
     declarations = {

@@ -14,8 +14,8 @@ import socket
 
 import pytest
 
+from _cli_serving import Background, serving
 from simplex_rpc.cli import main
-from test_adapter_cli import Background, serving
 
 
 def findings(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, dict]]:

@@ -17,20 +17,17 @@ captured line, and no repr of what a handler is given (``ServiceRequest``,
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
-import logging
 from typing import Any
 
 import pytest
 
+from _redaction import TENANT, TOKEN, every_level, secrets_of
 from simplex_rpc import Request, SigningKey, a2a
 from simplex_rpc.adapter import ChatCore, IncomingCall, ReplySink, ServiceRequest
 from simplex_rpc.testing import CoreSimulator
 
-TOKEN = "tok-SECRET-4f1c9e2b7a"
-TENANT = "tenant-VALUE-9a2e51"
 COOKIE = "session=COOKIE-77d3aa"
 
 
@@ -42,53 +39,6 @@ def credential_request(n: int) -> dict[str, Any]:
         id=n,
         parameters={"Authorization": f"Bearer {TOKEN}", "X-Tenant": TENANT, "Cookie": COOKIE},
     )
-
-
-class Everything(logging.Handler):
-    """Every record of every logger, formatted with its traceback."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
-
-
-@contextlib.contextmanager
-def every_level() -> Any:
-    handler = Everything()
-    root = logging.getLogger()
-    saved = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    names = ("simplex_rpc", "websockets", "simplex_rpc.adapter", "simplex_rpc.testing")
-    levels = {name: logging.getLogger(name).level for name in names}
-    for name in names:
-        logging.getLogger(name).setLevel(logging.DEBUG)
-    try:
-        yield handler
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(saved)
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
-
-
-def secrets_of(key: SigningKey) -> list[str]:
-    """The texts that must never be seen: the credentials, parameter values, key forms."""
-    seed = key.seed()
-    return [
-        TOKEN,
-        TENANT,
-        "COOKIE-77d3aa",
-        key.encode(),
-        key.encode()[21:40],  # the tail of the key text, past its fixed prefix
-        seed.hex(),
-        base64.b64encode(key.der).decode(),
-        base64.urlsafe_b64encode(seed).decode().rstrip("="),
-    ]
 
 
 @pytest.mark.anyio

@@ -25,7 +25,6 @@ import contextlib
 import importlib.util
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -33,18 +32,17 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
+from _badge import World, world
 from _waiting import until
 from simplex_rpc.adapter import (
     TYPED_ERRORS,
     AnswerStore,
     AnswerStoreProtocol,
     Begun,
-    ChatCore,
     RateLimit,
     RawRequest,
     SQLiteAnswerStore,
 )
-from simplex_rpc.testing import CoreSimulator
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "badge_style_service.py"
 
@@ -61,28 +59,6 @@ badge = _load()
 A = sx.SigningKey.generate()
 B = sx.SigningKey.generate()
 STATUS = {"version": 1, "request": {"type": "status"}}
-
-
-@dataclass
-class World:
-    sim: CoreSimulator
-    bob: ChatCore
-    alice: ChatCore
-    link: str
-
-
-@contextlib.asynccontextmanager
-async def world() -> AsyncIterator[World]:
-    """A simulator with the responder's core (bob, started, with an address) and a caller's."""
-    async with (
-        CoreSimulator() as sim,
-        ChatCore.connect(sim.url_for("bob")) as bob,
-        ChatCore.connect(sim.url_for("alice")) as alice,
-    ):
-        await bob.start(service_requests=True)
-        link = (await bob.service_address(1)).link
-        await alice.start(service_requests=False)
-        yield World(sim, bob, alice, link)
 
 
 @contextlib.asynccontextmanager

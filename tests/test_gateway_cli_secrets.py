@@ -25,14 +25,14 @@ pytest.importorskip("mcp")
 
 from mcp import Client
 
+from _programs import Program, serving
 from _simulator_thread import SimulatorThread
+from _upstream import SERVER, http_server, text_of
 from simplex_rpc.adapter import ChatCore
 from simplex_rpc.cli import main
 from simplex_rpc.cli._common import forget_log_choices
 from simplex_rpc.cli._main import build_parser
 from simplex_rpc.mcp import SimplexTransport
-from test_mcp_upstream import SERVER, http_server
-from test_mcp_upstream_cli import Program, serving, text_of
 
 
 def digest(value: str) -> str:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import run
 
 
-def test_the_simulator_declines_permessage_deflate_as_the_core_does() -> None:
+@pytest.mark.anyio
+async def test_the_simulator_declines_permessage_deflate_as_the_core_does() -> None:
     """The core's WebSocket server accepts with ``WS.defaultConnectionOptions``
     (simplex-chat ``apps/simplex-chat/Server.hs``: ``getConnection sock =
     WS.makePendingConnection sock WS.defaultConnectionOptions >>= WS.acceptRequest``),
@@ -20,16 +22,13 @@ def test_the_simulator_declines_permessage_deflate_as_the_core_does() -> None:
     extension, and frames travel uncompressed."""
     from websockets.asyncio.client import connect
 
-    async def main() -> None:
-        async with CoreSimulator() as sim:
-            async with connect(sim.url_for("alice"), compression="deflate") as ws:
-                assert ws.request is not None and ws.response is not None
-                offered = ws.request.headers.get("Sec-WebSocket-Extensions", "")
-                assert "permessage-deflate" in offered
-                assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
-                await ws.send('{"corrId":"1","cmd":"/user"}')
-                async with asyncio.timeout(10):
-                    answer = await ws.recv()
-                assert '"activeUser"' in answer
-
-    run(main)
+    async with CoreSimulator() as sim:
+        async with connect(sim.url_for("alice"), compression="deflate") as ws:
+            assert ws.request is not None and ws.response is not None
+            offered = ws.request.headers.get("Sec-WebSocket-Extensions", "")
+            assert "permessage-deflate" in offered
+            assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
+            await ws.send('{"corrId":"1","cmd":"/user"}')
+            async with asyncio.timeout(10):
+                answer = await ws.recv()
+            assert '"activeUser"' in answer

@@ -24,12 +24,11 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
+from _upstream import alive, http_server, pids, scene, stdio, text_of, transport
 from _waiting import until
 from simplex_rpc import mcp as mcp_binding
 from simplex_rpc.mcp import SERVICE_RPC_ERROR, Upstream
 from simplex_rpc.mcp._gateway_stdio import EXCERPT, LINE_LIMIT, Dropped, LineSplitter
-from test_adapter_support import run
-from test_mcp_upstream import alive, http_server, pids, scene, stdio, text_of, transport
 
 
 def messages(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
@@ -40,7 +39,8 @@ def messages(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("via", ["rpc", "chat"])
-def test_invalid_utf8_from_the_server_is_replaced_logged_once_and_never_a_wedge(
+@pytest.mark.anyio
+async def test_invalid_utf8_from_the_server_is_replaced_logged_once_and_never_a_wedge(
     via: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The probe: after the child writes ``b"\\xff\\n"``, every later request waited its whole
@@ -49,18 +49,15 @@ def test_invalid_utf8_from_the_server_is_replaced_logged_once_and_never_a_wedge(
     run, however often it happens."""
     caplog.set_level(logging.INFO, logger="simplex_rpc")
 
-    async def main() -> None:
-        # A short deadline: a wedge would answer `internal` after it, not the tool's text.
-        async with scene(stdio(), call_timeout=20) as s, Client(transport(s, via)) as client:
-            assert text_of(await client.call_tool("garble", {})) == "garbled"
-            for i in range(3):
-                assert text_of(await client.call_tool("echo", {"text": f"after {i}"})) == (
-                    f"after {i}"
-                )
-            assert text_of(await client.call_tool("garble", {})) == "garbled"
-            assert text_of(await client.call_tool("echo", {"text": "still"})) == "still"
-
-    run(main)
+    # A short deadline: a wedge would answer `internal` after it, not the tool's text.
+    async with scene(stdio(), call_timeout=20) as s, Client(transport(s, via)) as client:
+        assert text_of(await client.call_tool("garble", {})) == "garbled"
+        for i in range(3):
+            assert text_of(await client.call_tool("echo", {"text": f"after {i}"})) == (
+                f"after {i}"
+            )
+        assert text_of(await client.call_tool("garble", {})) == "garbled"
+        assert text_of(await client.call_tool("echo", {"text": "still"})) == "still"
     assert len(messages(caplog, "invalid UTF-8")) == 1, messages(caplog, "invalid UTF-8")
     assert not messages(caplog, "stopped (")  # never restarted: the server is fine
 
@@ -68,7 +65,8 @@ def test_invalid_utf8_from_the_server_is_replaced_logged_once_and_never_a_wedge(
 # -- item 8: long lines ---------------------------------------------------------------------
 
 
-def test_a_50_mb_line_is_dropped_in_bounded_memory_and_other_requests_are_answered(
+@pytest.mark.anyio
+async def test_a_50_mb_line_is_dropped_in_bounded_memory_and_other_requests_are_answered(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The probe: 50 MB took 14.5 s of CPU in the SDK's reader (quadratic) and its memory.
@@ -78,27 +76,25 @@ def test_a_50_mb_line_is_dropped_in_bounded_memory_and_other_requests_are_answer
     line limit (256 KiB) plus reads and the simulated network, far from the 50 MB."""
     caplog.set_level(logging.INFO, logger="simplex_rpc")
 
-    async def main() -> None:
-        async with scene(stdio(), call_timeout=120) as s, Client(transport(s, "rpc")) as client:
-            assert text_of(await client.call_tool("echo", {"text": "before"})) == "before"
-            tracemalloc.start()
-            try:
-                start, _ = tracemalloc.get_traced_memory()
-                tracemalloc.reset_peak()
-                assert text_of(await client.call_tool("long_line", {"mb": 50})) == "long"
-                _, peak = tracemalloc.get_traced_memory()
-            finally:
-                tracemalloc.stop()
-            assert peak - start < 8 * 2**20, f"peak {peak - start} bytes over the start"
-            assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
-
-    run(main)
+    async with scene(stdio(), call_timeout=120) as s, Client(transport(s, "rpc")) as client:
+        assert text_of(await client.call_tool("echo", {"text": "before"})) == "before"
+        tracemalloc.start()
+        try:
+            start, _ = tracemalloc.get_traced_memory()
+            tracemalloc.reset_peak()
+            assert text_of(await client.call_tool("long_line", {"mb": 50})) == "long"
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak - start < 8 * 2**20, f"peak {peak - start} bytes over the start"
+        assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
     (line,) = messages(caplog, "dropped (the limit")
     assert f"a line of {50 * 2**20} bytes" in line and str(LINE_LIMIT) in line
 
 
 @pytest.mark.parametrize("via", ["rpc", "chat"])
-def test_an_answer_over_the_line_limit_is_an_error_at_once(
+@pytest.mark.anyio
+async def test_an_answer_over_the_line_limit_is_an_error_at_once(
     via: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """An answer longer than the limit could not reach a SimpleX caller: its line is
@@ -106,19 +102,16 @@ def test_an_answer_over_the_line_limit_is_an_error_at_once(
     with an error naming the sizes at once, not at the deadline."""
     caplog.set_level(logging.INFO, logger="simplex_rpc")
 
-    async def main() -> None:
-        async with scene(stdio(), call_timeout=60) as s, Client(transport(s, via)) as client:
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool("big", {"size": LINE_LIMIT + 10})
-            if via == "chat":
-                assert caught.value.error.code == INTERNAL_ERROR
-                assert "over the gateway's limit" in caught.value.error.message
-            else:
-                # Over Service RPC the upstream's error is the JSON-RPC response's error.
-                assert caught.value.error.code in (INTERNAL_ERROR, SERVICE_RPC_ERROR)
-            assert text_of(await client.call_tool("echo", {"text": "next"})) == "next"
-
-    run(main)
+    async with scene(stdio(), call_timeout=60) as s, Client(transport(s, via)) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("big", {"size": LINE_LIMIT + 10})
+        if via == "chat":
+            assert caught.value.error.code == INTERNAL_ERROR
+            assert "over the gateway's limit" in caught.value.error.message
+        else:
+            # Over Service RPC the upstream's error is the JSON-RPC response's error.
+            assert caught.value.error.code in (INTERNAL_ERROR, SERVICE_RPC_ERROR)
+        assert text_of(await client.call_tool("echo", {"text": "next"})) == "next"
     (line,) = messages(caplog, "dropped (the limit")
     assert "is answered" in line
 
@@ -155,7 +148,8 @@ def test_the_line_splitter_keeps_at_most_its_limit_and_finds_a_responses_id() ->
 # -- item 7: a server that stops answering ----------------------------------------------------
 
 
-def test_a_blocked_server_fails_its_ping_and_is_restarted(
+@pytest.mark.anyio
+async def test_a_blocked_server_fails_its_ping_and_is_restarted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The probe: a child that stops reading and answering was never detected; every
@@ -166,25 +160,23 @@ def test_a_blocked_server_fails_its_ping_and_is_restarted(
     caplog.set_level(logging.INFO, logger="simplex_rpc")
     marks = tmp_path / "marks"
 
-    async def main() -> None:
-        up = stdio(marks, restart_after=100, ping_timeout=2)
-        async with scene(up, call_timeout=2) as s, Client(transport(s, "rpc")) as client:
-            assert text_of(await client.call_tool("echo", {"text": "before"})) == "before"
-            first = pids(marks)
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool("freeze", {})
-            assert "internal" in caught.value.error.message
-            await until(lambda: len(pids(marks)) == 2, "the restart", within=60)
-            await until(lambda: up.state == "running", "running again", within=60)
-            assert pids(marks)[0] == first[0]
-            assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
-
-    run(main)
+    up = stdio(marks, restart_after=100, ping_timeout=2)
+    async with scene(up, call_timeout=2) as s, Client(transport(s, "rpc")) as client:
+        assert text_of(await client.call_tool("echo", {"text": "before"})) == "before"
+        first = pids(marks)
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("freeze", {})
+        assert "internal" in caught.value.error.message
+        await until(lambda: len(pids(marks)) == 2, "the restart", within=60)
+        await until(lambda: up.state == "running", "running again", within=60)
+        assert pids(marks)[0] == first[0]
+        assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
     (line,) = messages(caplog, "no answer to a ping")
     assert "stopped (" in line and "starting again" in line
 
 
-def test_requests_cut_by_their_deadline_n_times_in_a_row_restart_the_server(
+@pytest.mark.anyio
+async def test_requests_cut_by_their_deadline_n_times_in_a_row_restart_the_server(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A server that answers ``ping`` but no request: after ``restart_after`` requests in a
@@ -193,22 +185,19 @@ def test_requests_cut_by_their_deadline_n_times_in_a_row_restart_the_server(
     caplog.set_level(logging.INFO, logger="simplex_rpc")
     marks = tmp_path / "marks"
 
-    async def main() -> None:
-        up = stdio(marks, restart_after=2)
-        async with scene(up, call_timeout=1.5) as s, Client(transport(s, "rpc")) as client:
-            with pytest.raises(MCPError):
-                await client.call_tool("hang", {})
-            assert text_of(await client.call_tool("echo", {"text": "between"})) == "between"
-            with pytest.raises(MCPError):
-                await client.call_tool("hang", {})
-            assert len(pids(marks)) == 1  # one miss, one answer, one miss: not in a row
-            with pytest.raises(MCPError):
-                await client.call_tool("hang", {})
-            await until(lambda: len(pids(marks)) == 2, "the restart", within=60)
-            await until(lambda: up.state == "running", "running again", within=60)
-            assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
-
-    run(main)
+    up = stdio(marks, restart_after=2)
+    async with scene(up, call_timeout=1.5) as s, Client(transport(s, "rpc")) as client:
+        with pytest.raises(MCPError):
+            await client.call_tool("hang", {})
+        assert text_of(await client.call_tool("echo", {"text": "between"})) == "between"
+        with pytest.raises(MCPError):
+            await client.call_tool("hang", {})
+        assert len(pids(marks)) == 1  # one miss, one answer, one miss: not in a row
+        with pytest.raises(MCPError):
+            await client.call_tool("hang", {})
+        await until(lambda: len(pids(marks)) == 2, "the restart", within=60)
+        await until(lambda: up.state == "running", "running again", within=60)
+        assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"
     (line,) = messages(caplog, "in a row were cut by their deadline")
     assert line.startswith("MCP server") and "2 requests" in line
 
@@ -216,7 +205,8 @@ def test_requests_cut_by_their_deadline_n_times_in_a_row_restart_the_server(
 # -- item 9: what a remote caller reads --------------------------------------------------------
 
 
-def test_a_failing_url_upstream_is_answered_without_its_url(
+@pytest.mark.anyio
+async def test_a_failing_url_upstream_is_answered_without_its_url(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """An MCP URL that answers 404: the caller's error says the server is not running
@@ -225,45 +215,40 @@ def test_a_failing_url_upstream_is_answered_without_its_url(
     reason."""
     caplog.set_level(logging.INFO, logger="simplex_rpc")
 
-    async def main() -> None:
-        with http_server() as (url, _):
-            wrong = url.replace("/mcp", "/internal-path-7c")
-            up = Upstream.http(wrong)
-            async with up:
-                await until(lambda: up.state == "restarting", "the failed start")
-                request = mcp_binding.make_request("tools/list", id=3)
-                answer = await up.handle(request)
-        message = answer["error"]["message"]
-        assert message == "the MCP server is not running: stopped (it could not be reached)"
-
-    run(main)
+    with http_server() as (url, _):
+        wrong = url.replace("/mcp", "/internal-path-7c")
+        up = Upstream.http(wrong)
+        async with up:
+            await until(lambda: up.state == "restarting", "the failed start")
+            request = mcp_binding.make_request("tools/list", id=3)
+            answer = await up.handle(request)
+    message = answer["error"]["message"]
+    assert message == "the MCP server is not running: stopped (it could not be reached)"
     (stopped,) = messages(caplog, "stopped (")
     assert "(Not Found)" in stopped, stopped  # the server's own reason, for the operator
 
 
-def test_a_blocked_server_with_a_full_stdin_pipe_is_still_stopped(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_a_blocked_server_with_a_full_stdin_pipe_is_still_stopped(tmp_path: Path) -> None:
     """A stopped child reads nothing: requests fill its stdin pipe (12 of 8 KB, over the
     64 KiB a pipe holds) and the gateway's writes wait. Leaving ``async with`` still
     stops it, each wait bounded, and no process is left."""
     marks = tmp_path / "marks"
 
-    async def main() -> None:
-        up = stdio(marks, restart_after=100, ping_timeout=60)
-        async with up:
-            freeze = mcp_binding.make_request("tools/call", {"name": "freeze"}, id=1)
-            with pytest.raises(TimeoutError):
-                await asyncio.wait_for(up.handle(freeze), 2)
-            await until(lambda: "frozen" in marks.read_text(), "the freeze")
+    up = stdio(marks, restart_after=100, ping_timeout=60)
+    async with up:
+        freeze = mcp_binding.make_request("tools/call", {"name": "freeze"}, id=1)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(up.handle(freeze), 2)
+        await until(lambda: "frozen" in marks.read_text(), "the freeze")
 
-            async def echo(i: int) -> None:
-                call = mcp_binding.make_request(
-                    "tools/call", {"name": "echo", "arguments": {"text": "z" * 8000}}, id=10 + i
-                )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(up.handle(call), 2)
+        async def echo(i: int) -> None:
+            call = mcp_binding.make_request(
+                "tools/call", {"name": "echo", "arguments": {"text": "z" * 8000}}, id=10 + i
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(up.handle(call), 2)
 
-            await asyncio.gather(*(echo(i) for i in range(12)))
-            (pid,) = pids(marks)
-        assert not alive(pid)
-
-    run(main)
+        await asyncio.gather(*(echo(i) for i in range(12)))
+        (pid,) = pids(marks)
+    assert not alive(pid)

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simplex_rpc as sx
+from _hypothesis import examples
 from simplex_rpc._wire import backend as _backend
 from simplex_rpc._wire import strict_json as _json
 from simplex_rpc._wire.strict_json import JsonError
@@ -33,7 +34,7 @@ pytestmark = pytest.mark.backend
 PURE = sx.backends["python"]
 
 SETTINGS = settings(
-    max_examples=400,
+    max_examples=examples(400),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import socket
-import subprocess
 import threading
 import time
 import uuid
@@ -38,6 +36,8 @@ pytest.importorskip("mcp")
 pytest.importorskip("a2a")
 
 
+from _gateway import UPSTREAM, World
+from _programs import Program
 from simplex_rpc import _listener
 from simplex_rpc._listener import (
     ListenerError,
@@ -46,10 +46,8 @@ from simplex_rpc._listener import (
     check_exposure,
     guard,
 )
-from simplex_rpc.cli import _listener_options
+from simplex_rpc.cli import _listener_options, main
 from simplex_rpc.testing import CoreSimulator
-from test_a2a_gateway import PY, UPSTREAM, World
-from test_mcp_upstream_cli import Program
 
 TOKEN = "tok-" + "7Kq2xW9pLm4Rz8Vb3Nc6"
 MIB = 1024 * 1024
@@ -81,7 +79,7 @@ async def _echo_app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": data})
 
 
-def _call(
+async def _call(
     policy: ListenerPolicy,
     method: str,
     *,
@@ -90,14 +88,10 @@ def _call(
     body: bytes | None = None,
 ) -> httpx.Response:
     app = guard(_echo_app, policy)
-
-    async def main() -> httpx.Response:
-        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
-        base = f"http://{host or f'127.0.0.1:{policy.port}'}"
-        async with httpx.AsyncClient(transport=transport, base_url=base) as http:
-            return await http.request(method, "/mcp", headers=headers, content=body)
-
-    return asyncio.run(main())
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
+    base = f"http://{host or f'127.0.0.1:{policy.port}'}"
+    async with httpx.AsyncClient(transport=transport, base_url=base) as http:
+        return await http.request(method, "/mcp", headers=headers, content=body)
 
 
 LOOPBACK = ListenerPolicy("127.0.0.1", 8123)
@@ -134,14 +128,15 @@ PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
         ),
     ],
 )
-def test_the_host_header_must_name_this_listener(
+@pytest.mark.anyio
+async def test_the_host_header_must_name_this_listener(
     policy: ListenerPolicy, host: str, ok: bool
 ) -> None:
     """A DNS-rebinding page reaches a loopback port under the attacker's own name: its
     requests carry ``Host: attacker.example:PORT``. Only the address listened on (and, on
     loopback, ``localhost``), ``--allow-host`` names, and on a wildcard address any IP
     address are this listener's; the rest is 421, before the body is read."""
-    response = _call(policy, "POST", host=host, headers=JSON, body=PING)
+    response = await _call(policy, "POST", host=host, headers=JSON, body=PING)
     assert (response.status_code == 200) is ok, response.text
     if not ok:
         assert response.status_code == 421
@@ -162,18 +157,22 @@ def test_the_host_header_must_name_this_listener(
         ("http://127.0.0.1:8123/path", False),
     ],
 )
-def test_the_origin_header_must_be_this_listener_or_allowed(origin: str | None, ok: bool) -> None:
+@pytest.mark.anyio
+async def test_the_origin_header_must_be_this_listener_or_allowed(
+    origin: str | None, ok: bool
+) -> None:
     headers = dict(JSON)
     if origin is not None:
         headers["origin"] = origin
-    response = _call(LOOPBACK, "POST", headers=headers, body=PING)
+    response = await _call(LOOPBACK, "POST", headers=headers, body=PING)
     assert (response.status_code == 200) is ok, response.text
     if not ok:
         assert response.status_code == 403
         assert "access-control-allow-origin" not in response.headers
 
 
-def test_a_cross_site_preflight_is_refused_and_an_allowed_origin_gets_cors() -> None:
+@pytest.mark.anyio
+async def test_a_cross_site_preflight_is_refused_and_an_allowed_origin_gets_cors() -> None:
     """The preflight a browser sends before a cross-site JSON POST gets 403 without CORS
     headers, so the POST is never sent; an origin given with --allow-origin gets the CORS
     answer (Starlette's CORSMiddleware), and its POST goes through."""
@@ -182,35 +181,41 @@ def test_a_cross_site_preflight_is_refused_and_an_allowed_origin_gets_cors() -> 
         "access-control-request-method": "POST",
         "access-control-request-headers": "content-type,authorization",
     }
-    refused = _call(LOOPBACK, "OPTIONS", headers=preflight)
+    refused = await _call(LOOPBACK, "OPTIONS", headers=preflight)
     assert refused.status_code == 403
     assert not any(h.startswith("access-control-") for h in refused.headers)
     allowed = ListenerPolicy("127.0.0.1", 8123, allow_origins=("https://App.example/",))
-    answered = _call(allowed, "OPTIONS", headers={**preflight, "origin": "https://app.example"})
+    answered = await _call(
+        allowed, "OPTIONS", headers={**preflight, "origin": "https://app.example"}
+    )
     assert answered.status_code == 200
     assert answered.headers["access-control-allow-origin"] == "https://app.example"
-    posted = _call(allowed, "POST", headers={**JSON, "origin": "https://app.example"}, body=PING)
+    posted = await _call(
+        allowed, "POST", headers={**JSON, "origin": "https://app.example"}, body=PING
+    )
     assert posted.status_code == 200
     assert posted.headers["access-control-allow-origin"] == "https://app.example"
-    assert _call(allowed, "OPTIONS", headers=preflight).status_code == 403
+    assert (await _call(allowed, "OPTIONS", headers=preflight)).status_code == 403
 
 
 @pytest.mark.parametrize(
     "content_type", [None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]
 )
-def test_a_post_that_is_not_json_is_415(content_type: str | None) -> None:
+@pytest.mark.anyio
+async def test_a_post_that_is_not_json_is_415(content_type: str | None) -> None:
     """``text/plain``, a form: what a page may POST cross-site without a preflight."""
     headers = {} if content_type is None else {"content-type": content_type}
-    response = _call(LOOPBACK, "POST", headers=headers, body=PING)
+    response = await _call(LOOPBACK, "POST", headers=headers, body=PING)
     assert response.status_code == 415
     assert response.json()["error"]["code"] == -32600
-    ok = _call(
+    ok = await _call(
         LOOPBACK, "POST", headers={"content-type": "application/json; charset=utf-8"}, body=PING
     )
     assert ok.status_code == 200
 
 
-def test_the_token_is_required_compared_in_constant_time_and_kept_from_the_app(
+@pytest.mark.anyio
+async def test_the_token_is_required_compared_in_constant_time_and_kept_from_the_app(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     compared: list[tuple[bytes, bytes]] = []
@@ -222,12 +227,18 @@ def test_the_token_is_required_compared_in_constant_time_and_kept_from_the_app(
 
     monkeypatch.setattr(_listener.hmac, "compare_digest", spy)
     policy = ListenerPolicy("127.0.0.1", 8123, token=Token(TOKEN))
-    assert _call(policy, "POST", headers=JSON, body=PING).status_code == 401
-    wrong = _call(policy, "POST", headers={**JSON, "authorization": f"Bearer {TOKEN}x"}, body=PING)
+    assert (await _call(policy, "POST", headers=JSON, body=PING)).status_code == 401
+    wrong = await _call(
+        policy, "POST", headers={**JSON, "authorization": f"Bearer {TOKEN}x"}, body=PING
+    )
     assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
-    basic = _call(policy, "POST", headers={**JSON, "authorization": f"Basic {TOKEN}"}, body=PING)
+    basic = await _call(
+        policy, "POST", headers={**JSON, "authorization": f"Basic {TOKEN}"}, body=PING
+    )
     assert basic.status_code == 401
-    right = _call(policy, "POST", headers={**JSON, "authorization": f"bearer {TOKEN}"}, body=PING)
+    right = await _call(
+        policy, "POST", headers={**JSON, "authorization": f"bearer {TOKEN}"}, body=PING
+    )
     assert right.status_code == 200
     # The Authorization header was the listener's: the app (the A2A proxy would pass it to
     # the bot as a service parameter) never sees it.
@@ -264,9 +275,12 @@ def test_loopback_needs_no_token(host: str) -> None:
     check_exposure(host, 8080, None)
 
 
-def test_the_body_cap_counts_bytes_not_the_declared_length() -> None:
+@pytest.mark.anyio
+async def test_the_body_cap_counts_bytes_not_the_declared_length() -> None:
     small = ListenerPolicy("127.0.0.1", 8123, max_body=100)
-    declared = _call(small, "POST", headers={**JSON, "content-length": "101"}, body=b"x" * 101)
+    declared = await _call(
+        small, "POST", headers={**JSON, "content-length": "101"}, body=b"x" * 101
+    )
     assert declared.status_code == 413
 
     async def chunks() -> Any:
@@ -275,12 +289,9 @@ def test_the_body_cap_counts_bytes_not_the_declared_length() -> None:
 
     app = guard(_echo_app, small)
 
-    async def main() -> httpx.Response:
-        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
-        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8123") as h:
-            return await h.post("/mcp", headers=JSON, content=chunks())
-
-    streamed = asyncio.run(main())
+    transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8123") as h:
+        streamed = await h.post("/mcp", headers=JSON, content=chunks())
     assert streamed.status_code == 413
     assert "larger than 100 bytes" in streamed.json()["error"]["message"]
 
@@ -295,8 +306,9 @@ def test_the_body_cap_counts_bytes_not_the_declared_length() -> None:
         (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"n":NaN}}', "NaN is not JSON"),
     ],
 )
-def test_a_body_that_is_not_strict_json_is_a_parse_error(body: bytes, says: str) -> None:
-    response = _call(LOOPBACK, "POST", headers=JSON, body=body)
+@pytest.mark.anyio
+async def test_a_body_that_is_not_strict_json_is_a_parse_error(body: bytes, says: str) -> None:
+    response = await _call(LOOPBACK, "POST", headers=JSON, body=body)
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == -32700 and says in error["message"]
@@ -387,6 +399,14 @@ def network() -> Iterator[Network]:
 def proxy(request: pytest.FixtureRequest, network: Network) -> Listener:
     listener: Listener = getattr(network, request.param)
     return listener
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    """``simplex-rpc *argv`` run in this process (a usage error starts nothing): the exit
+    status and what it wrote to stderr."""
+    capsys.readouterr()
+    status = main(list(argv))
+    return status, capsys.readouterr().err
 
 
 INITIALIZE = {
@@ -665,14 +685,23 @@ def test_a_malformed_request_is_the_json_rpc_error_and_one_warning(proxy: Listen
     still_answers(proxy)
 
 
-def test_ten_thousand_initializes_cannot_lock_the_host_out(network: Network) -> None:
+#: Ten times the per-client session cap (128, ``DEFAULT_PER_CLIENT`` of the MCP
+#: listener's session guard): a flood that fills one client's table ten times over.
+FLOOD = 10 * 128
+
+
+@pytest.mark.anyio
+async def test_ten_thousand_initializes_cannot_lock_the_host_out(network: Network) -> None:
     """The probe (item 6): 10,000 initialize requests that never complete the handshake
     filled the SDK's session table in about 18 s; every new session then got 503 for the
     30-minute idle timeout, and memory went from 71 to 441 MiB. Now one client address
     keeps at most 128 sessions, an unfinished handshake gives way to a new session and
     expires in 10 s: the host's session opened before the flood still answers, a new one
     opens, and the proxy's peak memory grows by less than 100 MiB. Each initialize claims
-    another client address in X-Forwarded-For, which the listener does not believe."""
+    another client address in X-Forwarded-For, which the listener does not believe.
+
+    The flood is ten times the per-client cap (``FLOOD``): enough to fill the table ten
+    times over, which is the rule; the probe's 10,000 tested nothing more."""
     mcp = network.mcp
     host_session = mcp_session(mcp)
     before = mcp.peak_rss()
@@ -693,11 +722,11 @@ def test_ten_thousand_initializes_cannot_lock_the_host_out(network: Network) -> 
                     if reply.status_code == 200 and reply.headers.get("mcp-session-id"):
                         opened += 1
 
-            await asyncio.gather(*(worker(index, 1250) for index in range(8)))
+            await asyncio.gather(*(worker(index, FLOOD // 8) for index in range(8)))
         return opened
 
-    opened = asyncio.run(flood())
-    assert opened == 10_000  # every initialize got its session: none was refused
+    opened = await flood()
+    assert opened == FLOOD  # every initialize got its session: none was refused
     pong = mcp_ping(mcp, host_session)
     assert pong.status_code == 200 and _sse_json(pong)["result"] == {}
     still_answers(mcp)
@@ -745,26 +774,22 @@ def test_idle_and_slow_connections_are_capped_and_timed_out(network: Network, ki
 
 @pytest.mark.parametrize("kind", ["mcp", "a2a"])
 @pytest.mark.parametrize("address", ["0.0.0.0", "[::]", "192.0.2.10"])
-def test_listening_beyond_loopback_without_a_token_is_refused(kind: str, address: str) -> None:
+def test_listening_beyond_loopback_without_a_token_is_refused(
+    kind: str, address: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The probe (item 3): on 0.0.0.0 or a LAN address the proxies had no protection and no
     token. Without --token they now refuse to start: one line naming --token, exit 2,
-    before connecting to the core."""
+    before connecting to the core (run in process: a usage error needs no process)."""
     command = "mcp-proxy" if kind == "mcp" else "a2a-proxy"
-    env = {k: v for k, v in os.environ.items() if k != "SIMPLEX_RPC_TOKEN"}
-    result = subprocess.run(
-        [
-            *(PY, "-m", "simplex_rpc", command, "--core", "ws://127.0.0.1:9"),
-            *("--listen", f"{address}:0", "simplex:/contact#/?v=2&smp=x"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        env=env,
+    monkeypatch.delenv("SIMPLEX_RPC_TOKEN", raising=False)
+    status, stderr = usage_error(
+        capsys,
+        *(command, "--core", "ws://127.0.0.1:9"),
+        *("--listen", f"{address}:0", "simplex:/contact#/?v=2&smp=x"),
     )
-    assert result.returncode == 2, result
-    assert result.stderr.count("\n") == 1 and "--token" in result.stderr, result.stderr
-    assert "Traceback" not in result.stderr
+    assert status == 2, stderr
+    assert stderr.count("\n") == 1 and "--token" in stderr, stderr
+    assert "Traceback" not in stderr
 
 
 @pytest.mark.parametrize("kind", ["mcp", "a2a"])
@@ -822,17 +847,13 @@ def test_the_token_from_the_environment(network: Network) -> None:
         (["--allow-host", "a/b"], "--allow-host"),
     ],
 )
-def test_bad_listener_options_are_one_line(argv: list[str], says: str) -> None:
-    result = subprocess.run(
-        [PY, "-m", "simplex_rpc", "a2a-proxy", "--core", "ws://127.0.0.1:9", *argv, "x"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
-    assert TOKEN not in result.stderr
+def test_bad_listener_options_are_one_line(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, stderr = usage_error(capsys, "a2a-proxy", "--core", "ws://127.0.0.1:9", *argv, "x")
+    assert status == 2
+    assert stderr.count("\n") == 1 and says in stderr, stderr
+    assert TOKEN not in stderr
 
 
 def test_mcp_proxy_on_127_0_0_2_keeps_its_rebinding_protection(network: Network) -> None:
@@ -854,28 +875,16 @@ def test_mcp_proxy_on_127_0_0_2_keeps_its_rebinding_protection(network: Network)
         listener.program.stop()
 
 
-def test_listener_options_without_listen_are_one_line_for_mcp_proxy(tmp_path: Path) -> None:
+def test_listener_options_without_listen_are_one_line_for_mcp_proxy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """mcp-proxy serves stdio unless --listen: a token or allow-list there would protect
     nothing, so it is a usage error rather than ignored."""
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
     token_file.chmod(0o600)
-    result = subprocess.run(
-        [
-            PY,
-            "-m",
-            "simplex_rpc",
-            "mcp-proxy",
-            "--core",
-            "ws://127.0.0.1:9",
-            "--token",
-            f"@{token_file}",
-            "target",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
+    status, stderr = usage_error(
+        capsys, "mcp-proxy", "--core", "ws://127.0.0.1:9", "--token", f"@{token_file}", "target"
     )
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "go with --listen" in result.stderr
+    assert status == 2
+    assert stderr.count("\n") == 1 and "go with --listen" in stderr

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from _hypothesis import examples
 from simplex_rpc.declarations import CHANGE_FREQUENCIES
 from simplex_rpc.errors import LlmsTxtError
 from simplex_rpc.llms_txt import (
@@ -194,7 +195,7 @@ def _builder(kind: str) -> Any:
     return build
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.lists(_addresses, max_size=5))
 def test_format_then_parse_round_trips(maybe: list[CommunicationAddress | None]) -> None:
     addresses = [a for a in maybe if a is not None]
@@ -227,7 +228,7 @@ _words = st.sampled_from(
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.text(alphabet=_line_chars, max_size=60) | st.lists(_words, max_size=12).map("".join))
 def test_every_line_is_an_address_or_a_problem(line: str) -> None:
     assume(line.strip() and not re.match(r" {0,3}(#|```|~~~)", line))

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _hypothesis import examples
 from _shared import protocol_text_path
 from simplex_rpc import MAX_RESPONSE, ErrorCode, Request, Response, chat, mcp
 from simplex_rpc.mcp import BindingError
@@ -414,7 +415,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     result=json_values,
     padding=st.text(alphabet=st.characters(codec="utf-8"), max_size=3000),

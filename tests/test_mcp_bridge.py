@@ -11,13 +11,11 @@ in the result's ``_meta`` (MCP 2026-07-28), which the examples leave out.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any, TypeVar
 
 import mcp_types as types
@@ -25,6 +23,7 @@ import pytest
 from mcp.server import Server
 from mcp.server.caching import CacheHint
 
+from _mcp import two_tools
 from simplex_rpc import MAX_RESPONSE, PublicKey, Request, Response, SigningKey, chat, mcp
 from simplex_rpc.mcp import McpBridge
 from simplex_rpc.vectors._examples import (
@@ -36,25 +35,6 @@ from simplex_rpc.vectors._examples import (
 
 T = TypeVar("T")
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "mcp_two_tools.py"
-
-
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("mcp_two_tools", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-two_tools = load_example()
-
-
-def run(coro: Awaitable[T]) -> T:
-    async def main() -> T:
-        return await coro
-
-    return asyncio.run(main())
 
 
 @dataclass(frozen=True)
@@ -66,26 +46,26 @@ class ServiceRequest:
     request: Request
 
 
-def over_chat(bridge: McpBridge, message: Any) -> dict[str, Any]:
+async def over_chat(bridge: McpBridge, message: Any) -> dict[str, Any]:
     """The request as the text after ``/_call mcp``; the reply text parsed."""
     command = chat.format_call("mcp", message)
-    text = run(bridge.chat_handler(command[len("/_call mcp ") :]))
+    text = await bridge.chat_handler(command[len("/_call mcp ") :])
     assert chat.fits_message(text)
     reply = json.loads(text)
     assert isinstance(reply, dict)
     return reply
 
 
-def over_rpc(bridge: McpBridge, message: Any) -> Response:
+async def over_rpc(bridge: McpBridge, message: Any) -> Response:
     envelope = Request.parse(Request(protocol="mcp", request=message).to_json())
-    response = run(bridge.rpc_handler(ServiceRequest(1, None, envelope)))
+    response = await bridge.rpc_handler(ServiceRequest(1, None, envelope))
     return Response.parse(response.to_json())
 
 
-def over_both(bridge: McpBridge, message: Any) -> dict[str, Any]:
+async def over_both(bridge: McpBridge, message: Any) -> dict[str, Any]:
     """The answer over both transports, which must be the same JSON-RPC response."""
-    reply = over_chat(bridge, message)
-    envelope = over_rpc(bridge, message)
+    reply = await over_chat(bridge, message)
+    envelope = await over_rpc(bridge, message)
     assert envelope.ok, envelope.error
     assert envelope.response == reply
     return reply
@@ -99,9 +79,10 @@ def bridge() -> McpBridge:
 # -- the four kinds of request, over both transports -------------------------------
 
 
-def test_server_discover(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_server_discover(bridge: McpBridge) -> None:
     """A caller learns the bot's revisions and capabilities with server/discover."""
-    reply = over_both(bridge, mcp.make_request("server/discover", id="d"))
+    reply = await over_both(bridge, mcp.make_request("server/discover", id="d"))
     assert reply["id"] == "d"
     result = reply["result"]
     assert result["supportedVersions"] == ["2026-07-28"]
@@ -110,9 +91,10 @@ def test_server_discover(bridge: McpBridge) -> None:
     assert bridge.supported == ("2026-07-28",)
 
 
-def test_tools_list(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_tools_list(bridge: McpBridge) -> None:
     """A server that declares tools answers tools/list: the example's two tools."""
-    result = over_both(bridge, mcp.make_request("tools/list", id=1))["result"]
+    result = (await over_both(bridge, mcp.make_request("tools/list", id=1)))["result"]
     assert [tool["name"] for tool in result["tools"]] == ["availability", "catalog"]
     availability = result["tools"][0]
     assert availability["description"] == "Items in stock"
@@ -121,50 +103,56 @@ def test_tools_list(bridge: McpBridge) -> None:
     assert result["cacheScope"] == "public"
 
 
-def test_tools_call(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_tools_call(bridge: McpBridge) -> None:
     message = mcp.make_request(
         "tools/call", {"name": "availability", "arguments": {"item": "anvil"}}, id=2
     )
-    result = over_both(bridge, message)["result"]
+    result = (await over_both(bridge, message))["result"]
     assert result["content"] == [{"type": "text", "text": "12 anvils are in stock."}]
     assert result["isError"] is False
     assert result["resultType"] == "complete"
 
 
-def test_unknown_tool(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_unknown_tool(bridge: McpBridge) -> None:
     """The SDK's answer for an unknown tool passes through: a tool error result."""
     message = mcp.make_request("tools/call", {"name": "anvil-forge", "arguments": {}}, id=3)
-    result = over_both(bridge, message)["result"]
+    result = (await over_both(bridge, message))["result"]
     assert result["isError"] is True
     assert "anvil-forge" in result["content"][0]["text"]
 
 
-def test_unknown_method(bridge: McpBridge) -> None:
-    reply = over_both(bridge, mcp.make_request("anvils/forge", id=4))
+@pytest.mark.anyio
+async def test_unknown_method(bridge: McpBridge) -> None:
+    reply = await over_both(bridge, mcp.make_request("anvils/forge", id=4))
     assert reply["error"]["code"] == -32601
 
 
-def test_invalid_params_are_the_sdks_answer(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_invalid_params_are_the_sdks_answer(bridge: McpBridge) -> None:
     message = mcp.make_request("tools/list", id=5)
     del message["params"]["_meta"][mcp.CLIENT_CAPABILITIES_KEY]
-    reply = over_both(bridge, message)
+    reply = await over_both(bridge, message)
     assert reply["error"]["code"] == -32602
 
 
 # -- revisions -------------------------------------------------------------------
 
 
-def test_old_revision_gets_the_sdks_unsupported_protocol_version(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_old_revision_gets_the_sdks_unsupported_protocol_version(bridge: McpBridge) -> None:
     """A request of a revision the bot does not serve: -32022 listing the served ones."""
     message = mcp.make_request("tools/list", id=6)
     message["params"]["_meta"][mcp.PROTOCOL_VERSION_KEY] = "2025-11-25"
-    reply = over_both(bridge, message)
+    reply = await over_both(bridge, message)
     assert reply["id"] == 6
     assert reply["error"]["code"] == -32022
     assert reply["error"]["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
 
 
-def test_initialize_handshake_gets_unsupported_protocol_version(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_initialize_handshake_gets_unsupported_protocol_version(bridge: McpBridge) -> None:
     """Earlier revisions begin with initialize; the binding carries none of them."""
     message = {
         "jsonrpc": "2.0",
@@ -176,14 +164,15 @@ def test_initialize_handshake_gets_unsupported_protocol_version(bridge: McpBridg
             "clientInfo": {"name": "old", "version": "1"},
         },
     }
-    reply = over_both(bridge, message)
+    reply = await over_both(bridge, message)
     assert reply["error"]["code"] == -32022
     assert reply["error"]["data"] == {"supported": ["2026-07-28"], "requested": "2025-06-18"}
 
 
-def test_request_without_the_envelope_is_the_sdks_invalid_params(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_request_without_the_envelope_is_the_sdks_invalid_params(bridge: McpBridge) -> None:
     """No _meta envelope: the SDK's -32602, as on its own modern connection."""
-    reply = over_both(bridge, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    reply = await over_both(bridge, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert reply["error"]["code"] == -32602
     assert "envelope keys" in reply["error"]["message"]
 
@@ -197,76 +186,86 @@ def catalog_call(lines: int, rid: int = 10) -> dict[str, Any]:
     )
 
 
-def test_oversized_result_in_a_conversation_is_internal_error(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_oversized_result_in_a_conversation_is_internal_error(bridge: McpBridge) -> None:
     """A response above the message limit becomes -32603 with the request's id."""
-    reply = over_chat(bridge, catalog_call(3000))
+    reply = await over_chat(bridge, catalog_call(3000))
     assert reply["id"] == 10
     assert reply["error"]["code"] == -32603
     assert reply["error"]["data"]["limit"] == chat.MAX_MESSAGE_JSON
 
 
-def test_oversized_result_over_service_rpc_is_too_large(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_oversized_result_over_service_rpc_is_too_large(bridge: McpBridge) -> None:
     """Over Service RPC, the envelope error too_large instead."""
-    envelope = over_rpc(bridge, catalog_call(3000))
+    envelope = await over_rpc(bridge, catalog_call(3000))
     assert envelope.error is not None
     assert envelope.error.code == "too_large"
 
 
-def test_between_the_limits_a_conversation_carries_what_rpc_refuses(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_between_the_limits_a_conversation_carries_what_rpc_refuses(
+    bridge: McpBridge,
+) -> None:
     """A response of 10,000 to 15,000 bytes fits a message but not the RPC SHOULD."""
     message = catalog_call(900)
-    reply = over_chat(bridge, message)
+    reply = await over_chat(bridge, message)
     assert "result" in reply
     size = len(Response.success(reply).to_json())
     assert 10_000 < size < chat.MAX_MESSAGE_JSON
-    assert over_rpc(bridge, message).error is not None
+    assert (await over_rpc(bridge, message)).error is not None
     relaxed = McpBridge(two_tools.build_server(), rpc_limit=MAX_RESPONSE)
     if size <= MAX_RESPONSE:
-        assert over_rpc(relaxed, message).response == reply
+        assert (await over_rpc(relaxed, message)).response == reply
     else:
-        assert over_rpc(relaxed, message).error is not None
+        assert (await over_rpc(relaxed, message)).error is not None
 
 
 # -- conversation_required and the envelope ------------------------------------------
 
 
-def test_marked_tool_is_conversation_required_over_rpc_only() -> None:
+@pytest.mark.anyio
+async def test_marked_tool_is_conversation_required_over_rpc_only() -> None:
     bridge = McpBridge(two_tools.build_server(), conversation_tools={"catalog"})
-    envelope = over_rpc(bridge, catalog_call(2))
+    envelope = await over_rpc(bridge, catalog_call(2))
     assert envelope.error is not None
     assert envelope.error.code == "conversation_required"
-    assert "result" in over_chat(bridge, catalog_call(2))
+    assert "result" in await over_chat(bridge, catalog_call(2))
     other = mcp.make_request(
         "tools/call", {"name": "availability", "arguments": {"item": "x"}}, id=1
     )
-    assert over_rpc(bridge, other).ok
+    assert (await over_rpc(bridge, other)).ok
 
 
-def test_envelope_with_version_is_bad_request(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_envelope_with_version_is_bad_request(bridge: McpBridge) -> None:
     """The envelope's version is omitted for MCP: the revision is in _meta."""
     envelope = Request(protocol="mcp", request=mcp.make_request("tools/list", id=1), version="x")
-    response = run(bridge.rpc_handler(envelope))
+    response = await bridge.rpc_handler(envelope)
     assert response.error is not None and response.error.code == "bad_request"
 
 
-def test_other_protocol_is_unsupported(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_other_protocol_is_unsupported(bridge: McpBridge) -> None:
     envelope = Request(protocol="a2a", request={})
-    response = run(bridge.rpc_handler(envelope))
+    response = await bridge.rpc_handler(envelope)
     assert response.error is not None and response.error.code == "unsupported_protocol"
 
 
-def test_rpc_handler_takes_a_request_or_a_service_request(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_rpc_handler_takes_a_request_or_a_service_request(bridge: McpBridge) -> None:
     envelope = Request(protocol="mcp", request=mcp.make_request("tools/list", id=1))
-    direct = run(bridge.rpc_handler(envelope))
-    wrapped = run(bridge.rpc_handler(ServiceRequest(1, None, envelope)))
+    direct = await bridge.rpc_handler(envelope)
+    wrapped = await bridge.rpc_handler(ServiceRequest(1, None, envelope))
     assert direct.ok and wrapped.ok
     with pytest.raises(TypeError, match="Request"):
-        run(bridge.rpc_handler(object()))
+        await bridge.rpc_handler(object())
 
 
-def test_not_a_request_over_rpc_is_a_jsonrpc_error(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_not_a_request_over_rpc_is_a_jsonrpc_error(bridge: McpBridge) -> None:
     """The envelope is valid, so the protocol answers: -32600 as the response."""
-    envelope = over_rpc(bridge, [1, 2])
+    envelope = await over_rpc(bridge, [1, 2])
     assert envelope.ok
     assert envelope.response["error"]["code"] == -32600
 
@@ -274,16 +273,18 @@ def test_not_a_request_over_rpc_is_a_jsonrpc_error(bridge: McpBridge) -> None:
 # -- chat specifics ---------------------------------------------------------------
 
 
-def test_chat_text_that_is_not_json_is_parse_error(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_chat_text_that_is_not_json_is_parse_error(bridge: McpBridge) -> None:
     for text in ("{", '{"a": 1, "a": 2}', "NaN"):
-        reply = json.loads(run(bridge.chat_handler(text)))
+        reply = json.loads(await bridge.chat_handler(text))
         assert reply["id"] is None
         assert reply["error"]["code"] == -32700
 
 
-def test_chat_notification_is_invalid_request(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_chat_notification_is_invalid_request(bridge: McpBridge) -> None:
     """The binding carries requests: a message without id gets -32600."""
-    reply = json.loads(run(bridge.chat_handler('{"jsonrpc": "2.0", "method": "tools/list"}')))
+    reply = json.loads(await bridge.chat_handler('{"jsonrpc": "2.0", "method": "tools/list"}'))
     assert reply == {
         "jsonrpc": "2.0",
         "id": None,
@@ -295,7 +296,8 @@ def test_chat_notification_is_invalid_request(bridge: McpBridge) -> None:
     assert "notification" in reply["error"]["message"]
 
 
-def test_progress_notifications_are_replies_before_the_answer(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_progress_notifications_are_replies_before_the_answer(bridge: McpBridge) -> None:
     """In a conversation the bot MAY send notifications for the request before the
     response, each as a reply: notifications/progress with a progress token."""
     message = mcp.make_request(
@@ -308,7 +310,7 @@ def test_progress_notifications_are_replies_before_the_answer(bridge: McpBridge)
     async def send(text: str) -> None:
         sent.append(text)
 
-    last = run(bridge.chat_handler(message, send=send))
+    last = await bridge.chat_handler(message, send=send)
     assert [json.loads(text) for text in sent] == [
         {
             "jsonrpc": "2.0",
@@ -322,12 +324,13 @@ def test_progress_notifications_are_replies_before_the_answer(bridge: McpBridge)
     assert not any(chat.ends_answer("mcp", message, json.loads(text)) for text in sent)
     # Without a progress token there is nothing to report.
     sent.clear()
-    run(bridge.chat_handler(catalog_call(2), send=send))
+    await bridge.chat_handler(catalog_call(2), send=send)
     assert sent == []
 
 
-def test_subscriptions_listen_is_not_served(bridge: McpBridge) -> None:
-    reply = over_both(bridge, mcp.make_request("subscriptions/listen", {}, id=12))
+@pytest.mark.anyio
+async def test_subscriptions_listen_is_not_served(bridge: McpBridge) -> None:
+    reply = await over_both(bridge, mcp.make_request("subscriptions/listen", {}, id=12))
     assert reply["error"]["code"] == -32601
 
 
@@ -392,32 +395,36 @@ def without_server_info(response: dict[str, Any]) -> dict[str, Any]:
     return {**response, "result": result}
 
 
-def test_protocol_text_example_list_over_chat() -> None:
+@pytest.mark.anyio
+async def test_protocol_text_example_list_over_chat() -> None:
     """Example 1, end to end: the command's reply is the text's reply."""
     bridge = McpBridge(example_server())
     call = chat.parse_call(MCP_TOOLS_LIST_COMMAND_TEXT)
-    reply = json.loads(run(bridge.chat_handler(call.request)))
+    reply = json.loads(await bridge.chat_handler(call.request))
     assert without_server_info(reply) == mcp_tools_list_reply()
 
 
-def test_protocol_text_example_call_over_rpc() -> None:
+@pytest.mark.anyio
+async def test_protocol_text_example_call_over_rpc() -> None:
     """Example 2, end to end: the envelope's response is the text's response."""
     bridge = McpBridge(example_server())
     envelope = Request.parse(MCP_TOOLS_CALL_REQUEST_TEXT)
-    response = run(bridge.rpc_handler(envelope)).to_dict()
+    response = (await bridge.rpc_handler(envelope)).to_dict()
     expected = mcp_tools_call_response()
     assert {"response": without_server_info(response["response"])} == expected
 
 
-def test_handler_exception_is_internal_error_without_its_text() -> None:
+@pytest.mark.anyio
+async def test_handler_exception_is_internal_error_without_its_text() -> None:
     bridge = McpBridge(example_server())
     message = mcp.make_request("tools/call", {"name": "explode", "arguments": {}}, id=13)
-    reply = over_chat(bridge, message)
+    reply = await over_chat(bridge, message)
     assert reply["error"]["code"] == -32603
     assert "secret" not in json.dumps(reply)
 
 
-def test_lifespan_is_entered_once_inside_async_with() -> None:
+@pytest.mark.anyio
+async def test_lifespan_is_entered_once_inside_async_with() -> None:
     entered: list[str] = []
     bridge = McpBridge(example_server(entered))
     listing = mcp.make_request("tools/list", id=1)
@@ -429,10 +436,10 @@ def test_lifespan_is_entered_once_inside_async_with() -> None:
             with pytest.raises(RuntimeError, match="already"):
                 await bridge.__aenter__()
 
-    run(twice_inside())
+    await twice_inside()
     assert entered == ["in"]
-    run(bridge.handle(listing))
-    run(bridge.handle(listing))
+    await bridge.handle(listing)
+    await bridge.handle(listing)
     assert entered == ["in", "in", "in"]
 
 
@@ -445,7 +452,8 @@ def test_bridge_refuses_what_is_not_a_server() -> None:
         McpBridge(example_server(), rpc_limit=MAX_RESPONSE + 1)
 
 
-def test_notification_sink_failure_does_not_fail_the_request(bridge: McpBridge) -> None:
+@pytest.mark.anyio
+async def test_notification_sink_failure_does_not_fail_the_request(bridge: McpBridge) -> None:
     async def broken(note: dict[str, Any]) -> None:
         raise OSError("chat is gone")
 
@@ -455,17 +463,17 @@ def test_notification_sink_failure_does_not_fail_the_request(bridge: McpBridge) 
         id=14,
     )
     handler: Callable[..., Awaitable[dict[str, Any]]] = bridge.handle
-    assert "result" in run(handler(message, on_notification=broken))
+    assert "result" in await handler(message, on_notification=broken)
 
 
 # -- through the adapter's responder and the core simulator --------------------------
 
 
-def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
+@pytest.mark.anyio
+async def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
     """bridge.rpc_handler is the responder's handler: signed and unsigned requests
     over the simulated core, and too_large for an oversized result."""
-    from test_adapter_support import pair
-    from test_adapter_support import run as run_bounded
+    from _support import pair
 
     key = SigningKey.generate()
     bridge = McpBridge(two_tools.build_server(), conversation_tools={"catalog"})
@@ -473,29 +481,22 @@ def test_bridge_serves_through_the_adapter_and_the_simulator() -> None:
         "tools/call", {"name": "availability", "arguments": {"item": "anvil"}}, id=1
     )
 
-    async def main() -> None:
-        async with bridge, pair(bridge.rpc_handler, protocols=("mcp",)) as p:
-            signed = await p.alice.service_request(
-                1, p.link, Request(protocol="mcp", request=call), timeout=10, sign_key=key
-            )
-            assert signed.ok
-            assert signed.response["result"]["content"][0]["text"] == "12 anvils are in stock."
-            marked = await p.alice.service_request(
-                1, p.link, Request(protocol="mcp", request=catalog_call(2)), timeout=10
-            )
-            assert marked.error is not None and marked.error.code == "conversation_required"
-
-    run_bounded(main)
+    async with bridge, pair(bridge.rpc_handler, protocols=("mcp",)) as p:
+        signed = await p.alice.service_request(
+            1, p.link, Request(protocol="mcp", request=call), timeout=10, sign_key=key
+        )
+        assert signed.ok
+        assert signed.response["result"]["content"][0]["text"] == "12 anvils are in stock."
+        marked = await p.alice.service_request(
+            1, p.link, Request(protocol="mcp", request=catalog_call(2)), timeout=10
+        )
+        assert marked.error is not None and marked.error.code == "conversation_required"
     unmarked = McpBridge(two_tools.build_server())
-
-    async def oversized() -> None:
-        async with pair(unmarked.rpc_handler, protocols=("mcp",)) as p:
-            big = await p.alice.service_request(
-                1, p.link, Request(protocol="mcp", request=catalog_call(3000)), timeout=10
-            )
-            assert big.error is not None and big.error.code == "too_large"
-
-    run_bounded(oversized)
+    async with pair(unmarked.rpc_handler, protocols=("mcp",)) as p:
+        big = await p.alice.service_request(
+            1, p.link, Request(protocol="mcp", request=catalog_call(3000)), timeout=10
+        )
+        assert big.error is not None and big.error.code == "too_large"
 
 
 # -- the documentation and the example run as written ----------------------------------

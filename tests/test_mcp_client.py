@@ -14,68 +14,20 @@ on one simulated core and called from another.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 from mcp import Client, ClientSession
 from mcp.client.context import ClientRequestContext
-from mcp.server import MCPServer
-from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, ElicitRequestParams, ElicitResult, TextContent
-from pydantic import BaseModel
 
+from _mcp import Handler, bot
+from _support import pair
 from simplex_rpc import ErrorCode, Response, SigningKey
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.errors import SimplexRpcError
-from simplex_rpc.mcp import SERVICE_RPC_ERROR, McpBridge, SimplexTransport
-from test_adapter_support import Pair, pair, run
-from test_mcp_bridge import two_tools
-
-
-class Street(BaseModel):
-    street: str
-
-
-def ask_street() -> Elicit[Street]:
-    return Elicit("Which street in Lisbon?", Street)
-
-
-def build_server() -> MCPServer:
-    """The example's two tools, plus a resource, a prompt and a tool that asks the user."""
-    server = two_tools.build_server()
-
-    @server.resource("stock://anvil", description="Anvils in stock")
-    def anvil_stock() -> str:
-        return "12"
-
-    @server.prompt(description="Ask for a quote")
-    def quote(item: str) -> str:
-        return f"Quote me a price for one {item}."
-
-    @server.tool(description="Deliver an item; asks for the street", structured_output=False)
-    def deliver(item: str, street: Annotated[Street, Resolve(ask_street)]) -> str:
-        return f"One {item} to {street.street}."
-
-    return server
-
-
-Handler = Callable[[ServiceRequest], Awaitable[Response]]
-
-
-@contextlib.asynccontextmanager
-async def bot(
-    *, conversation_tools: tuple[str, ...] = (), wrap: Callable[[Handler], Handler] | None = None
-) -> AsyncIterator[Pair]:
-    """An SDK server behind McpBridge, served by bob; alice is the requester."""
-    async with McpBridge(build_server(), conversation_tools=conversation_tools) as bridge:
-        handler: Handler = bridge.rpc_handler
-        if wrap is not None:
-            handler = wrap(handler)
-        async with pair(handler, protocols=("mcp",)) as p:
-            yield p
+from simplex_rpc.mcp import SERVICE_RPC_ERROR, SimplexTransport
 
 
 async def connect_error(transport: SimplexTransport) -> MCPError:
@@ -102,68 +54,63 @@ def text_of(result: Any) -> str:
 # -- the SDK client, unchanged, over Service RPC ------------------------------------------
 
 
-def test_mcp_client_lists_and_calls_tools_over_rpc() -> None:
+@pytest.mark.anyio
+async def test_mcp_client_lists_and_calls_tools_over_rpc() -> None:
     """The SDK discovers the bot (server/discover at 2026-07-28), lists and calls its tools."""
 
-    async def main() -> None:
-        async with bot() as p, Client(SimplexTransport(p.alice, 1, p.link)) as client:
-            assert client.protocol_version == "2026-07-28"
-            assert client.server_capabilities.tools is not None
-            tools = await client.list_tools()
-            assert [t.name for t in tools.tools] == ["availability", "catalog", "deliver"]
-            result = await client.call_tool("availability", {"item": "anvil"})
-            assert not result.is_error
-            assert text_of(result) == "12 anvils are in stock."
-            result = await client.call_tool("catalog", {"lines": 2})
-            assert text_of(result) == "1. anvil\n2. hammer"
-
-    run(main)
+    async with bot() as p, Client(SimplexTransport(p.alice, 1, p.link)) as client:
+        assert client.protocol_version == "2026-07-28"
+        assert client.server_capabilities.tools is not None
+        tools = await client.list_tools()
+        assert [t.name for t in tools.tools] == ["availability", "catalog", "deliver"]
+        result = await client.call_tool("availability", {"item": "anvil"})
+        assert not result.is_error
+        assert text_of(result) == "12 anvils are in stock."
+        result = await client.call_tool("catalog", {"lines": 2})
+        assert text_of(result) == "1. anvil\n2. hammer"
 
 
-def test_client_session_over_the_transports_streams() -> None:
+@pytest.mark.anyio
+async def test_client_session_over_the_transports_streams() -> None:
     """The lower-level ClientSession works on the transport's two streams, unchanged:
     server/discover, adopt, then requests; initialize, the handshake of revisions before
     2026-07-28, is answered -32022 by the bot, which the binding does not carry it for."""
 
-    async def main() -> None:
-        async with bot() as p:
-            async with (
-                SimplexTransport(p.alice, 1, p.link) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                session.adopt(await session.discover())
-                assert session.protocol_version == "2026-07-28"
-                tools = await session.list_tools()
-                assert "availability" in [t.name for t in tools.tools]
-            async with (
-                SimplexTransport(p.alice, 1, p.link) as (read, write),
-                ClientSession(read, write) as legacy,
-            ):
-                with pytest.raises(MCPError) as caught:
-                    await legacy.initialize()
-                assert caught.value.error.code == -32022
-
-    run(main)
+    async with bot() as p:
+        async with (
+            SimplexTransport(p.alice, 1, p.link) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            session.adopt(await session.discover())
+            assert session.protocol_version == "2026-07-28"
+            tools = await session.list_tools()
+            assert "availability" in [t.name for t in tools.tools]
+        async with (
+            SimplexTransport(p.alice, 1, p.link) as (read, write),
+            ClientSession(read, write) as legacy,
+        ):
+            with pytest.raises(MCPError) as caught:
+                await legacy.initialize()
+            assert caught.value.error.code == -32022
 
 
-def test_resources_and_prompts_over_rpc() -> None:
-    async def main() -> None:
-        async with bot() as p, Client(SimplexTransport(p.alice, 1, p.link)) as client:
-            resources = await client.list_resources()
-            assert [str(r.uri) for r in resources.resources] == ["stock://anvil"]
-            read = await client.read_resource("stock://anvil")
-            assert [getattr(c, "text", None) for c in read.contents] == ["12"]
-            prompts = await client.list_prompts()
-            assert [pr.name for pr in prompts.prompts] == ["quote"]
-            prompt = await client.get_prompt("quote", {"item": "anvil"})
-            (message,) = prompt.messages
-            assert isinstance(message.content, TextContent)
-            assert message.content.text == "Quote me a price for one anvil."
-
-    run(main)
+@pytest.mark.anyio
+async def test_resources_and_prompts_over_rpc() -> None:
+    async with bot() as p, Client(SimplexTransport(p.alice, 1, p.link)) as client:
+        resources = await client.list_resources()
+        assert [str(r.uri) for r in resources.resources] == ["stock://anvil"]
+        read = await client.read_resource("stock://anvil")
+        assert [getattr(c, "text", None) for c in read.contents] == ["12"]
+        prompts = await client.list_prompts()
+        assert [pr.name for pr in prompts.prompts] == ["quote"]
+        prompt = await client.get_prompt("quote", {"item": "anvil"})
+        (message,) = prompt.messages
+        assert isinstance(message.content, TextContent)
+        assert message.content.text == "Quote me a price for one anvil."
 
 
-def test_input_required_rounds_work_as_the_sdk_does_them() -> None:
+@pytest.mark.anyio
+async def test_input_required_rounds_work_as_the_sdk_does_them() -> None:
     """MCP 2026-07-28: a tool that needs the user's input answers input_required; the SDK
     asks its elicitation callback and repeats the call, each round one Service RPC request."""
     asked: list[str] = []
@@ -180,15 +127,12 @@ def test_input_required_rounds_work_as_the_sdk_does_them() -> None:
 
         return counted
 
-    async def main() -> None:
-        async with (
-            bot(wrap=count) as p,
-            Client(SimplexTransport(p.alice, 1, p.link), elicitation_callback=elicit) as client,
-        ):
-            result = await client.call_tool("deliver", {"item": "anvil"})
-            assert text_of(result) == "One anvil to Rua Augusta."
-
-    run(main)
+    async with (
+        bot(wrap=count) as p,
+        Client(SimplexTransport(p.alice, 1, p.link), elicitation_callback=elicit) as client,
+    ):
+        result = await client.call_tool("deliver", {"item": "anvil"})
+        assert text_of(result) == "One anvil to Rua Augusta."
     assert asked == ["Which street in Lisbon?"]
     # Two rounds of the call (the SDK also lists the tools, to check the result's schema).
     assert [method for method in rounds if method == "tools/call"] == ["tools/call"] * 2
@@ -197,36 +141,35 @@ def test_input_required_rounds_work_as_the_sdk_does_them() -> None:
 # -- envelope errors ------------------------------------------------------------------------
 
 
-def test_a_tool_marked_for_conversation_is_conversation_required_over_rpc() -> None:
+@pytest.mark.anyio
+async def test_a_tool_marked_for_conversation_is_conversation_required_over_rpc() -> None:
     """The error names the envelope code and says to use the chat transport, in the words
     of both its users: via='chat' (SimplexTransport) and --via chat (mcp-proxy)."""
 
-    async def main() -> None:
-        async with (
-            bot(conversation_tools=("catalog",)) as p,
-            Client(SimplexTransport(p.alice, 1, p.link)) as client,
-        ):
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool("catalog", {"lines": 1})
-            error = caught.value.error
-            assert error.code == SERVICE_RPC_ERROR
-            assert error.message.startswith("conversation_required: ")
-            assert "via='chat'" in error.message and "--via chat" in error.message
-            assert error.data == {
-                "serviceRpcError": {
-                    "code": "conversation_required",
-                    "message": "tool 'catalog' needs a conversation: call it with /_call mcp",
-                }
+    async with (
+        bot(conversation_tools=("catalog",)) as p,
+        Client(SimplexTransport(p.alice, 1, p.link)) as client,
+    ):
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("catalog", {"lines": 1})
+        error = caught.value.error
+        assert error.code == SERVICE_RPC_ERROR
+        assert error.message.startswith("conversation_required: ")
+        assert "via='chat'" in error.message and "--via chat" in error.message
+        assert error.data == {
+            "serviceRpcError": {
+                "code": "conversation_required",
+                "message": "tool 'catalog' needs a conversation: call it with /_call mcp",
             }
-            # The other tools still work.
-            assert text_of(await client.call_tool("availability", {"item": "tongs"})).startswith(
-                "7 "
-            )
+        }
+        # The other tools still work.
+        assert text_of(await client.call_tool("availability", {"item": "tongs"})).startswith(
+            "7 "
+        )
 
-    run(main)
 
-
-def test_signed_calls_reach_the_bot_with_the_right_signer_key() -> None:
+@pytest.mark.anyio
+async def test_signed_calls_reach_the_bot_with_the_right_signer_key() -> None:
     """Every request is signed with sign_key and names its public key in requestKey; the
     responder sees the verified signerKey."""
     key = SigningKey.generate()
@@ -240,22 +183,20 @@ def test_signed_calls_reach_the_bot_with_the_right_signer_key() -> None:
 
         return recorded
 
-    async def main() -> None:
-        async with (
-            bot(wrap=record) as p,
-            Client(SimplexTransport(p.alice, 1, p.link, sign_key=key)) as client,
-        ):
-            await client.list_tools()
-            await client.call_tool("availability", {"item": "anvil"})
-
-    run(main)
+    async with (
+        bot(wrap=record) as p,
+        Client(SimplexTransport(p.alice, 1, p.link, sign_key=key)) as client,
+    ):
+        await client.list_tools()
+        await client.call_tool("availability", {"item": "anvil"})
     assert [method for _, _, method in seen] == ["server/discover", "tools/list", "tools/call"]
     for signer, request_key, _ in seen:
         assert signer == key.public_key
         assert request_key == key.public_key
 
 
-def test_rate_limited_is_repeated_after_retry_after_within_the_bound() -> None:
+@pytest.mark.anyio
+async def test_rate_limited_is_repeated_after_retry_after_within_the_bound() -> None:
     """A requester repeats a request answered with retryAfter after that many seconds."""
     answered: list[str] = []
 
@@ -269,16 +210,14 @@ def test_rate_limited_is_repeated_after_retry_after_within_the_bound() -> None:
 
         return limited
 
-    async def main() -> None:
-        async with bot(wrap=limit_first) as p, Client(SimplexTransport(p.alice, 1, p.link)) as c:
-            result = await c.call_tool("availability", {"item": "hammer"})
-            assert text_of(result) == "40 hammers are in stock."
-
-    run(main)
+    async with bot(wrap=limit_first) as p, Client(SimplexTransport(p.alice, 1, p.link)) as c:
+        result = await c.call_tool("availability", {"item": "hammer"})
+        assert text_of(result) == "40 hammers are in stock."
     assert [method for method in answered if method == "tools/call"] == ["tools/call"] * 2
 
 
-def test_rate_limited_beyond_the_bound_is_the_calls_error() -> None:
+@pytest.mark.anyio
+async def test_rate_limited_beyond_the_bound_is_the_calls_error() -> None:
     """A wait longer than max_retry_after is not waited for: the call fails at once,
     naming rate_limited and retryAfter."""
     answered: list[str] = []
@@ -293,35 +232,31 @@ def test_rate_limited_beyond_the_bound_is_the_calls_error() -> None:
 
         return limited
 
-    async def main() -> None:
-        async with (
-            bot(wrap=always_limited) as p,
-            Client(SimplexTransport(p.alice, 1, p.link, max_retry_after=5)) as client,
-        ):
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool("availability", {"item": "anvil"})
-            message = caught.value.error.message
-            assert message.startswith("rate_limited: slow down (retryAfter 3600 s)")
-            assert "max_retry_after (5 s)" in message
-
-    run(main)
+    async with (
+        bot(wrap=always_limited) as p,
+        Client(SimplexTransport(p.alice, 1, p.link, max_retry_after=5)) as client,
+    ):
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("availability", {"item": "anvil"})
+        message = caught.value.error.message
+        assert message.startswith("rate_limited: slow down (retryAfter 3600 s)")
+        assert "max_retry_after (5 s)" in message
     assert answered == ["server/discover", "tools/call"]
 
 
-def test_a_bot_that_does_not_serve_mcp_fails_the_connection_naming_the_code() -> None:
+@pytest.mark.anyio
+async def test_a_bot_that_does_not_serve_mcp_fails_the_connection_naming_the_code() -> None:
     """unsupported_protocol: the SDK's probe and its fallback handshake both get the
     envelope error, and entering the client raises it."""
 
-    async def main() -> None:
-        async with pair(lambda r: "echo", protocols=("echo",)) as p:
-            error = (await connect_error(SimplexTransport(p.alice, 1, p.link))).error
-            assert error.code == SERVICE_RPC_ERROR
-            assert error.message.startswith("unsupported_protocol")
-
-    run(main)
+    async with pair(lambda r: "echo", protocols=("echo",)) as p:
+        error = (await connect_error(SimplexTransport(p.alice, 1, p.link))).error
+        assert error.code == SERVICE_RPC_ERROR
+        assert error.message.startswith("unsupported_protocol")
 
 
-def test_an_answer_that_is_not_a_json_rpc_response_is_an_error() -> None:
+@pytest.mark.anyio
+async def test_an_answer_that_is_not_a_json_rpc_response_is_an_error() -> None:
     def garble(handler: Handler) -> Handler:
         async def garbled(request: ServiceRequest) -> Response:
             if request.request.request["method"] == "tools/call":
@@ -330,17 +265,15 @@ def test_an_answer_that_is_not_a_json_rpc_response_is_an_error() -> None:
 
         return garbled
 
-    async def main() -> None:
-        async with bot(wrap=garble) as p, Client(SimplexTransport(p.alice, 1, p.link)) as client:
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool("availability", {"item": "anvil"})
-            assert caught.value.error.code == -32603
-            assert "another request's id" in caught.value.error.message
-
-    run(main)
+    async with bot(wrap=garble) as p, Client(SimplexTransport(p.alice, 1, p.link)) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("availability", {"item": "anvil"})
+        assert caught.value.error.code == -32603
+        assert "another request's id" in caught.value.error.message
 
 
-def test_a_null_id_error_of_the_bot_is_the_requests_error_with_its_code_and_message() -> None:
+@pytest.mark.anyio
+async def test_a_null_id_error_of_the_bot_is_the_requests_error_with_its_code_and_message() -> None:
     """JSON-RPC 2.0: an error the server cannot tie to a request (a parse error) has a null
     id. A Service RPC round trip carries exactly one request, so the error is that request's:
     the caller sees the bot's code and message, not "another request's id"."""
@@ -354,61 +287,54 @@ def test_a_null_id_error_of_the_bot_is_the_requests_error_with_its_code_and_mess
 
         return answered
 
-    async def main() -> None:
-        async with (
-            bot(wrap=parse_error) as p,
-            Client(SimplexTransport(p.alice, 1, p.link)) as client,
-        ):
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool("availability", {"item": "anvil"})
-            assert caught.value.error.code == -32700
-            assert caught.value.error.message == "Parse error"
-
-    run(main)
+    async with (
+        bot(wrap=parse_error) as p,
+        Client(SimplexTransport(p.alice, 1, p.link)) as client,
+    ):
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("availability", {"item": "anvil"})
+        assert caught.value.error.code == -32700
+        assert caught.value.error.message == "Parse error"
 
 
-def test_a_core_failure_is_the_requests_error_without_the_key() -> None:
+@pytest.mark.anyio
+async def test_a_core_failure_is_the_requests_error_without_the_key() -> None:
     """The core refuses a target it cannot reach: the request fails with the SDK's
     CONNECTION_CLOSED, and the private key is nowhere in the error."""
     key = SigningKey.generate()
 
-    async def main() -> None:
-        async with pair(lambda r: "x", protocols=("mcp",)) as p:
-            transport = SimplexTransport(
-                p.alice, 1, "https://simplex.chat/contact#/?v=2&smp=unknown", sign_key=key
-            )
-            error = (await connect_error(transport)).error
-            assert error.code == CONNECTION_CLOSED
-            assert error.message.startswith("the chat core could not deliver the request")
-            for text in (error.message, repr(error.data), repr(transport)):
-                assert key.encode() not in text
-
-    run(main)
+    async with pair(lambda r: "x", protocols=("mcp",)) as p:
+        transport = SimplexTransport(
+            p.alice, 1, "https://simplex.chat/contact#/?v=2&smp=unknown", sign_key=key
+        )
+        error = (await connect_error(transport)).error
+        assert error.code == CONNECTION_CLOSED
+        assert error.message.startswith("the chat core could not deliver the request")
+        for text in (error.message, repr(error.data), repr(transport)):
+            assert key.encode() not in text
 
 
 # -- arguments ------------------------------------------------------------------------------
 
 
-def test_bad_arguments_are_clear_errors() -> None:
-    async def main() -> None:
-        async with pair(lambda r: "x") as p:
-            core: ChatCore = p.alice
-            with pytest.raises(ValueError, match="via: 'pigeon' is not one of rpc, chat, auto"):
-                SimplexTransport(core, 1, p.link, via="pigeon")  # type: ignore[arg-type]
-            with pytest.raises(SimplexRpcError, match="timeout: expected a positive"):
-                SimplexTransport(core, 1, p.link, timeout=0)
-            with pytest.raises(SimplexRpcError, match="max_retry_after"):
-                SimplexTransport(core, 1, p.link, max_retry_after=float("inf"))
-            with pytest.raises(SimplexRpcError, match="user_id"):
-                SimplexTransport(core, 0, p.link)
-            with pytest.raises(SimplexRpcError, match="target"):
-                SimplexTransport(core, 1, "two words")
-            with pytest.raises(TypeError, match="sign_key: expected a SigningKey"):
-                SimplexTransport(core, 1, p.link, sign_key=SigningKey.generate().encode())  # type: ignore[arg-type]
-            with pytest.raises(TypeError, match="core: expected a ChatCore"):
-                SimplexTransport("ws://x", 1, p.link)  # type: ignore[arg-type]
-            key = SigningKey.generate()
-            shown = repr(SimplexTransport(core, 1, p.link, sign_key=key))
-            assert key.encode() not in shown and "signed" in shown
-
-    run(main)
+@pytest.mark.anyio
+async def test_bad_arguments_are_clear_errors() -> None:
+    async with pair(lambda r: "x") as p:
+        core: ChatCore = p.alice
+        with pytest.raises(ValueError, match="via: 'pigeon' is not one of rpc, chat, auto"):
+            SimplexTransport(core, 1, p.link, via="pigeon")  # type: ignore[arg-type]
+        with pytest.raises(SimplexRpcError, match="timeout: expected a positive"):
+            SimplexTransport(core, 1, p.link, timeout=0)
+        with pytest.raises(SimplexRpcError, match="max_retry_after"):
+            SimplexTransport(core, 1, p.link, max_retry_after=float("inf"))
+        with pytest.raises(SimplexRpcError, match="user_id"):
+            SimplexTransport(core, 0, p.link)
+        with pytest.raises(SimplexRpcError, match="target"):
+            SimplexTransport(core, 1, "two words")
+        with pytest.raises(TypeError, match="sign_key: expected a SigningKey"):
+            SimplexTransport(core, 1, p.link, sign_key=SigningKey.generate().encode())  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="core: expected a ChatCore"):
+            SimplexTransport("ws://x", 1, p.link)  # type: ignore[arg-type]
+        key = SigningKey.generate()
+        shown = repr(SimplexTransport(core, 1, p.link, sign_key=key))
+        assert key.encode() not in shown and "signed" in shown

@@ -13,12 +13,10 @@ sign key never appears in the proxy's output.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -40,6 +38,9 @@ from mcp_types import (
 )
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
+from _mcp import Handler, bot
+from _simulator_thread import SimulatorThread
+from _support import Pair
 from simplex_rpc import Response, SigningKey
 from simplex_rpc._keeper import Backoff
 from simplex_rpc.adapter import ChatCore, ServiceRequest
@@ -47,10 +48,6 @@ from simplex_rpc.errors import SimplexRpcError
 from simplex_rpc.mcp import SERVICE_RPC_ERROR, SimplexTransport
 from simplex_rpc.mcp._forward import build_server, upstream_client
 from simplex_rpc.mcp._proxy import BotConnection
-from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import Pair
-from test_adapter_support import run as adapter_run
-from test_mcp_client import Handler, bot
 
 ROOT = Path(__file__).resolve().parent.parent
 BOT = f"{ROOT / 'examples' / 'mcp_two_tools.py'}:build_server"
@@ -114,62 +111,49 @@ def text_of(result: Any) -> str:
     return content.text
 
 
-def run(main: Any) -> None:
-    async def bounded() -> None:
-        with anyio.fail_after(90):
-            await main()
-
-    anyio.run(bounded)
-
-
-def test_a_2026_host_lists_and_calls_the_bots_tools(network: Network) -> None:
+@pytest.mark.anyio
+async def test_a_2026_host_lists_and_calls_the_bots_tools(network: Network) -> None:
     """The host speaks 2026-07-28 (server/discover, the _meta envelope)."""
 
-    async def main() -> None:
-        async with Client(proxy(network)) as host:
-            assert host.protocol_version == "2026-07-28"
-            tools = await host.list_tools()
-            assert [t.name for t in tools.tools] == ["availability", "catalog"]
-            assert tools.tools[0].description == "Items in stock"
-            result = await host.call_tool("availability", {"item": "anvil"})
-            assert text_of(result) == "12 anvils are in stock."
-
-    run(main)
+    async with Client(proxy(network)) as host:
+        assert host.protocol_version == "2026-07-28"
+        tools = await host.list_tools()
+        assert [t.name for t in tools.tools] == ["availability", "catalog"]
+        assert tools.tools[0].description == "Items in stock"
+        result = await host.call_tool("availability", {"item": "anvil"})
+        assert text_of(result) == "12 anvils are in stock."
 
 
-def test_an_older_host_with_the_initialize_handshake(network: Network) -> None:
+@pytest.mark.anyio
+async def test_an_older_host_with_the_initialize_handshake(network: Network) -> None:
     """A host of a revision before 2026-07-28 begins with initialize: the proxy's SDK
     server answers it, and its SDK client speaks 2026-07-28 to the bot."""
 
-    async def main() -> None:
-        async with Client(proxy(network), mode="legacy") as host:
-            assert host.protocol_version == "2025-11-25"
-            assert host.session.initialize_result is not None
-            tools = await host.list_tools()
-            assert [t.name for t in tools.tools] == ["availability", "catalog"]
-            result = await host.call_tool("availability", {"item": "tongs"})
-            assert text_of(result) == "7 tongss are in stock."
-
-    run(main)
+    async with Client(proxy(network), mode="legacy") as host:
+        assert host.protocol_version == "2025-11-25"
+        assert host.session.initialize_result is not None
+        tools = await host.list_tools()
+        assert [t.name for t in tools.tools] == ["availability", "catalog"]
+        result = await host.call_tool("availability", {"item": "tongs"})
+        assert text_of(result) == "7 tongss are in stock."
 
 
-def test_a_bot_error_reaches_the_host_as_an_mcp_error(network: Network) -> None:
+@pytest.mark.anyio
+async def test_a_bot_error_reaches_the_host_as_an_mcp_error(network: Network) -> None:
     """catalog needs a conversation: the host gets conversation_required as an MCP error
     of that call, and the proxy goes on serving."""
 
-    async def main() -> None:
-        async with Client(proxy(network)) as host:
-            with pytest.raises(MCPError) as caught:
-                await host.call_tool("catalog", {"lines": 1})
-            assert caught.value.error.code == SERVICE_RPC_ERROR
-            assert caught.value.error.message.startswith("conversation_required")
-            result = await host.call_tool("availability", {"item": "hammer"})
-            assert text_of(result) == "40 hammers are in stock."
-
-    run(main)
+    async with Client(proxy(network)) as host:
+        with pytest.raises(MCPError) as caught:
+            await host.call_tool("catalog", {"lines": 1})
+        assert caught.value.error.code == SERVICE_RPC_ERROR
+        assert caught.value.error.message.startswith("conversation_required")
+        result = await host.call_tool("availability", {"item": "hammer"})
+        assert text_of(result) == "40 hammers are in stock."
 
 
-def test_an_unreachable_bot_is_an_mcp_error_not_a_dead_pipe(
+@pytest.mark.anyio
+async def test_an_unreachable_bot_is_an_mcp_error_not_a_dead_pipe(
     network: Network, tmp_path: Path
 ) -> None:
     """Every request gets an MCP error naming the failure; the sign key (from @FILE) is in
@@ -180,19 +164,16 @@ def test_an_unreachable_bot_is_an_mcp_error_not_a_dead_pipe(
     key_file.chmod(0o600)  # a key file others can read is refused, as ssh does
     log_path = tmp_path / "proxy.log"
 
-    async def main() -> None:
-        params = proxy(network, "--verbose", "--sign-key", f"@{key_file}", target=UNKNOWN)
-        with log_path.open("w") as errlog:
-            async with Client(stdio_client(params, errlog=errlog)) as host:
-                for _ in range(2):
-                    with pytest.raises(MCPError) as caught:
-                        await host.list_tools()
-                    error = caught.value.error
-                    assert error.code == CONNECTION_CLOSED
-                    assert error.message.startswith("the SimpleX bot could not be reached")
-                    assert key.encode() not in error.message
-
-    run(main)
+    params = proxy(network, "--verbose", "--sign-key", f"@{key_file}", target=UNKNOWN)
+    with log_path.open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as host:
+            for _ in range(2):
+                with pytest.raises(MCPError) as caught:
+                    await host.list_tools()
+                error = caught.value.error
+                assert error.code == CONNECTION_CLOSED
+                assert error.message.startswith("the SimpleX bot could not be reached")
+                assert key.encode() not in error.message
     log = log_path.read_text()
     assert "could not be reached" in log
     assert key.encode() not in log
@@ -233,46 +214,8 @@ def test_bad_arguments_are_one_line_errors_without_the_key() -> None:
 # -- over /_call -------------------------------------------------------------------------------
 
 
-class SimulatorThread:
-    """A simulator in this process (its own thread and loop), so the test can make contacts."""
-
-    def __init__(self) -> None:
-        self.url = ""
-        self.ready = threading.Event()
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.sim: CoreSimulator | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
-
-    async def _main(self) -> None:
-        self.loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with CoreSimulator() as sim:
-            self.sim, self.url = sim, sim.url
-            self.ready.set()
-            await self._stop.wait()
-
-    def connect(self, a: str, b: str) -> tuple[int, int]:
-        assert self.loop is not None and self.sim is not None
-        sim = self.sim
-
-        async def make() -> tuple[int, int]:
-            return sim.connect(a, b)
-
-        return asyncio.run_coroutine_threadsafe(make(), self.loop).result(20)
-
-    def __enter__(self) -> SimulatorThread:
-        self._thread.start()
-        assert self.ready.wait(20)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.loop is not None and self._stop is not None
-        self.loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(20)
-
-
-def test_the_proxy_over_chat_passes_progress_to_the_host() -> None:
+@pytest.mark.anyio
+async def test_the_proxy_over_chat_passes_progress_to_the_host() -> None:
     """--via chat: the host's tools/call goes as /_call mcp in the direct chat with the bot
     (a `serve --chat` process); the bot's progress notification reaches the host's progress
     callback, and catalog, which needs a conversation, answers."""
@@ -295,17 +238,14 @@ def test_the_proxy_over_chat_passes_progress_to_the_host() -> None:
             contact, _ = sim.connect("alice", "bob")
             network = Network(url=sim.url, link=f"@{contact}")
 
-            async def main() -> None:
-                params = proxy(network, "--via", "chat", "--timeout", "20")
-                async with Client(params) as host:
-                    tools = await host.list_tools()
-                    assert [t.name for t in tools.tools] == ["availability", "catalog"]
-                    result = await host.call_tool(
-                        "catalog", {"lines": 2}, progress_callback=on_progress
-                    )
-                    assert text_of(result) == "1. anvil\n2. hammer"
-
-            run(main)
+            params = proxy(network, "--via", "chat", "--timeout", "20")
+            async with Client(params) as host:
+                tools = await host.list_tools()
+                assert [t.name for t in tools.tools] == ["availability", "catalog"]
+                result = await host.call_tool(
+                    "catalog", {"lines": 2}, progress_callback=on_progress
+                )
+                assert text_of(result) == "1. anvil\n2. hammer"
         finally:
             bot.terminate()
             bot.wait(timeout=20)
@@ -374,48 +314,45 @@ async def proxied(
 BOT_TOOLS = ["availability", "catalog", "deliver"]
 
 
-def test_after_the_core_is_lost_the_next_request_waits_for_the_new_connection() -> None:
+@pytest.mark.anyio
+async def test_after_the_core_is_lost_the_next_request_waits_for_the_new_connection() -> None:
     """The connection is made again on the next request after the core went away: that
     request waits for the attempt and is answered by the new connection."""
     cores: list[ChatCore] = []
 
-    async def main() -> None:
-        async with bot() as p, proxied(rpc_connect(p, cores), p.link) as host:
-            assert [t.name for t in (await host.list_tools()).tools] == BOT_TOOLS
-            await cores[0].close()
-            assert [t.name for t in (await host.list_tools()).tools] == BOT_TOOLS
-            assert len(cores) == 2 and not cores[1].closed
-
-    adapter_run(main)
+    async with bot() as p, proxied(rpc_connect(p, cores), p.link) as host:
+        assert [t.name for t in (await host.list_tools()).tools] == BOT_TOOLS
+        await cores[0].close()
+        assert [t.name for t in (await host.list_tools()).tools] == BOT_TOOLS
+        assert len(cores) == 2 and not cores[1].closed
 
 
-def test_after_the_core_is_lost_a_failed_reconnect_is_the_requests_error_with_its_reason() -> None:
+@pytest.mark.anyio
+async def test_after_the_core_is_lost_a_failed_reconnect_is_the_requests_error_with_its_reason(
+) -> None:
     """When the new attempt fails, the waiting request's MCP error names the real reason."""
     cores: list[ChatCore] = []
 
-    async def main() -> None:
-        async with bot() as p:
-            first = rpc_connect(p, cores)
+    async with bot() as p:
+        first = rpc_connect(p, cores)
 
-            @contextlib.asynccontextmanager
-            async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
-                if cores:
-                    raise SimplexRpcError("the core at ws://127.0.0.1:1 refused the connection")
-                async with first() as pair:
-                    yield pair
+        @contextlib.asynccontextmanager
+        async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
+            if cores:
+                raise SimplexRpcError("the core at ws://127.0.0.1:1 refused the connection")
+            async with first() as pair:
+                yield pair
 
-            async with proxied(connect, p.link) as host:
+        async with proxied(connect, p.link) as host:
+            await host.list_tools()
+            await cores[0].close()
+            with pytest.raises(MCPError) as caught:
                 await host.list_tools()
-                await cores[0].close()
-                with pytest.raises(MCPError) as caught:
-                    await host.list_tools()
-                assert caught.value.error.code == CONNECTION_CLOSED
-                assert caught.value.error.message == (
-                    "the SimpleX bot could not be reached:"
-                    " the core at ws://127.0.0.1:1 refused the connection"
-                )
-
-    adapter_run(main)
+            assert caught.value.error.code == CONNECTION_CLOSED
+            assert caught.value.error.message == (
+                "the SimpleX bot could not be reached:"
+                " the core at ws://127.0.0.1:1 refused the connection"
+            )
 
 
 @pytest.mark.anyio
@@ -477,7 +414,8 @@ async def test_requests_during_the_backoff_get_the_last_failure_without_a_new_at
 
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
-def test_a_tool_that_needs_the_users_input_asks_the_host(mode: str) -> None:
+@pytest.mark.anyio
+async def test_a_tool_that_needs_the_users_input_asks_the_host(mode: str) -> None:
     """MCP input_required through the proxy: a 2026-07-28 host gets the bot's
     input_required result and answers it with its own elicitation callback; an older host
     (initialize handshake) is asked with elicitation/create while the proxy's client runs
@@ -488,19 +426,16 @@ def test_a_tool_that_needs_the_users_input_asks_the_host(mode: str) -> None:
         asked.append(params.message)
         return ElicitResult(action="accept", content={"street": "Rua Augusta"})
 
-    async def main() -> None:
-        host_mode = {"mode": "legacy"} if mode == "legacy" else {}
-        async with (
-            bot() as p,
-            proxied(rpc_connect(p), p.link, elicitation_callback=elicit, **host_mode) as host,
-        ):
-            assert host.protocol_version == (
-                "2026-07-28" if mode != "legacy" else LATEST_HANDSHAKE_VERSION
-            )
-            result = await host.call_tool("deliver", {"item": "anvil"})
-            assert text_of(result) == "One anvil to Rua Augusta."
-
-    adapter_run(main)
+    host_mode = {"mode": "legacy"} if mode == "legacy" else {}
+    async with (
+        bot() as p,
+        proxied(rpc_connect(p), p.link, elicitation_callback=elicit, **host_mode) as host,
+    ):
+        assert host.protocol_version == (
+            "2026-07-28" if mode != "legacy" else LATEST_HANDSHAKE_VERSION
+        )
+        result = await host.call_tool("deliver", {"item": "anvil"})
+        assert text_of(result) == "One anvil to Rua Augusta."
     assert asked == ["Which street in Lisbon?"]
 
 
@@ -523,7 +458,10 @@ def list_answer(change: Callable[[dict[str, Any]], None]) -> Callable[[Handler],
     return wrap
 
 
-def test_a_bot_answer_that_is_not_valid_mcp_is_an_internal_error_not_the_hosts_fault() -> None:
+@pytest.mark.anyio
+async def test_a_bot_answer_that_is_not_valid_mcp_is_an_internal_error_not_the_hosts_fault() -> (
+    None
+):
     """The SDK server answers a ValidationError as "Invalid request parameters" (-32602),
     which blames the host: the proxy says the bot's answer is not valid MCP (-32603), and the
     next request is served."""
@@ -531,63 +469,58 @@ def test_a_bot_answer_that_is_not_valid_mcp_is_an_internal_error_not_the_hosts_f
     def bad_tools(result: dict[str, Any]) -> None:
         result["tools"] = 5
 
-    async def main() -> None:
-        async with bot(wrap=list_answer(bad_tools)) as p, proxied(rpc_connect(p), p.link) as host:
-            with pytest.raises(MCPError) as caught:
-                await host.list_tools()
-            assert caught.value.error.code == INTERNAL_ERROR
-            assert caught.value.error.message == "the bot's tools/list answer is not valid MCP"
-            prompts = await host.list_prompts()
-            assert [prompt.name for prompt in prompts.prompts] == ["quote"]
-
-    adapter_run(main)
+    async with bot(wrap=list_answer(bad_tools)) as p, proxied(rpc_connect(p), p.link) as host:
+        with pytest.raises(MCPError) as caught:
+            await host.list_tools()
+        assert caught.value.error.code == INTERNAL_ERROR
+        assert caught.value.error.message == "the bot's tools/list answer is not valid MCP"
+        prompts = await host.list_prompts()
+        assert [prompt.name for prompt in prompts.prompts] == ["quote"]
 
 
-def test_any_other_failure_of_a_forward_is_a_short_internal_error_without_key_material() -> None:
+@pytest.mark.anyio
+async def test_any_other_failure_of_a_forward_is_a_short_internal_error_without_key_material() -> (
+    None
+):
     """A forward that fails on the way (here: the proxy's client refuses the bot's answer
     with a RuntimeError) reaches the host as -32603 with a bounded, redacted text."""
     key = SigningKey.generate()
 
-    async def main() -> None:
-        async with bot() as p:
-            first = rpc_connect(p)
+    async with bot() as p:
+        first = rpc_connect(p)
 
-            @contextlib.asynccontextmanager
-            async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
-                async with first() as (core, client):
+        @contextlib.asynccontextmanager
+        async def connect() -> AsyncIterator[tuple[ChatCore, Client]]:
+            async with first() as (core, client):
 
-                    async def fail(*args: Any, **kwargs: Any) -> Any:
-                        raise RuntimeError(f"the session broke with {key.encode()} " + "x" * 5000)
+                async def fail(*args: Any, **kwargs: Any) -> Any:
+                    raise RuntimeError(f"the session broke with {key.encode()} " + "x" * 5000)
 
-                    client.session.list_prompts = fail  # type: ignore[method-assign]
-                    yield core, client
+                client.session.list_prompts = fail  # type: ignore[method-assign]
+                yield core, client
 
-            async with proxied(connect, p.link) as host:
-                with pytest.raises(MCPError) as caught:
-                    await host.list_prompts()
-                error = caught.value.error
-                assert error.code == INTERNAL_ERROR
-                assert error.message.startswith("prompts/list could not be forwarded: ")
-                assert key.encode() not in error.message
-                assert len(error.message) < 300
-
-    adapter_run(main)
+        async with proxied(connect, p.link) as host:
+            with pytest.raises(MCPError) as caught:
+                await host.list_prompts()
+            error = caught.value.error
+            assert error.code == INTERNAL_ERROR
+            assert error.message.startswith("prompts/list could not be forwarded: ")
+            assert key.encode() not in error.message
+            assert len(error.message) < 300
 
 
-def test_conversation_required_through_the_proxy_names_the_proxys_option() -> None:
+@pytest.mark.anyio
+async def test_conversation_required_through_the_proxy_names_the_proxys_option() -> None:
     """A tool marked for a conversation: the host's error says how a proxy user calls it
     (--via chat), as well as a SimplexTransport user (via='chat')."""
 
-    async def main() -> None:
-        async with (
-            bot(conversation_tools=("catalog",)) as p,
-            proxied(rpc_connect(p), p.link) as host,
-        ):
-            with pytest.raises(MCPError) as caught:
-                await host.call_tool("catalog", {"lines": 2})
-            message = caught.value.error.message
-            assert caught.value.error.code == SERVICE_RPC_ERROR
-            assert message.startswith("conversation_required")
-            assert "--via chat" in message and "via='chat'" in message
-
-    adapter_run(main)
+    async with (
+        bot(conversation_tools=("catalog",)) as p,
+        proxied(rpc_connect(p), p.link) as host,
+    ):
+        with pytest.raises(MCPError) as caught:
+            await host.call_tool("catalog", {"lines": 2})
+        message = caught.value.error.message
+        assert caught.value.error.code == SERVICE_RPC_ERROR
+        assert message.startswith("conversation_required")
+        assert "--via chat" in message and "via='chat'" in message

@@ -13,15 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
-import queue
 import signal
-import subprocess
 import sys
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,78 +23,13 @@ import pytest
 pytest.importorskip("mcp")
 
 from mcp import Client
-from mcp_types import TextContent
 
+from _programs import Program, serving
 from _simulator_thread import SimulatorThread
+from _upstream import SERVER, alive, http_server, pids, text_of
 from simplex_rpc.adapter import ChatCore
 from simplex_rpc.cli import main
 from simplex_rpc.mcp import SimplexTransport
-from test_mcp_upstream import SERVER, alive, http_server, pids
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-class Program:
-    """A ``python -m simplex_rpc ...`` process whose output lines are read by threads."""
-
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "simplex_rpc", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, **(env or {})},
-            cwd=ROOT,
-        )
-        self.lines: dict[str, queue.Queue[str]] = {"out": queue.Queue(), "err": queue.Queue()}
-        self.seen: dict[str, list[str]] = {"out": [], "err": []}
-        for name, stream in (("out", self.proc.stdout), ("err", self.proc.stderr)):
-            threading.Thread(target=self._read, args=(name, stream), daemon=True).start()
-
-    def _read(self, name: str, stream: object) -> None:
-        assert hasattr(stream, "readline")
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            self.seen[name].append(line)
-            self.lines[name].put(line)
-
-    def wait_for(self, stream: str, prefix: str, limit: float = 30.0) -> str:
-        """The rest of the first line on ``stream`` that starts with ``prefix`` (bounded)."""
-        deadline = time.monotonic() + limit
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"no {prefix!r} line within {limit} s: {self.seen}")
-            try:
-                line = self.lines[stream].get(timeout=min(left, 0.5))
-            except queue.Empty:
-                if self.proc.poll() is not None and self.lines[stream].empty():
-                    raise AssertionError(
-                        f"exited ({self.proc.returncode}) before {prefix!r}: {self.seen}"
-                    ) from None
-                continue
-            if line.startswith(prefix):
-                return line[len(prefix) :]
-
-    def stop(self, sig: int = signal.SIGINT, limit: float = 30.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(limit)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-            raise AssertionError(f"did not stop within {limit} s after signal {sig}") from None
-
-
-@contextmanager
-def serving(sim: SimulatorThread, *upstream: str) -> Iterator[tuple[Program, str]]:
-    """``simplex-rpc serve`` for core ``bot`` with the given upstream options; its address."""
-    program = Program("serve", "--core", f"{sim.url}/bot", "--address", *upstream)
-    try:
-        link = program.wait_for("out", "address: ")  # a ready line, on stdout
-        yield program, link
-    finally:
-        program.stop()
 
 
 def stdio_upstream(marks: Path | None = None) -> tuple[str, ...]:
@@ -112,12 +40,6 @@ def stdio_upstream(marks: Path | None = None) -> tuple[str, ...]:
     """
     env = ("env", f"UPSTREAM_MARKS={marks}") if marks is not None else ()
     return ("--mcp-stdio", "--", *env, sys.executable, str(SERVER), "--stdio")
-
-
-def text_of(result: Any) -> str:
-    (content,) = result.content
-    assert isinstance(content, TextContent)
-    return content.text
 
 
 async def call_echo(sim: SimulatorThread, link: str, text: str) -> list[str]:

@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _hypothesis import examples
 from _queues import QUEUE, X25519_SPKI_PREFIX
 from simplex_rpc import (
     MAX_RESPONSE,
@@ -42,7 +43,7 @@ from simplex_rpc.agent import (
 pytestmark = pytest.mark.backend
 
 SETTINGS = settings(
-    max_examples=100,
+    max_examples=examples(100),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

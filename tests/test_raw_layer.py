@@ -23,6 +23,7 @@ import pytest
 
 import simplex_rpc as sx
 from _scripted_core import ScriptedCore
+from _support import pair
 from simplex_rpc import Request, Response
 from simplex_rpc.adapter import (
     ENVELOPE_ERRORS,
@@ -36,7 +37,6 @@ from simplex_rpc.adapter import (
     raw_request_command,
 )
 from simplex_rpc.errors import ChatCoreError, EnvelopeError, SimplexRpcError
-from test_adapter_support import pair
 
 LINK = "simplex:/a#abc?h=example"
 
@@ -273,7 +273,7 @@ async def test_no_key_or_credential_in_any_log_of_raw_traffic() -> None:
     """Redaction (issue 21's rule, kept by the raw layer): signed and unsigned raw
     requests carrying a credential, through serve_raw with an answer store and the raw
     caller's retries, at every level of every logger: no key, no credential."""
-    from test_edge_redaction import TOKEN, every_level, secrets_of
+    from _redaction import TOKEN, every_level, secrets_of
 
     key = sx.SigningKey.generate()
     seen: list[str] = []
@@ -285,7 +285,7 @@ async def test_no_key_or_credential_in_any_log_of_raw_traffic() -> None:
         return {"type": "ok", "echo": raw.data}
 
     with every_level() as captured:
-        from test_example_badge_style import world
+        from _badge import world
 
         async with world() as w:
             stop = asyncio.Event()

@@ -29,6 +29,7 @@ from _scripted_core import (
     scripted_serving,
     taken,
 )
+from _support import Held, pair
 from _waiting import until
 from simplex_rpc import Request, Response, SimplexRpcError
 from simplex_rpc.adapter import (
@@ -39,7 +40,6 @@ from simplex_rpc.adapter import (
     ServiceRequest,
 )
 from simplex_rpc.testing import CoreSimulator
-from test_adapter_support import Held, pair
 
 ADAPTER_LOG = "simplex_rpc.adapter"
 

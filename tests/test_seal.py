@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simplex_rpc as sx
+from _hypothesis import examples
 from _queues import QUEUE, THREE_HOSTS
 from simplex_rpc import (
     MAX_RESPONSE,
@@ -92,7 +93,9 @@ def test_rule_sealed_signed_request_carries_key_and_signature(backend: Backend) 
     )
     opened = backend.open_request(block, AD)
     assert (opened.payload, opened.signer, opened.reply_queues) == (
-        PAYLOAD, KEY.public_key, (QUEUE,)
+        PAYLOAD,
+        KEY.public_key,
+        (QUEUE,),
     )
 
 
@@ -372,7 +375,9 @@ def test_rule_tamper_every_byte_of_the_message(backend: Backend) -> None:
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     position=st.integers(min_value=0, max_value=11105),

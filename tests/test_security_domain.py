@@ -17,6 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import simplex_rpc as sx
+from _hypothesis import examples
 from _queues import QUEUE
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature
 
@@ -35,7 +36,7 @@ def _refused_everywhere(block: bytes, ad: bytes) -> None:
             impl.open_request(block, ad)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(ad1=ads, ad2=ads, payload=payloads)
 def test_signature_for_one_ad_never_verifies_under_another(
     ad1: bytes, ad2: bytes, payload: bytes
@@ -51,7 +52,7 @@ def test_signature_for_one_ad_never_verifies_under_another(
         assert impl.open_request(block, ad1).signer == PUBLIC
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(ad=ads, payload=payloads, cut=st.integers(min_value=1, max_value=40))
 def test_ad_and_payload_boundary_cannot_shift(ad: bytes, payload: bytes, cut: int) -> None:
     """Moving bytes between the end of the AD and the start of the payload breaks the signature.
@@ -70,7 +71,7 @@ def test_ad_and_payload_boundary_cannot_shift(ad: bytes, payload: bytes, cut: in
             PUBLIC.verify_request(ad[: len(ad) - len(shifted)], shifted + payload, signature)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(ad=ads, payload=payloads, other=payloads)
 def test_signature_over_a_payload_never_verifies_another(
     ad: bytes, payload: bytes, other: bytes
@@ -81,7 +82,7 @@ def test_signature_over_a_payload_never_verifies_another(
         PUBLIC.verify_request(ad, other, signature)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(ad=ads, payload=payloads, extra=st.integers(min_value=1, max_value=64))
 def test_payload_extended_into_the_fill_is_refused(ad: bytes, payload: bytes, extra: int) -> None:
     """Raising the block's length field takes '#' fill bytes into the payload: refused.
@@ -97,7 +98,7 @@ def test_payload_extended_into_the_fill_is_refused(ad: bytes, payload: bytes, ex
         PUBLIC.verify_request(ad, payload + b"#" * extra, KEY.sign_request(ad, payload))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(ad=ads, payload=payloads.filter(bool), short=st.integers(min_value=1, max_value=64))
 def test_payload_cut_short_into_the_fill_is_refused(ad: bytes, payload: bytes, short: int) -> None:
     """Lowering the length field turns the payload's tail into fill: refused."""
@@ -122,7 +123,7 @@ def test_payload_ending_in_fill_bytes_is_its_own_payload() -> None:
             PUBLIC.verify_request(ad, payload.rstrip(b"#"), KEY.sign_request(ad, payload))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(ad=ads, payload=payloads)
 def test_raw_and_request_signatures_are_not_interchangeable(ad: bytes, payload: bytes) -> None:
     """``sign(payload)`` is not a request signature, and a request signature is not raw.
@@ -140,7 +141,7 @@ def test_raw_and_request_signatures_are_not_interchangeable(ad: bytes, payload: 
     PUBLIC.verify(sx.session_tag(ad) + payload, request)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(ad=ads)
 def test_session_tag_is_domain_separated(ad: bytes) -> None:
     """The tag is SHA3-256 over the domain then the AD, never the AD alone or another hash."""
@@ -151,7 +152,7 @@ def test_session_tag_is_domain_separated(ad: bytes) -> None:
     assert sx.SIGNING_DOMAIN == b"SimpleXService"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(ad=ads, payload=payloads, seed=st.binary(min_size=32, max_size=32))
 def test_signature_under_another_key_is_refused(ad: bytes, payload: bytes, seed: bytes) -> None:
     """A request whose key is replaced by another key (same signature) is refused."""

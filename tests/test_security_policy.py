@@ -49,6 +49,7 @@ from _ed25519_ref import (
     secret_scalar,
     strict_verify,
 )
+from _hypothesis import examples
 from _queues import QUEUE
 from simplex_rpc.agent import AgentServiceRequest, RequestSignature
 
@@ -322,7 +323,7 @@ def _mutate(signature: bytes, public: bytes, kind: int, index: int) -> tuple[byt
     return bytes(sig), bytes(pub)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.binary(min_size=32, max_size=32),
     ad=st.binary(min_size=1, max_size=128),
@@ -346,7 +347,7 @@ def test_differential_mutated_signatures(
     assert results == dict.fromkeys(results, expected)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     public=st.binary(min_size=32, max_size=32),
     signature=st.binary(min_size=64, max_size=64),

@@ -9,54 +9,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 
 import pytest
 
-from simplex_rpc.testing import CoreSimulator
-from test_cli_ready_and_stop import CLI, Running
+from _programs import CLI, Running
+from _simulator_thread import SimulatorThread as Sim
 
 pytest.importorskip("mcp.server")
-
-
-class Sim:
-    """A simulator in a thread, with a way to drop a core's connections from the test."""
-
-    def __init__(self) -> None:
-        self.url = ""
-        self.sim: CoreSimulator | None = None
-        self._ready = threading.Event()
-        self._stop: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
-
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        async with CoreSimulator() as sim:
-            self.sim, self.url = sim, sim.url
-            self._ready.set()
-            await self._stop.wait()
-
-    def drop(self, core: str) -> None:
-        assert self._loop is not None and self.sim is not None
-        asyncio.run_coroutine_threadsafe(self.sim.drop_connections(core), self._loop).result(20)
-
-    def __enter__(self) -> Sim:
-        self._thread.start()
-        assert self._ready.wait(20)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._loop is not None and self._stop is not None
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(20)
 
 
 @pytest.fixture(scope="module")

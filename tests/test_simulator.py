@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 import simplex_rpc as sx
+from _support import cores
 from _waiting import until
 from simplex_rpc.adapter import ChatCore, ChatCoreClosed, EventStream
 from simplex_rpc.errors import ChatCoreError
 from simplex_rpc.testing import CoreSimulator
 from simplex_rpc.testing import _model as testing
-from test_adapter_support import cores
 
 
 def simulator_reply_queue() -> Any:

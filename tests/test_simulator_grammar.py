@@ -42,9 +42,9 @@ def text_of(resp: dict[str, Any]) -> list[str]:
 
 def check_frames(frames: list[tuple[str, Any]]) -> None:
     """Every answer is core-shaped: each frame checks against simplex-chat 7.0.2's types
-    (the checker of tests/test_simulator_records.py), when the package is installed."""
+    (the checker of tests/_records.py), when the package is installed."""
     try:
-        from test_simulator_records import check_frame, checker
+        from _records import check_frame, checker
     except pytest.skip.Exception:  # pragma: no cover - simplex-chat not installed
         return
     check = checker()

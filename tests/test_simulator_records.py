@@ -8,7 +8,7 @@ that fails on a missing required field, a wrong type, an unknown tag or an
 unknown field. One scenario runs every command the simulator implements, over
 real WebSockets, and every response and event it sends is checked.
 
-What the package does not know is named here, each with its source:
+What the package does not know is added in tests/_records.py; each with its source:
 
 * Service RPC (the protocol text, "Service RPC transport"; COMMANDS.md of the
   core after 7.0.2, "Service commands"): the events and responses
@@ -26,122 +26,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any
 
 import anyio
 import pytest
 
 import simplex_rpc as sx
+from _raw_core import RawCore, raw_core
+from _records import EVENTS, RESPONSES, T, check_frame, checker
 from simplex_rpc.testing import CoreSimulator
-
-simplex_chat_types = pytest.importorskip("simplex_chat.types")
-T = simplex_chat_types.T
-CR = simplex_chat_types.CR
-CEvt = simplex_chat_types.CEvt
-
-from _core_types import Checker  # noqa: E402
-from _raw_core import RawCore, raw_core  # noqa: E402
-
-# -- the extensions the package does not know ---------------------------------
-
-
-class ServiceRequestEvent(TypedDict):
-    type: Literal["serviceRequest"]
-    user: T.User
-    requestId: str
-    signerKey: NotRequired[str]
-    requestData: dict[str, object]
-
-
-class ServiceResponse(TypedDict):
-    type: Literal["serviceResponse"]
-    user: T.User
-    responseData: dict[str, object]
-
-
-class ServiceReplyAccepted(TypedDict):
-    type: Literal["serviceReplyAccepted"]
-    user: T.User
-    connectionId: str
-
-
-class ServiceReplySentEvent(TypedDict):
-    # CEvtServiceReplySent {connectionId} (plans/2026-07-20-supporter-badges-v2-implementation.md)
-    type: Literal["serviceReplySent"]
-    connectionId: str
-
-
-class AgentServiceError_ASEBadSignature(TypedDict):
-    type: Literal["ASEBadSignature"]
-
-
-class AgentServiceError_ASERejected(TypedDict):
-    type: Literal["ASERejected"]
-    rejectReason: str
-
-
-class AgentServiceError_ASETimeout(TypedDict):
-    type: Literal["ASETimeout"]
-
-
-class AgentServiceError_ASENoPendingRequest(TypedDict):
-    type: Literal["ASENoPendingRequest"]
-
-
-class AgentServiceError_ASENotDRAddress(TypedDict):
-    type: Literal["ASENotDRAddress"]
-
-
-AgentServiceError = (
-    AgentServiceError_ASERejected
-    | AgentServiceError_ASETimeout
-    | AgentServiceError_ASENoPendingRequest
-    | AgentServiceError_ASENotDRAddress
-    | AgentServiceError_ASEBadSignature
-)
-
-
-class SMPAgentError_A_SERVICE(TypedDict):
-    type: Literal["A_SERVICE"]
-    serviceError: AgentServiceError
-
-
-EXTRA_KEYS = {
-    "Preferences": ["protocols"],
-    "GroupPreferences": ["protocols"],
-    "ContactShortLinkData": ["serves"],
-}
-
-RESPONSES = CR.ChatResponse | ServiceResponse | ServiceReplyAccepted
-EVENTS = CEvt.ChatEvent | ServiceRequestEvent | ServiceReplySentEvent
-
-
-def checker() -> Checker:
-    return Checker(
-        extra_keys=EXTRA_KEYS,
-        extra_members=[(T.SMPAgentError, (SMPAgentError_A_SERVICE,))],
-    )
-
-
-def check_frame(check: Checker, frame: Any, where: str) -> None:
-    """A frame of the core's WebSocket server (apps/simplex-chat/Server.hs, ChatSrvResponse):
-    ``corrId`` (text, a response) or none (an event, or the answer to a frame that was
-    not a request), ``resp``, and nothing else."""
-    if not isinstance(frame, dict):
-        check.errors.append(f"{where}: a frame is not an object")
-        return
-    for key in frame:
-        if key not in ("corrId", "resp", "remoteHostId"):
-            check.errors.append(f"{where}: unknown frame field {key!r}")
-    if "corrId" in frame:
-        if not isinstance(frame["corrId"], str):
-            check.errors.append(f"{where}: corrId is not text")
-        check.check(frame.get("resp"), RESPONSES, where)
-    elif isinstance(frame.get("resp"), dict) and frame["resp"].get("type") == "chatCmdError":
-        check.check(frame["resp"], CR.ChatCmdError, where)
-    else:
-        check.check(frame.get("resp"), EVENTS, where)
-
 
 # -- the checker itself ----------------------------------------------------------
 
