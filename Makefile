@@ -109,9 +109,9 @@ fuzz: $(STAMP)
 SANITIZE_SECONDS ?= 60
 SANITIZE_JSON_SECONDS ?= 30
 SANITIZE_DIR := build/sanitize
-SANITIZE_TESTS := tests/test_c_api.py tests/test_c_differential.py tests/test_backends.py \
-	tests/test_batch.py tests/test_padding.py tests/test_agent_block.py tests/test_seal.py \
-	tests/test_hostile_core.py tests/test_json_c.py tests/test_hostile_json.py tests/test_c_request_head.py
+SANITIZE_TESTS := tests/wire/test_c_api.py tests/wire/test_c_differential.py tests/wire/test_backends.py \
+	tests/wire/test_batch.py tests/wire/test_padding.py tests/agent/test_agent_block.py tests/wire/test_seal.py \
+	tests/adapter/test_core_hostile.py tests/wire/test_json_c.py tests/wire/test_json_hostile.py tests/wire/test_c_request_head.py
 SANITIZE_ENV = PYTHONPATH=$(SANITIZE_DIR)/src PYTHONMALLOC=malloc \
 	LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

@@ -24,7 +24,7 @@ simulator -m``)::
     python examples/badge_style_service.py ws://127.0.0.1:5225/bob answers.db
 
 and call it from another core with ``simplex-rpc call --raw`` or with
-:func:`redeem` below. ``tests/test_example_badge_style.py`` runs both
+:func:`redeem` below. ``tests/docs/test_example_badge_style.py`` runs both
 through the simulator.
 """
 

@@ -10,7 +10,7 @@ decoders and checks the library's guarantees (issue 7, docs/security.md):
 * both backends give the same result or the same error and message.
 
 A failed check raises, and atheris reports the input as a crash. The target
-functions need no atheris: ``tests/test_hostile_fuzz_corpus.py`` replays the
+functions need no atheris: ``tests/wire/test_fuzz_corpus.py`` replays the
 seed corpus and every regression input through them in ``make test``.
 """
 

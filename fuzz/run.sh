@@ -18,8 +18,8 @@ SECONDS_EACH=${FUZZ_SECONDS:-20}
 TARGETS=${FUZZ_TARGETS:-"c keys messages open envelopes text"}
 OUT=build/fuzz
 # The C backend's tests run under valgrind: the C API tests, and the [c] cases of the others.
-VALGRIND_TESTS=${VALGRIND_TESTS:-"tests/test_c_api.py tests/test_padding.py tests/test_frame.py \
-tests/test_seal.py tests/test_hostile_core.py"}
+VALGRIND_TESTS=${VALGRIND_TESTS:-"tests/wire/test_c_api.py tests/wire/test_padding.py tests/test_frame.py \
+tests/wire/test_seal.py tests/adapter/test_core_hostile.py"}
 CFLAGS_FUZZ="-g -O1 -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Icsrc"
 failed=()
 

@@ -1,5 +1,5 @@
 """The chat core's own types, and the extensions the ``simplex-chat`` package does not
-know, for checking the simulator's frames (no tests here; tests/test_simulator_records.py
+know, for checking the simulator's frames (no tests here; tests/testing/test_simulator_records.py
 names the sources of each extension).
 
 Importing this module skips the importing test when ``simplex-chat`` is not installed.

@@ -183,7 +183,7 @@ class ScriptedCore:
 
 class FakeCore(ScriptedCore):
     """The scripted core with ``answers`` naming its reply table (``replies``), as the
-    adapter tests of tests/test_adapter.py and test_adapter_serve.py script it; the
+    adapter tests of tests/adapter/test_adapter.py and test_adapter_serve.py script it; the
     WebSocket's default 1 MiB frame limit, as their core had."""
 
     def __init__(self) -> None:

@@ -37,7 +37,7 @@ SDIST_UNWANTED = {
 
 def check_extension(name: str, data: bytes) -> list[str]:
     """The build paths left in one extension module."""
-    # Imported here: the sdist checks run without pyelftools (tests/test_distribution.py).
+    # Imported here: the sdist checks run without pyelftools (tests/project/test_distribution.py).
     from elftools.elf.dynamic import DynamicSection
     from elftools.elf.elffile import ELFFile
 

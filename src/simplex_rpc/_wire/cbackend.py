@@ -67,7 +67,7 @@ from .seal import (
 )
 
 # The one private module of a third-party package that src/ imports (issue 31;
-# tests/test_private_imports.py allows it and nothing else). PyNaCl's own cffi
+# tests/project/test_private_imports.py allows it and nothing else). PyNaCl's own cffi
 # module is libsodium without the copies and checks of nacl.bindings, which would
 # cost the hot path (sign and verify in place, docs/c-backend.md). When a PyNaCl
 # release drops it, the public nacl.bindings path below takes over, slower but alike.

@@ -169,7 +169,7 @@ class Admission(Generic[P]):
     in the same unit and origin as the arrivals. ``stop_retry_after`` is the
     ``retryAfter`` of what a stop sheds: short, so that requesters retry.
 
-    Invariants (pinned by tests/test_admission.py): every ticket gets exactly
+    Invariants (pinned by tests/adapter/test_admission.py): every ticket gets exactly
     one final verdict (START then finish, or a shed one, or TIMED_OUT) besides
     QUEUED; at most ``slots`` tickets hold a slot; the backlog starts in
     arrival order; nothing is started once stopping.

@@ -105,7 +105,7 @@ def demo_signing_key() -> SigningKey:
 
 #: The X448 public keys of the demo's labels, as ``_x448_from_label`` computes them
 #: with cryptography. Stored so that ``simplex-rpc demo`` runs on a plain install
-#: (cryptography is the ``crypto`` extra); tests/test_distribution.py recomputes them.
+#: (cryptography is the ``crypto`` extra); tests/project/test_distribution.py recomputes them.
 _KNOWN_X448: Final = {
     DEMO_AD_LABELS[0]: bytes.fromhex(
         "4959eff8aee8b68f769d16f7d5a579291e19b7f72f307c221f227094407f64f9"

@@ -3,7 +3,7 @@
 Shapes follow simplex-chat's published bot API: the commands of
 ``bots/api/COMMANDS.md``, the events of ``bots/api/EVENTS.md`` and the records
 of ``bots/api/TYPES.md``, complete: every record carries every field TYPES.md
-requires (``tests/test_simulator_records.py`` checks every frame against the
+requires (``tests/testing/test_simulator_records.py`` checks every frame against the
 TypedDicts of the official ``simplex-chat`` 7.0.2 package), with values a core
 would plausibly send. Fields that are ``Maybe`` in the core are omitted when
 empty, as its JSON encoding (``omitNothingFields``) omits them.

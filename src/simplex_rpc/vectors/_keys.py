@@ -66,7 +66,7 @@ def _set_trailing_bits(text: str) -> str:
 #: SPKI DER of the RSA and P-256 keys of the negative key cases, as
 #: ``_foreign_der_from_numbers`` builds them with cryptography from fixed numbers.
 #: Stored so that ``vectors check`` runs on a plain install (cryptography is the
-#: ``crypto`` extra); tests/test_distribution.py rebuilds them and compares.
+#: ``crypto`` extra); tests/project/test_distribution.py rebuilds them and compares.
 _FOREIGN_DER: Final = {
     "p256": bytes.fromhex(
         "3059301306072a8648ce3d020106082a8648ce3d03010703420004ea7a823a6795c755cbd139ab6dc5"
