@@ -197,7 +197,8 @@ def test_connecting_to_a_closed_port_is_one_line(capsys: pytest.CaptureFixture[s
     assert "cannot connect" in capsys.readouterr().err
 
 
-def test_simulator_flags_set_the_core_model() -> None:
+@pytest.mark.anyio
+async def test_simulator_flags_set_the_core_model() -> None:
     """``-m`` (as simplex-chat -m), ``--ack`` and ``--command-delay`` reach the simulator;
     without ``-m`` each core's chat runs from the start and ``/_start`` answers chatRunning
     (src/Simplex/Chat/Core.hs: runSimplexChat starts the chat unless in maintenance)."""
@@ -226,12 +227,10 @@ def test_simulator_flags_set_the_core_model() -> None:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(CoreSimulator, "__init__", recording)
-        asyncio.run(scenario([], "chatRunning"))
-        asyncio.run(
-            scenario(
-                ["-m", "--ack", "cmdOk", "--command-delay", "0", "--command-delay", "/_send=0.25"],
-                "chatStarted",
-            )
+        await scenario([], "chatRunning")
+        await scenario(
+            ["-m", "--ack", "cmdOk", "--command-delay", "0", "--command-delay", "/_send=0.25"],
+            "chatStarted",
         )
     assert not made[0].maintenance and made[0].ack == "serviceReplyAccepted"
     assert made[1].maintenance and made[1].ack == "cmdOk"
@@ -239,34 +238,32 @@ def test_simulator_flags_set_the_core_model() -> None:
     assert delays.command_delay == 0 and delays.command_delays == {"/_send": 0.25}
 
 
-def test_simulator_subcommand_serves_until_cancelled(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.anyio
+async def test_simulator_subcommand_serves_until_cancelled(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """simplex-rpc simulator -m: a CoreSimulator users can test their bots against, its
     chats not started until /_start (as simplex-chat -m); without -m the chat runs from
     the start, and start(service_requests=True) names the two ways out, restart=True
     taking one."""
     from simplex_rpc.adapter import ChatCore, ChatCoreError
 
-    async def scenario() -> None:
-        for maintenance in (True, False):
-            argv = ["simulator", *(["-m"] if maintenance else []), "--port", "0"]
-            args = build_parser().parse_args([*argv, "--response-window", "5"])
-            ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-            task = asyncio.create_task(
-                _cli_simulator.run_simulator(args, on_ready=ready.set_result)
-            )
-            url = await ready
-            async with ChatCore.connect(url + "/x") as core:
-                if maintenance:
-                    assert await core.start()
-                else:
-                    with pytest.raises(ChatCoreError, match="-m"):
-                        await core.start()
-                    assert await core.start(restart=True)
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    asyncio.run(scenario())
+    for maintenance in (True, False):
+        argv = ["simulator", *(["-m"] if maintenance else []), "--port", "0"]
+        args = build_parser().parse_args([*argv, "--response-window", "5"])
+        ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(_cli_simulator.run_simulator(args, on_ready=ready.set_result))
+        url = await ready
+        async with ChatCore.connect(url + "/x") as core:
+            if maintenance:
+                assert await core.start()
+            else:
+                with pytest.raises(ChatCoreError, match="-m"):
+                    await core.start()
+                assert await core.start(restart=True)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
     # The ready line is for programs (stdout); the note for people goes to stderr.
     out, err = capsys.readouterr()
     assert out.startswith("listening: ws://127.0.0.1:")

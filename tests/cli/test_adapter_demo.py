@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import sys
@@ -12,11 +11,12 @@ import pytest
 from simplex_rpc.cli import _demo
 
 
-def test_through_core_has_every_outcome() -> None:
+@pytest.mark.anyio
+async def test_through_core_has_every_outcome() -> None:
     """Signed with requestKey: verified signer, MCP answer; unsigned: no signer; requestKey
     against the signer: bad_request before the handler; an unserved protocol:
     unsupported_protocol."""
-    core = asyncio.run(_demo.through_core())
+    core = await _demo.through_core()
     assert core.ok
     signed, unsigned, mismatch, other = core.exchanges
     assert signed.signer_seen == _demo.demo_signing_key().public_key.encode()
@@ -27,10 +27,11 @@ def test_through_core_has_every_outcome() -> None:
     assert core.stats == {"requests": 4, "delivered": 4, "responses": 4, "duplicate_responses": 0}
 
 
-def test_through_core_without_the_mcp_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.anyio
+async def test_through_core_without_the_mcp_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the mcp extra the responder answers with the protocol text's example."""
     monkeypatch.setitem(sys.modules, "mcp.server", None)
-    core = asyncio.run(_demo.through_core())
+    core = await _demo.through_core()
     assert core.ok and "not installed" in core.server
 
 
@@ -48,18 +49,20 @@ def test_the_demo_prints_both_parts_the_same_each_run() -> None:
     assert document["ok"] is True and document["core"]["ok"] is True
 
 
-def test_through_chat_is_one_mcp_call_in_a_group_with_a_progress_notification() -> None:
+@pytest.mark.anyio
+async def test_through_chat_is_one_mcp_call_in_a_group_with_a_progress_notification() -> None:
     """make demo shows /_call mcp in a group: a progress notification, then the result,
     both quoting the command and from the mentioned bot."""
-    demo = asyncio.run(_demo.through_chat())
+    demo = await _demo.through_chat()
     assert demo.ok and demo.quoted_command
     assert demo.command.startswith("/_call @acme mcp ")
     assert [r["ends"] for r in demo.replies] == [False, True]
 
 
-def test_through_chat_without_the_mcp_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.anyio
+async def test_through_chat_without_the_mcp_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "mcp.server", None)
-    demo = asyncio.run(_demo.through_chat())
+    demo = await _demo.through_chat()
     assert demo.ok and "not installed" in demo.server
 
 

@@ -54,25 +54,25 @@ async def failure(url: str) -> str:
     return str(caught.value)
 
 
-def test_nothing_listening() -> None:
+@pytest.mark.anyio
+async def test_nothing_listening() -> None:
     port = closed_port()
-    message = asyncio.run(failure(f"ws://127.0.0.1:{port}/x"))
+    message = await failure(f"ws://127.0.0.1:{port}/x")
     assert f"nothing listens on 127.0.0.1:{port}" in message
     assert "Error" not in message  # no exception class names
 
 
-def test_not_a_chat_core_and_tls_to_a_plain_server() -> None:
-    async def check() -> None:
-        async with http_404() as port:
-            message = await failure(f"ws://127.0.0.1:{port}/")
-            assert "not a chat core: the server answered HTTP 404" in message
-            message = await failure(f"wss://127.0.0.1:{port}/")
-            assert "TLS" in message and "ws://" in message, message
-
-    asyncio.run(check())
+@pytest.mark.anyio
+async def test_not_a_chat_core_and_tls_to_a_plain_server() -> None:
+    async with http_404() as port:
+        message = await failure(f"ws://127.0.0.1:{port}/")
+        assert "not a chat core: the server answered HTTP 404" in message
+        message = await failure(f"wss://127.0.0.1:{port}/")
+        assert "TLS" in message and "ws://" in message, message
 
 
-def test_a_name_that_does_not_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.anyio
+async def test_a_name_that_does_not_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lookup is made to fail here, as a resolver answers for such a name (tests talk
     only to loopback)."""
 
@@ -80,7 +80,7 @@ def test_a_name_that_does_not_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
     monkeypatch.setattr(socket, "getaddrinfo", no_such_host)
-    message = asyncio.run(failure("ws://no-such-host.invalid:5225"))
+    message = await failure("ws://no-such-host.invalid:5225")
     assert "cannot resolve no-such-host.invalid" in message
 
 

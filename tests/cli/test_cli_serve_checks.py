@@ -56,43 +56,35 @@ async def serve(url: str, argv: list[str], *, wait: bool = True) -> asyncio.subp
     )
 
 
+@pytest.mark.anyio
 @pytest.mark.parametrize(("argv", "needle"), BAD)
-def test_a_bad_argument_is_refused_before_connecting(
+async def test_a_bad_argument_is_refused_before_connecting(
     argv: list[str], needle: str, tmp_path: Path
 ) -> None:
     """ "Check every argument, import the module, and build the server before connecting.\""""
     for name, text in FILES.items():
         (tmp_path / name).write_text(text)
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-
-    async def scenario() -> None:
-        async with ScriptedCore() as fake:
-            process = await serve(fake.url, argv)
-            async with asyncio.timeout(120):
-                out, err = await process.communicate()
-            text = err.decode()
-            assert process.returncode == 2, text
-            assert "Traceback" not in text and text.count("\n") == 1, text
-            assert needle in text, text
-            assert out == b""
-            assert not fake.connected.is_set(), "serve connected before refusing"
-            assert fake.commands.empty(), "serve sent a command before refusing"
-
-    asyncio.run(scenario())
+    async with ScriptedCore() as fake:
+        process = await serve(fake.url, argv)
+        out, err = await process.communicate()
+        text = err.decode()
+        assert process.returncode == 2, text
+        assert "Traceback" not in text and text.count("\n") == 1, text
+        assert needle in text, text
+        assert out == b""
+        assert not fake.connected.is_set(), "serve connected before refusing"
+        assert fake.commands.empty(), "serve sent a command before refusing"
 
 
-def test_a_good_invocation_connects_and_starts_the_core() -> None:
+@pytest.mark.anyio
+async def test_a_good_invocation_connects_and_starts_the_core() -> None:
     """The control: the scripted core does see serve's connection and its /_start."""
-
-    async def scenario() -> None:
-        async with ScriptedCore() as fake:
-            process = await serve(fake.url, ["--echo"])
-            try:
-                async with asyncio.timeout(60):
-                    first = await fake.commands.get()
-                assert first.startswith("/_start") and "service_requests=on" in first
-            finally:
-                process.kill()
-                await process.wait()
-
-    asyncio.run(scenario())
+    async with ScriptedCore() as fake:
+        process = await serve(fake.url, ["--echo"])
+        try:
+            first = await fake.commands.get()
+            assert first.startswith("/_start") and "service_requests=on" in first
+        finally:
+            process.kill()
+            await process.wait()

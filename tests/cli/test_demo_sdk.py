@@ -7,7 +7,6 @@ reaches the call's progress callback before the result.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import sys
 
@@ -16,8 +15,9 @@ import pytest
 from simplex_rpc.cli import _demo
 
 
-def test_the_sdk_client_calls_the_demo_bot_over_rpc_and_over_chat() -> None:
-    demo = asyncio.run(_demo.through_sdk())
+@pytest.mark.anyio
+async def test_the_sdk_client_calls_the_demo_bot_over_rpc_and_over_chat() -> None:
+    demo = await _demo.through_sdk()
     assert demo.installed and demo.ok
     assert demo.tools == ["availability", "catalog"]
     assert demo.rpc_answer == "12 anvils are in stock."
@@ -34,8 +34,9 @@ def test_the_demo_ends_with_the_sdk_client() -> None:
     assert text.rstrip().endswith("All steps as expected.")
 
 
-def test_without_the_mcp_sdk_the_part_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.anyio
+async def test_without_the_mcp_sdk_the_part_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "mcp", None)
-    demo = asyncio.run(_demo.through_sdk())
+    demo = await _demo.through_sdk()
     assert not demo.installed and demo.ok
     assert "not installed" in _demo.render([_demo.sdk_section(demo)])

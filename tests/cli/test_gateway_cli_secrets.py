@@ -14,7 +14,6 @@ simulator (a thread of the test) and the MCP fixture server
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import sys
 from pathlib import Path
@@ -63,7 +62,8 @@ def command_lines(program: Program) -> list[str]:
     return out
 
 
-def test_header_from_a_file_reaches_the_upstream_and_no_command_line(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_header_from_a_file_reaches_the_upstream_and_no_command_line(tmp_path: Path) -> None:
     """`--header @FILE`: "Name: value" lines, a comment and a blank line; the value goes
     to the upstream with each request, and is on no command line and in no log line."""
     secret = "file-token-9b1d7e"
@@ -73,13 +73,14 @@ def test_header_from_a_file_reaches_the_upstream_and_no_command_line(tmp_path: P
     with http_server() as (url, _), SimulatorThread() as sim:
         options = ("--mcp-url", url, "--header", f"@{headers}", "--log-level", "debug")
         with serving(sim, *options) as (prog, link):
-            answer = asyncio.run(call_tool(sim, link, "seen_header", {"name": "x-api-key"}))
+            answer = await call_tool(sim, link, "seen_header", {"name": "x-api-key"})
             assert answer == digest(secret)
             assert all(secret not in line for line in command_lines(prog))
         assert all(secret not in line for line in prog.seen["err"] + prog.seen["out"])
 
 
-def test_env_file_sets_the_childs_environment_off_the_command_line(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_env_file_sets_the_childs_environment_off_the_command_line(tmp_path: Path) -> None:
     """`--env-file FILE` with --mcp-stdio: NAME=VALUE lines (quotes removed, `export`
     allowed) reach the child's environment, on no command line and in no log line
     (at --log-level debug)."""
@@ -92,8 +93,8 @@ def test_env_file_sets_the_childs_environment_off_the_command_line(tmp_path: Pat
             *("--mcp-stdio", "--", sys.executable, str(SERVER), "--stdio"),
         )
         with serving(sim, *options) as (prog, link):
-            assert asyncio.run(call_tool(sim, link, "env", {"name": "API_KEY"})) == digest(secret)
-            other = asyncio.run(call_tool(sim, link, "env", {"name": "OTHER"}))
+            assert (await call_tool(sim, link, "env", {"name": "API_KEY"})) == digest(secret)
+            other = await call_tool(sim, link, "env", {"name": "OTHER"})
             assert other == digest("plain value")
             assert all(secret not in line for line in command_lines(prog))
         assert all(secret not in line for line in prog.seen["err"] + prog.seen["out"])
@@ -135,7 +136,8 @@ def test_a_bad_header_file_is_a_usage_error_without_its_values(
     assert "line 2" in err and "hidden-value" not in err
 
 
-def test_a_credential_in_the_url_is_in_no_log_line_at_debug() -> None:
+@pytest.mark.anyio
+async def test_a_credential_in_the_url_is_in_no_log_line_at_debug() -> None:
     """The probe: credentials inside a --mcp-url URL appeared in httpx's INFO lines and
     the MCP client's DEBUG lines. Now, at --log-level debug, where those lines are
     shown (the check that they are), no line has the URL's user part, its query value
@@ -151,7 +153,7 @@ def test_a_credential_in_the_url_is_in_no_log_line_at_debug() -> None:
             *("--log-level", "debug"),
         )
         with serving(sim, *options) as (prog, link):
-            assert asyncio.run(call_tool(sim, link, "echo", {"text": "hi"})) == "hi"
+            assert (await call_tool(sim, link, "echo", {"text": "hi"})) == "hi"
     log = prog.seen["err"]
     assert any("HTTP Request:" in line for line in log), log[:20]  # httpx's INFO lines
     assert any("token=<redacted>" in line for line in log), log[:20]
@@ -178,18 +180,19 @@ def test_every_command_has_log_level() -> None:
         assert "--log-level" in options, parser.prog
 
 
-def test_log_level_decides_what_serve_writes_on_stderr(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_log_level_decides_what_serve_writes_on_stderr(tmp_path: Path) -> None:
     """At --log-level error the upstream's INFO line ("running") is not written; at
     --log-level debug the DEBUG lines of the libraries underneath are."""
     upstream = ("--mcp-stdio", "--", sys.executable, str(SERVER), "--stdio")
     with SimulatorThread() as sim:
         with serving(sim, "--log-level", "error", *upstream) as (quiet, link):
-            assert asyncio.run(call_tool(sim, link, "echo", {"text": "q"})) == "q"
+            assert (await call_tool(sim, link, "echo", {"text": "q"})) == "q"
         # The chat now runs with service requests on: a second serve starts nothing
         # (a running chat answers chatRunning to /_start: Commands.hs StartChat).
         debug = ("--log-level", "debug", "--start", "off")
         with serving(sim, *debug, *upstream) as (loud, link):
-            assert asyncio.run(call_tool(sim, link, "echo", {"text": "l"})) == "l"
+            assert (await call_tool(sim, link, "echo", {"text": "l"})) == "l"
     assert not any("running (revision" in line for line in quiet.seen["err"])
     assert any("running (revision" in line for line in loud.seen["err"])
     assert len(loud.seen["err"]) > len(quiet.seen["err"]) + 10

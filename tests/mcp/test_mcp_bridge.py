@@ -10,7 +10,6 @@ in the result's ``_meta`` (MCP 2026-07-28), which the examples leave out.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -517,9 +516,10 @@ def test_bindings_doc_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
             assert expected.strip() in printed
 
 
-def test_example_main_runs(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.anyio
+async def test_example_main_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """examples/mcp_two_tools.py: both transports answer, and the marked tool is refused."""
-    asyncio.run(two_tools.main())
+    await two_tools.main()
     printed = capsys.readouterr().out
     assert "12 anvils are in stock." in printed
     assert "conversation_required" in printed

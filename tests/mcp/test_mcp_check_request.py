@@ -95,12 +95,13 @@ async def sdk_answers(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [answers[i] for i in range(1, len(requests) + 1)]
 
 
-def test_check_request_matches_the_sdk_on_the_same_table() -> None:
+@pytest.mark.anyio
+async def test_check_request_matches_the_sdk_on_the_same_table() -> None:
     """Each row of the table through both: check_request refuses exactly what the SDK's
     ladder refuses, with the SDK's error object; what it passes, the SDK serves (the
     bare server answers ping with its own -32601, not with an envelope error)."""
     rows = list(TABLE.items())
-    sdk = anyio.run(sdk_answers, [request for _, request in rows])
+    sdk = await sdk_answers([request for _, request in rows])
     for (what, request), theirs in zip(rows, sdk, strict=True):
         ours = mcp.check_request(request, supported=MODERN_PROTOCOL_VERSIONS)
         if ours is None:
@@ -133,6 +134,7 @@ def test_mcp_bridge_answers_the_table_as_the_sdk() -> None:
 
     bridge = McpBridge(MCPServer("table"))
     rows = list(TABLE.items())
+    # a loop of its own: handle_sync, the code under test, runs anyio.run in this thread
     sdk = anyio.run(sdk_answers, [request for _, request in rows])
     for (what, request), theirs in zip(rows, sdk, strict=True):
         code = theirs.get("error", {}).get("code")
