@@ -136,9 +136,9 @@ async def test_the_mcp_sdk_client_answers_an_oversized_response_as_an_mcp_error(
 ) -> None:
     """The MCP SDK client over SimplexTransport: the oversized answer is an MCPError with a
     short message, never the bot's 5 MB or 200,000 characters."""
+    from mcp import Client
     from mcp.shared.exceptions import MCPError
 
-    from mcp import Client
     from simplex_rpc.mcp import SimplexTransport
 
     async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
@@ -167,10 +167,9 @@ def leaf(exc: BaseException) -> BaseException:
 async def test_mcp_proxy_timeout_covers_the_connection_step(tmp_path: Path) -> None:
     """A core that never answers /_start: with --timeout 2, a request is an MCP error in
     about 2 seconds (bounded here at 30), not after the 60-second /_start timeout."""
+    from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from mcp.shared.exceptions import MCPError
-
-    from mcp import Client, StdioServerParameters
 
     with anyio.fail_after(90):
         async with ScriptedCore() as fake:

@@ -22,10 +22,11 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from mcp import Client
+
 from _programs import Program, serving
 from _simulator_thread import SimulatorThread
 from _upstream import SERVER, http_server, text_of
-from mcp import Client
 from simplex_rpc.adapter import ChatCore
 from simplex_rpc.cli import main
 from simplex_rpc.cli._common import forget_log_choices

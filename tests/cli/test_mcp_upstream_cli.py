@@ -20,10 +20,11 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from mcp import Client
+
 from _programs import Program, serving
 from _simulator_thread import SimulatorThread
 from _upstream import SERVER, alive, http_server, pids, text_of
-from mcp import Client
 from simplex_rpc.adapter import ChatCore
 from simplex_rpc.cli import main
 from simplex_rpc.mcp import SimplexTransport

@@ -20,12 +20,12 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
 from _upstream import alive, http_server, pids, scene, stdio, text_of, transport
 from _waiting import until
-from mcp import Client
 from simplex_rpc import mcp as mcp_binding
 from simplex_rpc.mcp import SERVICE_RPC_ERROR, Upstream
 from simplex_rpc.mcp._gateway_stdio import EXCERPT, LINE_LIMIT, Dropped, LineSplitter

@@ -17,13 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from mcp import Client, ClientSession
 from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, ElicitRequestParams, ElicitResult, TextContent
 
 from _mcp import Handler, bot
 from _support import pair
-from mcp import Client, ClientSession
 from simplex_rpc import ErrorCode, Response, SigningKey
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.errors import SimplexRpcError

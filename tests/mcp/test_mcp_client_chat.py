@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from mcp import Client, ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST, TextContent
 
 from _mcp import two_tools
-from mcp import Client, ClientSession
 from simplex_rpc import Response
 from simplex_rpc.adapter import ChatCore, ServiceRequest
 from simplex_rpc.declarations import ProtocolDeclaration

@@ -25,6 +25,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client, StdioServerParameters
 from mcp.client.context import ClientRequestContext
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
@@ -40,7 +41,6 @@ from mcp_types.version import LATEST_HANDSHAKE_VERSION
 from _mcp import Handler, bot
 from _simulator_thread import SimulatorThread
 from _support import Pair
-from mcp import Client, StdioServerParameters
 from simplex_rpc import Response, SigningKey
 from simplex_rpc._keeper import Backoff
 from simplex_rpc.adapter import ChatCore, ServiceRequest

@@ -23,6 +23,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -39,7 +40,6 @@ from _upstream import (
     transport,
 )
 from _waiting import until
-from mcp import Client
 from simplex_rpc import Request, Response
 from simplex_rpc import mcp as mcp_binding
 from simplex_rpc.adapter import ChatCore
