@@ -9,6 +9,10 @@
   ``# the behaviour under test: ...``; the one other kind is the step of a poll
   bounded by a deadline (``until`` itself, a server with no started event), labelled
   ``# a poll's step: ...``.
+* Test modules live in one folder per layer of the package (``tests/wire/``,
+  ``tests/adapter/``...), never at the top of tests/, with file names unique across
+  folders (the folders are not packages); what a test checks across layers is a
+  marker (``conformance``, ``hostile``, ``edge``, ``security``), not a file-name prefix.
 """
 
 from __future__ import annotations
@@ -100,3 +104,28 @@ def test_the_rules_see_what_they_forbid() -> None:
     )
     assert (3, "test_a2a") in imported_modules(sample)
     assert [call.lineno for call in sleep_calls(sample)] == [5, 6]
+
+
+#: The layers' folders (docs/development.md, "Tests").
+FOLDERS = {
+    "wire", "agent", "chat", "adapter", "testing", "bindings", "mcp", "a2a", "listeners",
+    "cli", "bench", "docs", "project",
+}
+#: Prefixes that named a kind of test before the kinds were markers.
+OLD_PREFIXES = ("test_conformance_", "test_hostile_", "test_edge_", "test_security_")
+
+
+def test_every_test_module_is_in_a_layers_folder_with_a_unique_name() -> None:
+    modules = [p for p in python_files() if p.stem.startswith("test_")]
+    assert modules
+    misplaced = [str(p.relative_to(TESTS)) for p in modules if p.parent.name not in FOLDERS
+                 or p.parent.parent != TESTS]
+    assert misplaced == [], f"test modules outside the layers' folders: {misplaced}"
+    stems = [p.stem for p in modules]
+    assert sorted(set(stems)) == sorted(stems), "two test modules share a file name"
+
+
+def test_kinds_of_test_are_markers_not_file_name_prefixes() -> None:
+    files = python_files()
+    prefixed = [str(p.relative_to(TESTS)) for p in files if p.name.startswith(OLD_PREFIXES)]
+    assert prefixed == [], f"name the layer's unit, mark the kind: {prefixed}"
