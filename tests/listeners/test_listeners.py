@@ -691,7 +691,7 @@ FLOOD = 10 * 128
 
 
 @pytest.mark.anyio
-async def test_ten_thousand_initializes_cannot_lock_the_host_out(network: Network) -> None:
+async def test_a_flood_of_initializes_cannot_lock_the_host_out(network: Network) -> None:
     """The probe (item 6): 10,000 initialize requests that never complete the handshake
     filled the SDK's session table in about 18 s; every new session then got 503 for the
     30-minute idle timeout, and memory went from 71 to 441 MiB. Now one client address
