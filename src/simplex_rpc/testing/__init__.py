@@ -66,6 +66,9 @@ The modules: :mod:`._grammar` (the frames and command lines the core parses),
 :mod:`._chat` (the chat world), :mod:`._server` (a WebSocket connection as
 Server.hs runs it), :mod:`._native` (the native API), :mod:`._world` (world files).
 
+:class:`ScriptedCore` (:mod:`._scripted`) is the other stand-in: it models nothing and
+sends exactly the frames a test scripts, for faults a real core would not make.
+
 It is a model for tests, not the core: it does no networking beyond the
 loopback and no encryption; its links only look like SimpleX links.
 """
@@ -89,10 +92,18 @@ from ._model import (
     SimulatorStats,
 )
 from ._native import NativeHandle
+from ._scripted import ScriptedCore
 from ._server import WS_READ_AHEAD, serve_connection
 from ._world import World, WorldError, check_world, read_world
 
-__all__ = ["CoreSimulator", "SimulatorStats", "World", "WorldError", "read_world"]
+__all__ = [
+    "CoreSimulator",
+    "ScriptedCore",
+    "SimulatorStats",
+    "World",
+    "WorldError",
+    "read_world",
+]
 
 log = RedactingLogger(logging.getLogger("simplex_rpc.testing"))
 _ws_log = RedactingLogger(logging.getLogger("websockets.server"))
