@@ -711,7 +711,9 @@ async def test_10_requests_arriving_during_the_stop_are_answered_and_a_second_ca
 
 
 @pytest.mark.anyio
-async def test_an_event_stream_raises_at_once_when_the_connection_is_lost() -> None:
+async def test_an_event_stream_raises_at_once_when_the_connection_is_lost(
+    scripted_core: ScriptedCore,
+) -> None:
     """Problem 4, for every reader of events(): events still waiting when the connection
     is lost are not handed out (nothing could be answered): the next read raises
     ChatCoreClosed. When this side closes, the waiting events are read first."""
@@ -725,14 +727,13 @@ async def test_an_event_stream_raises_at_once_when_the_connection_is_lost() -> N
         with pytest.raises(ChatCoreClosed):
             async with asyncio.timeout(10):
                 await anext(stream)
-    async with ScriptedCore() as fake:
-        async with ChatCore.connect(fake.url) as core:
-            stream = core.events()
-            await fake.event({"type": "kept"})
-            assert await core.command("/_sync") == {"type": "cmdOk"}
-        assert (await anext(stream))["type"] == "kept"
-        with pytest.raises(StopAsyncIteration):
-            await anext(stream)
+    async with ChatCore.connect(scripted_core.url) as core:
+        stream = core.events()
+        await scripted_core.event({"type": "kept"})
+        assert await core.command("/_sync") == {"type": "cmdOk"}
+    assert (await anext(stream))["type"] == "kept"
+    with pytest.raises(StopAsyncIteration):
+        await anext(stream)
 
 
 @pytest.mark.anyio
