@@ -23,9 +23,10 @@ no addresses, no requests between cores. It is the test suite's scripted core.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Self
 
 #: How the core accepts a response: ``serviceReplyAccepted``, as ``CoreSimulator`` answers.
@@ -35,8 +36,10 @@ ACCEPTED: dict[str, Any] = {
     "connectionId": "c",
 }
 
-RawAnswer = Callable[[str, str], str | None]
-"""A raw answer: (corrId, command text) to the frame's text, or None for no answer."""
+RawAnswer = Callable[[str, str], str | Awaitable[str | None] | None]
+"""A raw answer: (corrId, command text) to the frame's text, or None for no answer; an
+async one runs before the answer is sent, on the command's connection (which reads
+nothing meanwhile, as the core's), so it can send frames of its own first."""
 
 
 class ScriptedCore:
@@ -46,7 +49,8 @@ class ScriptedCore:
 
     * ``silent`` holds it: nothing is answered until :meth:`answer_silent`, and its
       connection reads no other command meanwhile;
-    * ``raw[name]`` gives the raw text of the answer (None: an answer lost);
+    * ``raw[name]`` gives the raw text of the answer (None: an answer lost), as a
+      function or an async function of (corrId, command text);
     * ``replies[name]`` gives the ``resp`` object (or a function of the command text
       returning it);
     * otherwise ``cmdOk``, or ``serviceReplyAccepted`` for ``/_service_response``.
@@ -130,6 +134,8 @@ class ScriptedCore:
                 await self._hold(ws, corr_id)
                 continue
             answer = self.raw.get(cmd.split(" ", 1)[0], self._default)(corr_id, cmd)
+            if inspect.isawaitable(answer):
+                answer = await answer
             if answer is not None:
                 await ws.send(answer)
 
