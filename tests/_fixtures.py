@@ -4,8 +4,9 @@ Each async fixture runs in the test's event loop (anyio's plugin runs async fixt
 for ``@pytest.mark.anyio`` tests) and is torn down when the test ends, however it ends:
 
 * ``simulator``: an entered :class:`~simplex_rpc.testing.CoreSimulator`;
-* ``core_pair``: a simulator with two connected ``ChatCore`` (alice and bob), started
-  with service requests off, that know each other as contacts (:class:`CorePair`);
+* ``core_pair``: a simulator with two connected ``ChatCore`` (a caller ``alice`` and a
+  ``bot``), started with service requests off, that know each other as contacts
+  (:class:`CorePair`);
 * ``scripted_core``: an entered :class:`~simplex_rpc.testing.ScriptedCore`;
 * ``world``: the chat tests' world (tests/_chat.py): alice, bot and carol, alice and
   bot contacts, a group of the three;
@@ -37,9 +38,9 @@ class CorePair:
 
     sim: CoreSimulator
     alice: ChatCore
-    bob: ChatCore
-    bob_at_alice: int  # alice's contact id of bob: she sends to ``@<id>``
-    alice_at_bob: int  # bob's contact id of alice
+    bot: ChatCore
+    direct: int  # alice's contact id of bot: she sends to ``@<id>``
+    back: int  # bot's contact id of alice
 
 
 @pytest.fixture
@@ -51,16 +52,16 @@ async def simulator() -> AsyncIterator[CoreSimulator]:
 
 @pytest.fixture
 async def core_pair(simulator: CoreSimulator) -> AsyncIterator[CorePair]:
-    """alice and bob on ``simulator``, started (service requests off), each the other's
+    """alice and bot on ``simulator``, started (service requests off), each the other's
     contact (``CoreSimulator.connect``)."""
     async with (
         ChatCore.connect(simulator.url_for("alice")) as alice,
-        ChatCore.connect(simulator.url_for("bob")) as bob,
+        ChatCore.connect(simulator.url_for("bot")) as bot,
     ):
-        for core in (alice, bob):
+        for core in (alice, bot):
             await core.start(service_requests=False)
-        bob_at_alice, alice_at_bob = simulator.connect("alice", "bob")
-        yield CorePair(simulator, alice, bob, bob_at_alice, alice_at_bob)
+        direct, back = simulator.connect("alice", "bot")
+        yield CorePair(simulator, alice, bot, direct, back)
 
 
 @pytest.fixture
