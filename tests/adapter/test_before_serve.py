@@ -80,25 +80,27 @@ async def test_a_request_between_start_and_serve_is_answered_by_serve() -> None:
 
 
 @pytest.mark.anyio
-async def test_requests_held_for_serve_keep_their_order_and_are_answered_once() -> None:
+async def test_requests_held_for_serve_keep_their_order_and_are_answered_once(
+    scripted_core: ScriptedCore,
+) -> None:
     """Ten requests before serve(): each answered once by the handler, none dropped."""
 
-    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-        await start_requests(fake, core)
+    async with ChatCore.connect(scripted_core.url) as core:
+        await start_requests(scripted_core, core)
         for n in range(10):
-            await fake.event(request_event(f"early{n}", {"n": n}))
+            await scripted_core.event(request_event(f"early{n}", {"n": n}))
         # read by the core before serve starts
         await until(lambda: len(core._held_requests) >= 10, "ten requests held for serve")
         serving = asyncio.create_task(core.serve(1, echo, protocols=["mcp"]))
         try:
-            order = await fake.wait_answers(10)
+            order = await scripted_core.wait_answers(10)
         finally:
             serving.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await serving
         assert order == [f"early{n}" for n in range(10)]
         for n in range(10):
-            assert fake.answers[f"early{n}"] == [{"response": {"echo": {"n": n}}}]
+            assert scripted_core.answers[f"early{n}"] == [{"response": {"echo": {"n": n}}}]
 
 
 @pytest.mark.anyio
