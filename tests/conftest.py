@@ -32,6 +32,9 @@ import simplex_rpc as sx
 from _hypothesis import MODE, examples
 from simplex_rpc._wire import backend as _backend
 
+# The set-ups as fixtures: simulator, core_pair, scripted_core, world, process.
+pytest_plugins = ["_fixtures"]
+
 
 def _require(name: str) -> _backend.Backend:
     """The backend ``name``; skip (or fail, under SIMPLEX_RPC_BUILD_C=1) when it is missing."""

@@ -570,7 +570,9 @@ async def test_service_address_creates_then_reuses() -> None:
 
 
 @pytest.mark.anyio
-async def test_service_address_adds_a_short_link_to_an_address_without_one() -> None:
+async def test_service_address_adds_a_short_link_to_an_address_without_one(
+    scripted_core: ScriptedCore,
+) -> None:
     """Issue 28, item 4: only the short link carries the ratchet keys after an upgrade, so
     service_address always returns one: an address made before short links (a full link
     alone, even after /_address_settings) gets one with
@@ -584,14 +586,14 @@ async def test_service_address_adds_a_short_link_to_an_address_without_one() -> 
     def contact_link(links: dict[str, str]) -> dict[str, Any]:
         return {"contactLink": {"connLinkContact": links, "addressSettings": {}}}
 
-    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-        fake.raw["/_show_address"] = answer(
+    async with ChatCore.connect(scripted_core.url) as core:
+        scripted_core.raw["/_show_address"] = answer(
             {"type": "userContactLink", **contact_link({"connFullLink": full})}
         )
-        fake.raw["/_address_settings"] = answer(
+        scripted_core.raw["/_address_settings"] = answer(
             {"type": "userContactLinkUpdated", **contact_link({"connFullLink": full})}
         )
-        fake.raw["/_short_link_address"] = answer(
+        scripted_core.raw["/_short_link_address"] = answer(
             {
                 "type": "userContactLink",
                 **contact_link({"connFullLink": full, "connShortLink": short}),
@@ -599,10 +601,10 @@ async def test_service_address_adds_a_short_link_to_an_address_without_one() -> 
         )
         address = await core.service_address(1)
         assert address.link == short and address.full_link == full
-        sent = [fake.commands.get_nowait() for _ in range(fake.commands.qsize())]
+        sent = [scripted_core.commands.get_nowait() for _ in range(scripted_core.commands.qsize())]
         assert sent[-1] == "/_short_link_address 1 pq_ratchet=on"
         # A core that makes no short link: a clear error, not a link without keys.
-        fake.raw["/_short_link_address"] = answer(
+        scripted_core.raw["/_short_link_address"] = answer(
             {"type": "userContactLink", **contact_link({"connFullLink": full})}
         )
         with pytest.raises(ChatCoreError, match="no short link"):

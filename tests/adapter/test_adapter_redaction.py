@@ -75,22 +75,21 @@ async def test_a_full_run_logs_no_key_material(caplog: pytest.LogCaptureFixture)
 
 
 @pytest.mark.anyio
-async def test_timeouts_and_reprs_carry_no_key() -> None:
+async def test_timeouts_and_reprs_carry_no_key(simulator: CoreSimulator) -> None:
     key = sx.SigningKey.generate()
 
-    async with CoreSimulator() as sim:
-        url = f"ws://user:hunter2@127.0.0.1:{sim.port}/alice"
-        async with ChatCore.connect(url) as core:
-            assert "hunter2" not in repr(core)
-            # A microsecond: the simulator answers after a round trip, always later
-            # (0 is not a timeout but a wrong argument).
-            with pytest.raises(ChatCoreTimeout) as info:
-                await core.command(
-                    f"/_service_request 1 {sim.url} sign_key={key.encode()} {{}}",
-                    timeout=1e-6,
-                )
-            assert_clean([str(info.value), repr(info.value)], key)
-            assert "hunter2" not in str(info.value)
+    url = f"ws://user:hunter2@127.0.0.1:{simulator.port}/alice"
+    async with ChatCore.connect(url) as core:
+        assert "hunter2" not in repr(core)
+        # A microsecond: the simulator answers after a round trip, always later
+        # (0 is not a timeout but a wrong argument).
+        with pytest.raises(ChatCoreTimeout) as info:
+            await core.command(
+                f"/_service_request 1 {simulator.url} sign_key={key.encode()} {{}}",
+                timeout=1e-6,
+            )
+        assert_clean([str(info.value), repr(info.value)], key)
+        assert "hunter2" not in str(info.value)
 
 
 def test_redact_removes_every_form() -> None:

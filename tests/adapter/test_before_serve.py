@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from _fixtures import CorePair
 from _scripted_core import ScriptedCore, request_event
 from _waiting import until
 from simplex_rpc import Request, Response
@@ -79,25 +80,27 @@ async def test_a_request_between_start_and_serve_is_answered_by_serve() -> None:
 
 
 @pytest.mark.anyio
-async def test_requests_held_for_serve_keep_their_order_and_are_answered_once() -> None:
+async def test_requests_held_for_serve_keep_their_order_and_are_answered_once(
+    scripted_core: ScriptedCore,
+) -> None:
     """Ten requests before serve(): each answered once by the handler, none dropped."""
 
-    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-        await start_requests(fake, core)
+    async with ChatCore.connect(scripted_core.url) as core:
+        await start_requests(scripted_core, core)
         for n in range(10):
-            await fake.event(request_event(f"early{n}", {"n": n}))
+            await scripted_core.event(request_event(f"early{n}", {"n": n}))
         # read by the core before serve starts
         await until(lambda: len(core._held_requests) >= 10, "ten requests held for serve")
         serving = asyncio.create_task(core.serve(1, echo, protocols=["mcp"]))
         try:
-            order = await fake.wait_answers(10)
+            order = await scripted_core.wait_answers(10)
         finally:
             serving.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await serving
         assert order == [f"early{n}" for n in range(10)]
         for n in range(10):
-            assert fake.answers[f"early{n}"] == [{"response": {"echo": {"n": n}}}]
+            assert scripted_core.answers[f"early{n}"] == [{"response": {"echo": {"n": n}}}]
 
 
 @pytest.mark.anyio
@@ -148,34 +151,27 @@ async def test_a_request_given_to_a_chat_core_that_serves_none_is_answered_not_l
 
 
 @pytest.mark.anyio
-async def test_a_call_before_serve_calls_is_answered_by_serve_calls() -> None:
+async def test_a_call_before_serve_calls_is_answered_by_serve_calls(core_pair: CorePair) -> None:
     """serve_calls has the same gap for newChatItems: a /_call that reaches the bot before
     serve_calls starts waits for it, and is answered with a reply quoting it."""
 
     async def handler(call: IncomingCall, send: ReplySink) -> str:
         return json.dumps({"jsonrpc": "2.0", "id": call.request.get("id"), "result": "late"})
 
-    async with (
-        CoreSimulator() as sim,
-        ChatCore.connect(sim.url_for("alice")) as alice,
-        ChatCore.connect(sim.url_for("bot")) as bot,
-    ):
-        for core in (alice, bot):
-            await core.start(service_requests=False)
-        direct, _ = sim.connect("alice", "bot")
-        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-        calling = asyncio.create_task(alice.call(f"@{direct}", "mcp", ping, wait=20))
-        # the /_call reached the bot, nobody serving yet, and the bot's connection read it
-        await until(lambda: sim.stats.messages >= 1, "the /_call at the bot")
-        await until(lambda: len(bot._held_calls) >= 1, "the /_call held for serve_calls")
-        serving = asyncio.create_task(bot.serve_calls(1, {"mcp": handler}))
-        try:
-            replies = await calling
-        finally:
-            serving.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await serving
-        assert [r.message for r in replies] == [{"jsonrpc": "2.0", "id": 1, "result": "late"}]
+    sim, alice, bot, direct = core_pair.sim, core_pair.alice, core_pair.bot, core_pair.direct
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    calling = asyncio.create_task(alice.call(f"@{direct}", "mcp", ping, wait=20))
+    # the /_call reached the bot, nobody serving yet, and the bot's connection read it
+    await until(lambda: sim.stats.messages >= 1, "the /_call at the bot")
+    await until(lambda: len(bot._held_calls) >= 1, "the /_call held for serve_calls")
+    serving = asyncio.create_task(bot.serve_calls(1, {"mcp": handler}))
+    try:
+        replies = await calling
+    finally:
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+    assert [r.message for r in replies] == [{"jsonrpc": "2.0", "id": 1, "result": "late"}]
 
 
 @pytest.mark.anyio

@@ -95,26 +95,28 @@ async def test_a_burst_of_20000_requests_is_answered_exactly_once(
 
 @pytest.mark.time_limit(200)
 @pytest.mark.anyio
-async def test_a_burst_into_one_slot_and_no_queue_is_shed_not_lost() -> None:
+async def test_a_burst_into_one_slot_and_no_queue_is_shed_not_lost(
+    scripted_core: ScriptedCore,
+) -> None:
     """The same burst (5,000) into concurrency 1 and max_queue 0: nearly all shed with
     rate_limited, every one answered exactly once."""
     count = 5_000
 
-    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+    async with ChatCore.connect(scripted_core.url) as core:
         ready = asyncio.Event()
         serving = asyncio.create_task(
             core.serve(1, echo, protocols=["mcp"], concurrency=1, max_queue=0, ready=ready)
         )
         await ready.wait()
         try:
-            await send_burst(fake, count)
-            await fake.wait_answers(count, within=120)
+            await send_burst(scripted_core, count)
+            await scripted_core.wait_answers(count, within=120)
             await asyncio.sleep(0.5)  # the behaviour under test: no second answer comes
         finally:
             serving.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await serving
-        codes, twice = counts(fake)
+        codes, twice = counts(scripted_core)
         assert twice == 0 and sum(codes.values()) == count, codes
         assert codes["rate_limited"] >= 1
 

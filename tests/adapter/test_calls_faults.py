@@ -13,7 +13,7 @@ import logging
 
 import pytest
 
-from _chat import PING, serving, world
+from _chat import PING, World, serving, world
 from _waiting import until
 from simplex_rpc.adapter import ChatCoreClosed, IncomingCall
 from simplex_rpc.adapter._chat import ReplySink
@@ -42,7 +42,7 @@ async def test_a_handler_raising_cancelled_error_gets_the_internal_error() -> No
 
 
 @pytest.mark.anyio
-async def test_serve_calls_ends_at_once_when_the_connection_is_lost() -> None:
+async def test_serve_calls_ends_at_once_when_the_connection_is_lost(world: World) -> None:
     """Problem 4 of issue 14, over /_call: the lost connection ends serve_calls with
     ChatCoreClosed at once, while a handler holds the only slot and more commands wait."""
 
@@ -53,26 +53,25 @@ async def test_serve_calls_ends_at_once_when_the_connection_is_lost() -> None:
         await never.wait()
         return ""
 
-    async with world() as w:
-        ready = asyncio.Event()
-        task = asyncio.create_task(
-            w.bot.serve_calls(1, {"mcp": handler}, concurrency=1, ready=ready)
-        )
-        await ready.wait()
-        callers = [
-            asyncio.create_task(w.alice.call(f"@{w.direct}", "mcp", PING, wait=30))
-            for _ in range(3)
-        ]
-        await started.wait()
-        # the other commands reach the bot and wait for the slot
-        await until(lambda: w.sim.stats.messages >= 3, "the three calls at the bot")
-        assert await w.sim.drop_connections("bot") == 1
-        with pytest.raises(ChatCoreClosed):
-            async with asyncio.timeout(10):  # generous: the rule is "at once"
-                await task
-        for caller in callers:
-            caller.cancel()
-        await asyncio.gather(*callers, return_exceptions=True)
+    ready = asyncio.Event()
+    task = asyncio.create_task(
+        world.bot.serve_calls(1, {"mcp": handler}, concurrency=1, ready=ready)
+    )
+    await ready.wait()
+    callers = [
+        asyncio.create_task(world.alice.call(f"@{world.direct}", "mcp", PING, wait=30))
+        for _ in range(3)
+    ]
+    await started.wait()
+    # the other commands reach the bot and wait for the slot
+    await until(lambda: world.sim.stats.messages >= 3, "the three calls at the bot")
+    assert await world.sim.drop_connections("bot") == 1
+    with pytest.raises(ChatCoreClosed):
+        async with asyncio.timeout(10):  # generous: the rule is "at once"
+            await task
+    for caller in callers:
+        caller.cancel()
+    await asyncio.gather(*callers, return_exceptions=True)
 
 
 @pytest.mark.anyio

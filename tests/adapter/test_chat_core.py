@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from _chat import PING, serving, world
+from _chat import PING, World, serving, world
 from _waiting import until
 from simplex_rpc.adapter import CallRefused, ChatCore, IncomingCall
 from simplex_rpc.adapter._chat import ReplySink
@@ -66,52 +66,49 @@ async def send_text(core: ChatCore, chat: str, text: str) -> int:
 
 
 @pytest.mark.anyio
-async def test_direct_chat_every_command_is_answered_with_a_quoting_reply() -> None:
+async def test_direct_chat_every_command_is_answered_with_a_quoting_reply(world: World) -> None:
     """In a direct chat the bot answers every command; each reply quotes the command."""
 
-    async with world() as w:
-        bot = Recorder("bot")
-        async with serving(w.bot, {"mcp": bot}):
-            replies = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-            assert [r.message for r in replies] == [{"jsonrpc": "2.0", "id": 1, "result": "bot"}]
-            assert replies[0].ends and replies[0].sender == "bot"
-            call = bot.calls[0]
-            assert (call.protocol, call.request, call.member) == ("mcp", PING, None)
-            assert call.chat.startswith("@") and call.sender == "alice"
-            assert call.caller.chat == call.chat and call.caller.member is None
-            sent = drain(w.raw)
-            assert sent and all(item["quoted"] is not None for item in sent)
+    bot = Recorder("bot")
+    async with serving(world.bot, {"mcp": bot}):
+        replies = await world.alice.call(f"@{world.direct}", "mcp", PING, wait=10)
+        assert [r.message for r in replies] == [{"jsonrpc": "2.0", "id": 1, "result": "bot"}]
+        assert replies[0].ends and replies[0].sender == "bot"
+        call = bot.calls[0]
+        assert (call.protocol, call.request, call.member) == ("mcp", PING, None)
+        assert call.chat.startswith("@") and call.sender == "alice"
+        assert call.caller.chat == call.chat and call.caller.member is None
+        sent = drain(world.raw)
+        assert sent and all(item["quoted"] is not None for item in sent)
 
 
 @pytest.mark.anyio
-async def test_group_broadcast_is_answered_by_every_serving_member() -> None:
+async def test_group_broadcast_is_answered_by_every_serving_member(world: World) -> None:
     """A command without a mention is a broadcast: each member that serves the protocol answers."""
 
-    async with world() as w:
-        bot, carol = Recorder("bot"), Recorder("carol")
-        async with serving(w.bot, {"mcp": bot}), serving(w.carol, {"mcp": carol}):
-            replies = await w.alice.call(f"#{w.group}", "mcp", PING, wait=1.5)
-            assert sorted(r.sender for r in replies) == ["bot", "carol"]
-            assert all(r.ends for r in replies)
-            assert len(bot.calls) == len(carol.calls) == 1
-            assert bot.calls[0].caller.member is not None
-            assert bot.calls[0].caller.chat == bot.calls[0].chat
+    bot, carol = Recorder("bot"), Recorder("carol")
+    async with serving(world.bot, {"mcp": bot}), serving(world.carol, {"mcp": carol}):
+        replies = await world.alice.call(f"#{world.group}", "mcp", PING, wait=1.5)
+        assert sorted(r.sender for r in replies) == ["bot", "carol"]
+        assert all(r.ends for r in replies)
+        assert len(bot.calls) == len(carol.calls) == 1
+        assert bot.calls[0].caller.member is not None
+        assert bot.calls[0].caller.chat == bot.calls[0].chat
 
 
 @pytest.mark.anyio
-async def test_group_mention_is_answered_by_the_mentioned_member_only() -> None:
+async def test_group_mention_is_answered_by_the_mentioned_member_only(world: World) -> None:
     """A command with a mention is answered by the mentioned member; another member's
     mention is ignored."""
 
-    async with world() as w:
-        bot, carol = Recorder("bot"), Recorder("carol")
-        async with serving(w.bot, {"mcp": bot}), serving(w.carol, {"mcp": carol}):
-            replies = await w.alice.call(f"#{w.group}", "mcp", PING, member="bot", wait=10)
-            assert [r.sender for r in replies] == ["bot"]
-            assert bot.calls[0].member == "bot"
-            await asyncio.sleep(0.2)  # the behaviour under test: carol does not answer
-            assert carol.calls == []
-            assert [i["text"] for i in drain(w.raw)].count(replies[0].text) == 1
+    bot, carol = Recorder("bot"), Recorder("carol")
+    async with serving(world.bot, {"mcp": bot}), serving(world.carol, {"mcp": carol}):
+        replies = await world.alice.call(f"#{world.group}", "mcp", PING, member="bot", wait=10)
+        assert [r.sender for r in replies] == ["bot"]
+        assert bot.calls[0].member == "bot"
+        await asyncio.sleep(0.2)  # the behaviour under test: carol does not answer
+        assert carol.calls == []
+        assert [i["text"] for i in drain(world.raw)].count(replies[0].text) == 1
 
 
 @pytest.mark.anyio
@@ -255,7 +252,9 @@ async def test_a_broken_command_for_another_member_is_left_to_that_member() -> N
 
 
 @pytest.mark.anyio
-async def test_a_failing_or_late_handler_gets_the_internal_error_without_its_text() -> None:
+async def test_a_failing_or_late_handler_gets_the_internal_error_without_its_text(
+    world: World,
+) -> None:
     """A handler that raises is answered -32603 without its exception text; one past
     handler_timeout is cancelled and answered the same way."""
     cancelled = []
@@ -271,38 +270,36 @@ async def test_a_failing_or_late_handler_gets_the_internal_error_without_its_tex
             raise
         return ""
 
-    async with world() as w:
-        async with serving(w.bot, {"mcp": failing}):
-            (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-            assert reply.message is not None and reply.message["error"]["code"] == -32603
-            assert "secret" not in reply.text
-        async with serving(w.bot, {"mcp": late}, handler_timeout=0.2):
-            (reply,) = await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-            assert reply.message is not None and reply.message["error"]["code"] == -32603
-            assert cancelled == [True]
+    async with serving(world.bot, {"mcp": failing}):
+        (reply,) = await world.alice.call(f"@{world.direct}", "mcp", PING, wait=10)
+        assert reply.message is not None and reply.message["error"]["code"] == -32603
+        assert "secret" not in reply.text
+    async with serving(world.bot, {"mcp": late}, handler_timeout=0.2):
+        (reply,) = await world.alice.call(f"@{world.direct}", "mcp", PING, wait=10)
+        assert reply.message is not None and reply.message["error"]["code"] == -32603
+        assert cancelled == [True]
 
 
 @pytest.mark.anyio
-async def test_each_command_is_answered_exactly_once() -> None:
+async def test_each_command_is_answered_exactly_once(world: World) -> None:
     """The same chat item delivered twice is answered once."""
 
-    async with world() as w:
-        bot = Recorder("bot")
-        async with serving(w.bot, {"mcp": bot}):
-            captured = w.bot.events()
-            await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-            event = await anext(captured)
-            captured.close()
-            await w.sim.send_event("bot", event)
-            await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-            assert len(bot.calls) == 2
+    bot = Recorder("bot")
+    async with serving(world.bot, {"mcp": bot}):
+        captured = world.bot.events()
+        await world.alice.call(f"@{world.direct}", "mcp", PING, wait=10)
+        event = await anext(captured)
+        captured.close()
+        await world.sim.send_event("bot", event)
+        await world.alice.call(f"@{world.direct}", "mcp", PING, wait=10)
+        assert len(bot.calls) == 2
 
 
 # -- refusals before sending -------------------------------------------------------------
 
 
 @pytest.mark.anyio
-async def test_the_caller_refuses_before_sending() -> None:
+async def test_the_caller_refuses_before_sending(world: World) -> None:
     """Refused before sending: a command that does not fit one message; an A2A request
     with a credential in a group ("A request with a credential MUST NOT be sent in a
     group"); a mention in a direct chat or of an unknown member."""
@@ -314,22 +311,21 @@ async def test_the_caller_refuses_before_sending() -> None:
         "params": {},
     }
 
-    async with world() as w:
-        with pytest.raises(CallRefused, match="does not fit"):
-            await w.alice.call(f"@{w.direct}", "mcp", {"x": "y" * 16_000})
-        with pytest.raises(CallRefused, match="credential") as info:
-            await w.alice.call(f"#{w.group}", "a2a", credential)
-        assert "Bearer" not in str(info.value)
-        with pytest.raises(CallRefused, match="direct chat"):
-            await w.alice.call(f"@{w.direct}", "mcp", PING, member="bot")
-        with pytest.raises(CallRefused, match="no member"):
-            await w.alice.call(f"#{w.group}", "mcp", PING, member="nobody")
-        with pytest.raises(SimplexRpcError, match="ChatRef"):
-            await w.alice.call("bot", "mcp", PING)
-        assert w.sim.stats.messages == 0
-        # In a direct chat the credential may go.
-        assert await w.alice.call(f"@{w.direct}", "a2a", credential, wait=0.1) == ()
-        assert w.sim.stats.messages == 1
+    with pytest.raises(CallRefused, match="does not fit"):
+        await world.alice.call(f"@{world.direct}", "mcp", {"x": "y" * 16_000})
+    with pytest.raises(CallRefused, match="credential") as info:
+        await world.alice.call(f"#{world.group}", "a2a", credential)
+    assert "Bearer" not in str(info.value)
+    with pytest.raises(CallRefused, match="direct chat"):
+        await world.alice.call(f"@{world.direct}", "mcp", PING, member="bot")
+    with pytest.raises(CallRefused, match="no member"):
+        await world.alice.call(f"#{world.group}", "mcp", PING, member="nobody")
+    with pytest.raises(SimplexRpcError, match="ChatRef"):
+        await world.alice.call("bot", "mcp", PING)
+    assert world.sim.stats.messages == 0
+    # In a direct chat the credential may go.
+    assert await world.alice.call(f"@{world.direct}", "a2a", credential, wait=0.1) == ()
+    assert world.sim.stats.messages == 1
 
 
 # -- hostile events --------------------------------------------------------------------------
@@ -424,7 +420,9 @@ async def test_a_broken_call_whose_mention_is_a_quoted_name_gets_the_parse_error
 
 
 @pytest.mark.anyio
-async def test_handlers_that_are_not_async_functions_are_refused_before_anything_runs() -> None:
+async def test_handlers_that_are_not_async_functions_are_refused_before_anything_runs(
+    world: World,
+) -> None:
     """serve_calls takes an async handler(call, send) -> str or a bridge for each
     protocol: anything else is refused with the library's error naming the protocol,
     before the bot subscribes to events."""
@@ -432,47 +430,45 @@ async def test_handlers_that_are_not_async_functions_are_refused_before_anything
     def sync_handler(call: IncomingCall, send: ReplySink) -> str:
         return "{}"
 
-    async with world() as w:
-        before = len(w.bot._subscribers)
-        with pytest.raises(SimplexRpcError, match=r"handlers\['mcp'\].*not an async function"):
-            await w.bot.serve_calls(1, {"mcp": sync_handler})  # type: ignore[dict-item]
-        with pytest.raises(SimplexRpcError, match=r"handlers\['x'\].*got int"):
-            await w.bot.serve_calls(1, {"mcp": Recorder("bot"), "x": 42})  # type: ignore[dict-item]
-        assert len(w.bot._subscribers) == before
+    before = len(world.bot._subscribers)
+    with pytest.raises(SimplexRpcError, match=r"handlers\['mcp'\].*not an async function"):
+        await world.bot.serve_calls(1, {"mcp": sync_handler})  # type: ignore[dict-item]
+    with pytest.raises(SimplexRpcError, match=r"handlers\['x'\].*got int"):
+        await world.bot.serve_calls(1, {"mcp": Recorder("bot"), "x": 42})  # type: ignore[dict-item]
+    assert len(world.bot._subscribers) == before
 
 
 @pytest.mark.anyio
-async def test_user_and_item_ids_are_integers_of_the_core_never_booleans() -> None:
+async def test_user_and_item_ids_are_integers_of_the_core_never_booleans(world: World) -> None:
     """userId and itemId are Int64 ids of the core (TYPES.md): a JSON true is not user 1,
     and an item id outside 1 <= id < 2**63 is not a chat item; neither is answered."""
 
-    async with world() as w:
-        bot = Recorder("bot")
-        async with serving(w.bot, {"mcp": bot}):
-            captured = w.bot.events()
-            await w.alice.call(f"@{w.direct}", "mcp", PING, wait=10)
-            good = await anext(captured)
-            captured.close()
+    bot = Recorder("bot")
+    async with serving(world.bot, {"mcp": bot}):
+        captured = world.bot.events()
+        await world.alice.call(f"@{world.direct}", "mcp", PING, wait=10)
+        good = await anext(captured)
+        captured.close()
 
-            def variant(item_id: Any, user: Any = None) -> dict[str, Any]:
-                event = json.loads(json.dumps(good))
-                event["chatItems"][0]["chatItem"]["meta"]["itemId"] = item_id
-                if user is not None:
-                    event["user"] = {"userId": user}
-                return event
+        def variant(item_id: Any, user: Any = None) -> dict[str, Any]:
+            event = json.loads(json.dumps(good))
+            event["chatItems"][0]["chatItem"]["meta"]["itemId"] = item_id
+            if user is not None:
+                event["user"] = {"userId": user}
+            return event
 
-            for event in (
-                variant(2000, user=True),
-                variant(True),
-                variant(2**63),
-                variant(2**70),
-                variant(0),
-                variant(-5),
-                variant(2001),  # the control: answered, after every event before it
-            ):
-                await w.sim.send_event("bot", event)
-            await until(lambda: len(bot.calls) >= 2, "the control's call", within=10)
-            assert [c.item_id for c in bot.calls][1:] == [2001]
+        for event in (
+            variant(2000, user=True),
+            variant(True),
+            variant(2**63),
+            variant(2**70),
+            variant(0),
+            variant(-5),
+            variant(2001),  # the control: answered, after every event before it
+        ):
+            await world.sim.send_event("bot", event)
+        await until(lambda: len(bot.calls) >= 2, "the control's call", within=10)
+        assert [c.item_id for c in bot.calls][1:] == [2001]
 
 
 @pytest.mark.anyio

@@ -117,12 +117,15 @@ HUGE_ERROR = json.dumps(
 
 @pytest.mark.parametrize("payload", [HUGE_RESULT, HUGE_ERROR], ids=["5MB", "200k-message"])
 @pytest.mark.anyio
-async def test_the_requester_refuses_an_answer_past_max_response(payload: str) -> None:
+async def test_the_requester_refuses_an_answer_past_max_response(
+    scripted_core: ScriptedCore,
+    payload: str,
+) -> None:
     """service_request: an answer longer than MAX_RESPONSE is an error naming the limit,
     not a Response the caller passes on."""
 
-    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-        fake.raw["/_service_request"] = service_response(payload)
+    async with ChatCore.connect(scripted_core.url) as core:
+        scripted_core.raw["/_service_request"] = service_response(payload)
         with pytest.raises(ChatCoreError) as caught:
             await core.service_request(1, LINK, Request(protocol="mcp", request={}))
         assert "MAX_RESPONSE" in str(caught.value) or "11103" in str(caught.value)
@@ -132,6 +135,7 @@ async def test_the_requester_refuses_an_answer_past_max_response(payload: str) -
 @pytest.mark.parametrize("payload", [HUGE_RESULT, HUGE_ERROR], ids=["5MB", "200k-message"])
 @pytest.mark.anyio
 async def test_the_mcp_sdk_client_answers_an_oversized_response_as_an_mcp_error(
+    scripted_core: ScriptedCore,
     payload: str,
 ) -> None:
     """The MCP SDK client over SimplexTransport: the oversized answer is an MCPError with a
@@ -141,8 +145,8 @@ async def test_the_mcp_sdk_client_answers_an_oversized_response_as_an_mcp_error(
 
     from simplex_rpc.mcp import SimplexTransport
 
-    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-        fake.raw["/_service_request"] = service_response(payload)
+    async with ChatCore.connect(scripted_core.url) as core:
+        scripted_core.raw["/_service_request"] = service_response(payload)
         with pytest.raises((MCPError, ExceptionGroup)) as caught:
             async with Client(SimplexTransport(core, 1, LINK, timeout=5)) as client:
                 await client.list_tools()

@@ -201,8 +201,10 @@ async def test_serve_keeps_envelope_answers_too() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_store_that_is_not_one_is_refused_before_serving() -> None:
-    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+async def test_a_store_that_is_not_one_is_refused_before_serving(
+    scripted_core: ScriptedCore,
+) -> None:
+    async with ChatCore.connect(scripted_core.url) as core:
         with pytest.raises(SimplexRpcError, match="answers: expected an answer store"):
             await core.serve_raw(1, lambda r: {}, answers=object())  # type: ignore[arg-type]
         with pytest.raises(SimplexRpcError, match="errors: expected an ErrorFormat"):
@@ -246,10 +248,11 @@ def test_a_raw_request_that_cannot_be_sent_is_refused_before_sending(
 )
 @pytest.mark.anyio
 async def test_an_answer_that_is_not_an_object_or_too_long_is_refused(
+    scripted_core: ScriptedCore,
     data: str, raises: type[Exception], says: str
 ) -> None:
-    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-        fake.raw["/_service_request"] = lambda corr_id, cmd: json.dumps(
+    async with ChatCore.connect(scripted_core.url) as core:
+        scripted_core.raw["/_service_request"] = lambda corr_id, cmd: json.dumps(
             {"corrId": corr_id, "resp": {"type": "serviceResponse", "responseData": data}}
         )
         with pytest.raises(raises, match=says):

@@ -488,12 +488,15 @@ async def test_7_a_core_refusal_other_than_size_is_followed_by_internal_once() -
     ids=["NaN", "truncated", "duplicate name"],
 )
 @pytest.mark.anyio
-async def test_8_a_command_whose_answer_cannot_be_parsed_fails_at_once(frame: str) -> None:
+async def test_8_a_command_whose_answer_cannot_be_parsed_fails_at_once(
+    scripted_core: ScriptedCore,
+    frame: str,
+) -> None:
     """Problem 8: the core's answer to a command is a frame that is not strict JSON but whose
     corrId can be read: the command fails at once with ChatCoreError, not after its timeout."""
 
-    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
-        fake.raw["/_probe"] = lambda corr_id, cmd: frame.format(c=corr_id)
+    async with ChatCore.connect(scripted_core.url) as core:
+        scripted_core.raw["/_probe"] = lambda corr_id, cmd: frame.format(c=corr_id)
         with pytest.raises(ChatCoreError) as caught:
             async with asyncio.timeout(5):  # generous: the rule is "at once"
                 await core.command("/_probe", timeout=30)
@@ -669,8 +672,12 @@ def test_the_command_line_serve_takes_max_queue_and_grace(
     [{"max_queue": -1}, {"max_queue": True}, {"grace": -0.5}, {"grace": float("inf")}],
 )
 @pytest.mark.anyio
-async def test_serve_refuses_a_bad_max_queue_or_grace(options: dict[str, Any]) -> None:
-    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+async def test_serve_refuses_a_bad_max_queue_or_grace(
+    scripted_core: ScriptedCore,
+    options: dict[str,
+    Any],
+) -> None:
+    async with ChatCore.connect(scripted_core.url) as core:
         with pytest.raises(SimplexRpcError, match=next(iter(options))):
             await core.serve(1, lambda r: None, protocols=["mcp"], **options)
 
@@ -711,7 +718,9 @@ async def test_10_requests_arriving_during_the_stop_are_answered_and_a_second_ca
 
 
 @pytest.mark.anyio
-async def test_an_event_stream_raises_at_once_when_the_connection_is_lost() -> None:
+async def test_an_event_stream_raises_at_once_when_the_connection_is_lost(
+    scripted_core: ScriptedCore,
+) -> None:
     """Problem 4, for every reader of events(): events still waiting when the connection
     is lost are not handed out (nothing could be answered): the next read raises
     ChatCoreClosed. When this side closes, the waiting events are read first."""
@@ -725,14 +734,13 @@ async def test_an_event_stream_raises_at_once_when_the_connection_is_lost() -> N
         with pytest.raises(ChatCoreClosed):
             async with asyncio.timeout(10):
                 await anext(stream)
-    async with ScriptedCore() as fake:
-        async with ChatCore.connect(fake.url) as core:
-            stream = core.events()
-            await fake.event({"type": "kept"})
-            assert await core.command("/_sync") == {"type": "cmdOk"}
-        assert (await anext(stream))["type"] == "kept"
-        with pytest.raises(StopAsyncIteration):
-            await anext(stream)
+    async with ChatCore.connect(scripted_core.url) as core:
+        stream = core.events()
+        await scripted_core.event({"type": "kept"})
+        assert await core.command("/_sync") == {"type": "cmdOk"}
+    assert (await anext(stream))["type"] == "kept"
+    with pytest.raises(StopAsyncIteration):
+        await anext(stream)
 
 
 @pytest.mark.anyio

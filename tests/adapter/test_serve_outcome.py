@@ -22,25 +22,29 @@ async def _echo(request: ServiceRequest) -> str:
 
 
 @pytest.mark.anyio
-async def test_ready_is_set_once_requests_are_taken_and_stop_returns_the_outcome() -> None:
-    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+async def test_ready_is_set_once_requests_are_taken_and_stop_returns_the_outcome(
+    scripted_core: ScriptedCore,
+) -> None:
+    async with ChatCore.connect(scripted_core.url) as core:
         ready, stop = asyncio.Event(), asyncio.Event()
         task = asyncio.create_task(core.serve(1, _echo, protocols=["mcp"], ready=ready, stop=stop))
         assert not ready.is_set()  # the task has not run yet
         await ready.wait()
         for name in ("a", "b", "c"):
-            await fake.event(request_event(name))
-        await fake.wait_answers(3)
-        await fake.event(request_event("a"))  # a repeat: not handled again
-        await fake.event(request_event("d"))
-        await fake.wait_answers(4)
+            await scripted_core.event(request_event(name))
+        await scripted_core.wait_answers(3)
+        await scripted_core.event(request_event("a"))  # a repeat: not handled again
+        await scripted_core.event(request_event("d"))
+        await scripted_core.wait_answers(4)
         stop.set()
         outcome = await task
         assert outcome == ServeOutcome(answered=4, repeats=1)
 
 
 @pytest.mark.anyio
-async def test_the_stop_sheds_what_waits_and_cancels_what_outlives_the_grace() -> None:
+async def test_the_stop_sheds_what_waits_and_cancels_what_outlives_the_grace(
+    scripted_core: ScriptedCore,
+) -> None:
     """One handler hangs (it holds the only slot), two requests wait behind it: the stop
     answers the waiting ones rate_limited (shed) and, after the grace, cancels the hung
     one and answers it internal (cancelled); the outcome counts each."""
@@ -51,7 +55,7 @@ async def test_the_stop_sheds_what_waits_and_cancels_what_outlives_the_grace() -
         await asyncio.Event().wait()
         return "never"
 
-    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as core:
+    async with ChatCore.connect(scripted_core.url) as core:
         ready, stop = asyncio.Event(), asyncio.Event()
         task = asyncio.create_task(
             core.serve(
@@ -60,14 +64,14 @@ async def test_the_stop_sheds_what_waits_and_cancels_what_outlives_the_grace() -
         )
         await ready.wait()
         for name in ("h", "w1", "w2"):
-            await fake.event(request_event(name))
+            await scripted_core.event(request_event(name))
         await started.wait()
         stop.set()
         outcome = await task
         assert outcome == ServeOutcome(shed=2, cancelled=1)
-        assert set(await fake.wait_answers(3)) == {"h", "w1", "w2"}
-        assert fake.answers["w1"][0]["error"]["code"] == "rate_limited"
-        assert fake.answers["h"][0]["error"]["code"] == "internal"
+        assert set(await scripted_core.wait_answers(3)) == {"h", "w1", "w2"}
+        assert scripted_core.answers["w1"][0]["error"]["code"] == "rate_limited"
+        assert scripted_core.answers["h"][0]["error"]["code"] == "internal"
 
 
 @pytest.mark.anyio

@@ -47,7 +47,9 @@ async def bob_serving(sim: CoreSimulator):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.anyio
-async def test_a_contact_name_target_is_sent_and_channel_or_bare_names_are_refused() -> None:
+async def test_a_contact_name_target_is_sent_and_channel_or_bare_names_are_refused(
+    simulator: CoreSimulator,
+) -> None:
     world = {
         "users": [
             {"core": "bob", "address": {"pq_ratchet": True, "name": "bob.simplex"}},
@@ -55,18 +57,17 @@ async def test_a_contact_name_target_is_sent_and_channel_or_bare_names_are_refus
         ]
     }
 
-    async with CoreSimulator() as sim:
-        sim.load_world(world)
-        async with bob_serving(sim) as (_, alice):
-            request = Request(protocol="mcp", request={})
-            response = await alice.service_request(1, "@bob.simplex", request)
-            assert response.response == "ok"
-            for bad in ("#bob.simplex", "bob.simplex"):
-                with pytest.raises(SimplexRpcError, match=r"@name\.simplex"):
-                    await alice.service_request(1, bad, request)
-            with pytest.raises(ChatCoreError):
-                await alice.service_request(1, "@nobody.simplex", request, timeout=1)
-        assert sim.stats.requests == 1
+    simulator.load_world(world)
+    async with bob_serving(simulator) as (_, alice):
+        request = Request(protocol="mcp", request={})
+        response = await alice.service_request(1, "@bob.simplex", request)
+        assert response.response == "ok"
+        for bad in ("#bob.simplex", "bob.simplex"):
+            with pytest.raises(SimplexRpcError, match=r"@name\.simplex"):
+                await alice.service_request(1, bad, request)
+        with pytest.raises(ChatCoreError):
+            await alice.service_request(1, "@nobody.simplex", request, timeout=1)
+    assert simulator.stats.requests == 1
 
 
 @pytest.mark.anyio

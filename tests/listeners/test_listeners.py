@@ -36,6 +36,7 @@ pytest.importorskip("mcp")
 pytest.importorskip("a2a")
 
 
+from _fixtures import ProcessFactory
 from _gateway import UPSTREAM, World
 from _programs import Program
 from simplex_rpc import _listener
@@ -364,11 +365,18 @@ class Network:
 
 
 def start(
-    kind: str, url: str, link: str, *options: str, env: dict[str, str] | None = None
+    kind: str,
+    url: str,
+    link: str,
+    *options: str,
+    env: dict[str, str] | None = None,
+    process: ProcessFactory = Program,
 ) -> Listener:
+    """A proxy of ``kind`` for ``link``, listening; ``process`` starts it (the ``process``
+    fixture, which stops it after the test, or a bare ``Program``)."""
     command = "mcp-proxy" if kind == "mcp" else "a2a-proxy"
     listen = () if any(o == "--listen" for o in options) else ("--listen", "127.0.0.1:0")
-    program = Program(command, "--core", f"{url}/alice", *listen, *options, link, env=env)
+    program = process(command, "--core", f"{url}/alice", *listen, *options, link, env=env)
     try:
         return Listener(kind, program, program.wait_for("out", "listening: "))
     except BaseException:
@@ -826,16 +834,15 @@ def test_a_wildcard_listener_with_a_token(network: Network, kind: str, tmp_path:
     assert not any(TOKEN in line for line in seen)
 
 
-def test_the_token_from_the_environment(network: Network) -> None:
+def test_the_token_from_the_environment(network: Network, process: ProcessFactory) -> None:
     """SIMPLEX_RPC_TOKEN instead of --token @FILE, here on a loopback a2a-proxy: a token
     given, even on loopback, is required."""
-    listener = start("a2a", network.url, network.link, env={"SIMPLEX_RPC_TOKEN": TOKEN})
-    try:
-        body, headers = honest_request(listener)
-        assert httpx.post(listener.endpoint, json=body, headers=headers).status_code == 401
-        still_answers(listener, {"authorization": f"Bearer {TOKEN}"})
-    finally:
-        listener.program.stop()
+    listener = start(
+        "a2a", network.url, network.link, env={"SIMPLEX_RPC_TOKEN": TOKEN}, process=process
+    )
+    body, headers = honest_request(listener)
+    assert httpx.post(listener.endpoint, json=body, headers=headers).status_code == 401
+    still_answers(listener, {"authorization": f"Bearer {TOKEN}"})
 
 
 @pytest.mark.parametrize(
@@ -856,7 +863,9 @@ def test_bad_listener_options_are_one_line(
     assert TOKEN not in stderr
 
 
-def test_mcp_proxy_on_127_0_0_2_keeps_its_rebinding_protection(network: Network) -> None:
+def test_mcp_proxy_on_127_0_0_2_keeps_its_rebinding_protection(
+    network: Network, process: ProcessFactory
+) -> None:
     """The probe (item 3): the MCP SDK protects only 127.0.0.1, localhost and ::1, so on
     127.0.0.2 a rebinding page got through. 127.0.0.2 is loopback (no token needed) and
     its Host is checked like any other."""
@@ -864,15 +873,14 @@ def test_mcp_proxy_on_127_0_0_2_keeps_its_rebinding_protection(network: Network)
         socket.create_server(("127.0.0.2", 0)).close()
     except OSError:
         pytest.skip("this machine has no 127.0.0.2")
-    listener = start("mcp", network.url, network.link, "--listen", "127.0.0.2:0")
-    try:
-        name = f"attacker.example:{listener.port}"
-        rebound = {**MCP_HEADERS, "host": name, "origin": f"http://{name}"}
-        reply = httpx.post(listener.url, json=INITIALIZE, headers=rebound, timeout=30)
-        assert reply.status_code == 421
-        still_answers(listener)
-    finally:
-        listener.program.stop()
+    listener = start(
+        "mcp", network.url, network.link, "--listen", "127.0.0.2:0", process=process
+    )
+    name = f"attacker.example:{listener.port}"
+    rebound = {**MCP_HEADERS, "host": name, "origin": f"http://{name}"}
+    reply = httpx.post(listener.url, json=INITIALIZE, headers=rebound, timeout=30)
+    assert reply.status_code == 421
+    still_answers(listener)
 
 
 def test_listener_options_without_listen_are_one_line_for_mcp_proxy(

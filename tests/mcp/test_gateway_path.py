@@ -14,7 +14,9 @@ from simplex_rpc.testing import CoreSimulator
 
 
 @pytest.mark.anyio
-async def test_the_simulator_declines_permessage_deflate_as_the_core_does() -> None:
+async def test_the_simulator_declines_permessage_deflate_as_the_core_does(
+    simulator: CoreSimulator,
+) -> None:
     """The core's WebSocket server accepts with ``WS.defaultConnectionOptions``
     (simplex-chat ``apps/simplex-chat/Server.hs``: ``getConnection sock =
     WS.makePendingConnection sock WS.defaultConnectionOptions >>= WS.acceptRequest``),
@@ -22,13 +24,12 @@ async def test_the_simulator_declines_permessage_deflate_as_the_core_does() -> N
     extension, and frames travel uncompressed."""
     from websockets.asyncio.client import connect
 
-    async with CoreSimulator() as sim:
-        async with connect(sim.url_for("alice"), compression="deflate") as ws:
-            assert ws.request is not None and ws.response is not None
-            offered = ws.request.headers.get("Sec-WebSocket-Extensions", "")
-            assert "permessage-deflate" in offered
-            assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
-            await ws.send('{"corrId":"1","cmd":"/user"}')
-            async with asyncio.timeout(10):
-                answer = await ws.recv()
-            assert '"activeUser"' in answer
+    async with connect(simulator.url_for("alice"), compression="deflate") as ws:
+        assert ws.request is not None and ws.response is not None
+        offered = ws.request.headers.get("Sec-WebSocket-Extensions", "")
+        assert "permessage-deflate" in offered
+        assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
+        await ws.send('{"corrId":"1","cmd":"/user"}')
+        async with asyncio.timeout(10):
+            answer = await ws.recv()
+        assert '"activeUser"' in answer

@@ -423,26 +423,25 @@ async def test_drop_connections_fails_pending_commands() -> None:
 
 
 @pytest.mark.anyio
-async def test_native_handle_speaks_result_and_error() -> None:
+async def test_native_handle_speaks_result_and_error(simulator: CoreSimulator) -> None:
     """The native API's results: {"result": resp} or {"error": chatError}."""
 
-    async with CoreSimulator() as sim:
-        handle = sim.native_handle("n")
+    handle = simulator.native_handle("n")
 
-        def commands() -> list[dict[str, Any]]:
-            return [
-                json.loads(handle.chat_send_cmd("/_start main=on service_requests=on")),
-                json.loads(handle.chat_send_cmd("/_show_address 1")),
-                json.loads(handle.chat_recv_msg_wait(1000) or "{}"),
-            ]
+    def commands() -> list[dict[str, Any]]:
+        return [
+            json.loads(handle.chat_send_cmd("/_start main=on service_requests=on")),
+            json.loads(handle.chat_send_cmd("/_show_address 1")),
+            json.loads(handle.chat_recv_msg_wait(1000) or "{}"),
+        ]
 
-        started_, missing, nothing = await asyncio.to_thread(commands)
-        assert started_ == {"result": {"type": "chatStarted"}}
-        assert missing == {
-            "error": {"type": "errorStore", "storeError": {"type": "userContactLinkNotFound"}}
-        }
-        assert nothing == {}
-        await asyncio.to_thread(handle.close)
+    started_, missing, nothing = await asyncio.to_thread(commands)
+    assert started_ == {"result": {"type": "chatStarted"}}
+    assert missing == {
+        "error": {"type": "errorStore", "storeError": {"type": "userContactLinkNotFound"}}
+    }
+    assert nothing == {}
+    await asyncio.to_thread(handle.close)
 
 
 def test_simulator_rejects_bad_configuration() -> None:

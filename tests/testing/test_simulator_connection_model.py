@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
+import anyio
 import pytest
 
 from _raw_core import RawCore, raw_core
@@ -370,3 +372,32 @@ async def test_a_request_waits_in_the_output_queue_for_a_responder_connection() 
                     "serviceReplyAccepted",
                 )
                 assert (await call)["responseData"] == {"n": 3}
+
+
+@pytest.mark.anyio
+async def test_closing_the_simulator_does_not_wait_behind_a_held_command(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Closing the simulator stops its cores: a connection whose command is held, and whose
+    further frames wait unread behind it (Server.hs reads nothing while ``rcvQ`` is full),
+    is closed with 1001 (going away) at once. The simulator reads the client's close frame
+    through the unread ones, so the closing handshake completes instead of waiting out
+    websockets' close timeout; the held command is never answered."""
+
+    caplog.set_level(logging.DEBUG, logger="websockets.server")
+    sim = CoreSimulator()
+    await sim.start()
+    async with raw_core(sim.url_for("bob"), "slow") as slow:
+        sim.set_command_delay(3600, "/_contacts")
+        held = send(slow, "/_contacts 1")
+        await until(lambda: sim.stats.commands >= 1, "the held /_contacts begun")
+        for n in range(4):  # rcvQ full, receive waiting, websockets' read-ahead full
+            await slow.ws.send(json.dumps({"corrId": f"behind-{n}", "cmd": "/user"}))
+        with anyio.fail_after(30):  # a hang guard, not a bound: the close is prompt
+            await sim.close()
+        await slow.ws.wait_closed()
+        assert slow.ws.close_code == 1001
+        assert not held.done()
+        held.cancel()
+    read = [r.getMessage() for r in caplog.records if r.name == "websockets.server"]
+    assert "< CLOSE 1001 (going away) [2 bytes]" in read  # the client's close frame, read

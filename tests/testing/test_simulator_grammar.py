@@ -133,7 +133,7 @@ async def test_send_takes_live_ttl_and_the_text_form() -> None:
 
 
 @pytest.mark.anyio
-async def test_send_takes_a_group_support_scope() -> None:
+async def test_send_takes_a_group_support_scope(simulator: CoreSimulator) -> None:
     """``sendRefP = (A.char '@' $> SRDirect <*> A.decimal) <|> (A.char '#' $> SRGroup <*>
     A.decimal <*> optional gcScopeP)`` with ``gcScopeP = "(_support" *> (GCSMemberSupport <$>
     optional (A.char ':' *> A.decimal)) <* A.char ')'``: a member writes to its support chat with
@@ -141,70 +141,68 @@ async def test_send_takes_a_group_support_scope() -> None:
     (``#<groupId>(_support:<groupMemberId>)``); the chat is ``ChatInfo`` ``group`` with
     ``groupChatScope`` ``memberSupport``, and members outside it do not see it."""
 
-    async with CoreSimulator() as sim:
-        groups = sim.create_group("team", "alice", ["bob", "carol"])
-        g = {name: groups[(name, 1)] for name in ("alice", "bob", "carol")}
-        async with (
-            raw_core(sim.url_for("alice"), "alice") as alice,
-            raw_core(sim.url_for("bob"), "bob") as bob,
-            raw_core(sim.url_for("carol"), "carol") as carol,
-        ):
-            for core in (alice, bob, carol):
-                await core.ok("/_start", "chatStarted")
-            resp = await bob.ok(f"/_send #{g['bob']}(_support) text help me", "newChatItems")
-            scope = resp["chatItems"][0]["chatInfo"]["groupChatScope"]
-            assert scope["type"] == "memberSupport"
-            event = await alice.event("newChatItems")
-            assert text_of(event) == ["help me"]
-            info = event["chatItems"][0]["chatInfo"]
-            assert info["type"] == "group" and info["groupChatScope"]["type"] == "memberSupport"
-            bob_member = info["groupChatScope"]["groupMember_"]["groupMemberId"]
-            assert info["groupChatScope"]["groupMember_"]["memberProfile"]["displayName"] == "bob"
-            resp = await alice.ok(
-                f"/_send #{g['alice']}(_support:{bob_member}) text how can I help",
-                "newChatItems",
-            )
-            event = await bob.event("newChatItems")
-            assert text_of(event) == ["how can I help"]
-            # Carol (a member, not an admin) saw neither message.
-            await alice.ok(f"/_send #{g['alice']} text everyone", "newChatItems")
-            assert text_of(await carol.event("newChatItems")) == ["everyone"]
-            assert carol.events.empty()
-            # A support chat of a member that does not exist.
-            resp = await alice.cmd(f"/_send #{g['alice']}(_support:999) text x")
-            assert resp["type"] == "chatCmdError"
-            assert await alice.cmd(f"/_send #{g['alice']}(support) text x") == UNKNOWN
+    groups = simulator.create_group("team", "alice", ["bob", "carol"])
+    g = {name: groups[(name, 1)] for name in ("alice", "bob", "carol")}
+    async with (
+        raw_core(simulator.url_for("alice"), "alice") as alice,
+        raw_core(simulator.url_for("bob"), "bob") as bob,
+        raw_core(simulator.url_for("carol"), "carol") as carol,
+    ):
+        for core in (alice, bob, carol):
+            await core.ok("/_start", "chatStarted")
+        resp = await bob.ok(f"/_send #{g['bob']}(_support) text help me", "newChatItems")
+        scope = resp["chatItems"][0]["chatInfo"]["groupChatScope"]
+        assert scope["type"] == "memberSupport"
+        event = await alice.event("newChatItems")
+        assert text_of(event) == ["help me"]
+        info = event["chatItems"][0]["chatInfo"]
+        assert info["type"] == "group" and info["groupChatScope"]["type"] == "memberSupport"
+        bob_member = info["groupChatScope"]["groupMember_"]["groupMemberId"]
+        assert info["groupChatScope"]["groupMember_"]["memberProfile"]["displayName"] == "bob"
+        resp = await alice.ok(
+            f"/_send #{g['alice']}(_support:{bob_member}) text how can I help",
+            "newChatItems",
+        )
+        event = await bob.event("newChatItems")
+        assert text_of(event) == ["how can I help"]
+        # Carol (a member, not an admin) saw neither message.
+        await alice.ok(f"/_send #{g['alice']} text everyone", "newChatItems")
+        assert text_of(await carol.event("newChatItems")) == ["everyone"]
+        assert carol.events.empty()
+        # A support chat of a member that does not exist.
+        resp = await alice.cmd(f"/_send #{g['alice']}(_support:999) text x")
+        assert resp["type"] == "chatCmdError"
+        assert await alice.cmd(f"/_send #{g['alice']}(support) text x") == UNKNOWN
 
 
 @pytest.mark.anyio
-async def test_groups_takes_a_contact_and_a_search() -> None:
+async def test_groups_takes_a_contact_and_a_search(simulator: CoreSimulator) -> None:
     """``"/_groups" *> (APIListGroups <$> A.decimal <*> optional (" @" *> A.decimal) <*>
     optional (A.space *> stringP))``: the groups of user 1, those the contact is a member of,
     those whose name contains the search. The documented syntax (COMMANDS.md) is
     ``/_groups <userId>[ @<contactId_>][ <search>]``; this parser also reads the older form
     without the space, ``/_groups1`` (the line has no space after ``"/_groups"``)."""
 
-    async with CoreSimulator() as sim:
-        to_bob, _ = sim.connect("alice", "bob")
-        sim.create_group("team", "alice", ["bob"])
-        sim.create_group("family", "alice", [])
-        sim.create_group("teammates", "alice", ["carol"])
-        async with raw_core(sim.url_for("alice"), "alice") as alice:
+    to_bob, _ = simulator.connect("alice", "bob")
+    simulator.create_group("team", "alice", ["bob"])
+    simulator.create_group("family", "alice", [])
+    simulator.create_group("teammates", "alice", ["carol"])
+    async with raw_core(simulator.url_for("alice"), "alice") as alice:
 
-            async def names(command: str) -> list[str]:
-                resp = await alice.ok(command, "groupsList")
-                return sorted(g["groupProfile"]["displayName"] for g in resp["groups"])
+        async def names(command: str) -> list[str]:
+            resp = await alice.ok(command, "groupsList")
+            return sorted(g["groupProfile"]["displayName"] for g in resp["groups"])
 
-            assert await names("/_groups 1") == ["family", "team", "teammates"]
-            assert await names("/_groups1") == ["family", "team", "teammates"]
-            assert await names(f"/_groups 1 @{to_bob}") == ["team"]
-            assert await names("/_groups 1 team") == ["team", "teammates"]
-            assert await names(f"/_groups 1 @{to_bob} team") == ["team"]
-            assert await names("/_groups 1 TEAM") == ["team", "teammates"]
-            assert (await alice.cmd("/_groups 7"))["chatError"]["storeError"][
-                "type"
-            ] == "userNotFound"
-            assert await alice.cmd("/_groups x") == UNKNOWN
+        assert await names("/_groups 1") == ["family", "team", "teammates"]
+        assert await names("/_groups1") == ["family", "team", "teammates"]
+        assert await names(f"/_groups 1 @{to_bob}") == ["team"]
+        assert await names("/_groups 1 team") == ["team", "teammates"]
+        assert await names(f"/_groups 1 @{to_bob} team") == ["team"]
+        assert await names("/_groups 1 TEAM") == ["team", "teammates"]
+        assert (await alice.cmd("/_groups 7"))["chatError"]["storeError"][
+            "type"
+        ] == "userNotFound"
+        assert await alice.cmd("/_groups x") == UNKNOWN
 
 
 @pytest.mark.anyio
@@ -223,53 +221,51 @@ async def test_every_implemented_command_tolerates_trailing_spaces() -> None:
 
 
 @pytest.mark.anyio
-async def test_start_takes_the_parsers_options_in_order() -> None:
+async def test_start_takes_the_parsers_options_in_order(simulator: CoreSimulator) -> None:
     """``"/_start " *> do mainApp <- "main=" *> onOffP; enableSndFiles <- " snd_files=" *> onOffP
     <|> pure mainApp; largeLinkData <- " large_link_data=" *> onOffP <|> pure False``, and
     ``"/_start" $> StartChat {mainApp = True, ...}``; the option ``service_requests=on`` of the
     Service RPC core (COMMANDS.md, StartChat: ``/_start main=on|off[ snd_files=off][
     service_requests=on]``) comes last."""
 
-    async with CoreSimulator() as sim:
-        async with raw_core(sim.url_for("a"), "a") as a:
-            await a.ok("/_start main=on snd_files=off large_link_data=on", "chatStarted")
-        async with raw_core(sim.url_for("b"), "b") as b:
-            await b.ok("/_start main=off service_requests=on", "chatStarted")
-        async with raw_core(sim.url_for("c"), "c") as c:
-            for bad in ("/_start main=maybe", "/_start snd_files=on", "/_start main=on extra"):
-                assert await c.cmd(bad) == UNKNOWN, bad
+    async with raw_core(simulator.url_for("a"), "a") as a:
+        await a.ok("/_start main=on snd_files=off large_link_data=on", "chatStarted")
+    async with raw_core(simulator.url_for("b"), "b") as b:
+        await b.ok("/_start main=off service_requests=on", "chatStarted")
+    async with raw_core(simulator.url_for("c"), "c") as c:
+        for bad in ("/_start main=maybe", "/_start snd_files=on", "/_start main=on extra"):
+            assert await c.cmd(bad) == UNKNOWN, bad
 
 
 @pytest.mark.anyio
-async def test_accept_connect_and_group_take_the_incognito_option() -> None:
+async def test_accept_connect_and_group_take_the_incognito_option(simulator: CoreSimulator) -> None:
     """``"/_accept" *> (APIAcceptContact <$> incognitoOnOffP <* A.space <*> A.decimal)``,
     ``"/_connect " *> (APIConnect <$> A.decimal <*> incognitoOnOffP <* A.space <*> connLinkP)``,
     ``"/_group " *> (APINewGroup <$> A.decimal <*> incognitoOnOffP <* A.space <*> jsonP)`` with
     ``incognitoOnOffP = (A.space *> "incognito=" *> onOffP) <|> pure False``. The simulator has
     no incognito profiles: ``incognito=off`` is the default and ``incognito=on`` is refused."""
 
-    async with CoreSimulator() as sim:
-        async with (
-            raw_core(sim.url_for("alice"), "alice") as alice,
-            raw_core(sim.url_for("bob"), "bob") as bob,
-        ):
-            await alice.ok("/_start", "chatStarted")
-            await bob.ok("/_start", "chatStarted")
-            link = (await alice.ok("/_address 1", "userContactLinkCreated"))["connLinkContact"][
-                "connFullLink"
-            ]
-            on = await bob.cmd(f"/_connect 1 incognito=on {link}")
-            assert on["type"] == "chatCmdError"
-            await bob.ok(f"/_connect 1 incognito=off {link}", "sentInvitation")
-            request = await alice.event("receivedContactRequest")
-            rid = request["contactRequest"]["contactRequestId"]
-            await alice.ok(f"/_accept incognito=off {rid}", "acceptingContactRequest")
-            await alice.ok(
-                '/_group 1 incognito=off {"displayName":"g","fullName":""}', "groupCreated"
-            )
-            assert (await alice.cmd('/_group 1 incognito=on {"displayName":"h","fullName":""}'))[
-                "type"
-            ] == "chatCmdError"
+    async with (
+        raw_core(simulator.url_for("alice"), "alice") as alice,
+        raw_core(simulator.url_for("bob"), "bob") as bob,
+    ):
+        await alice.ok("/_start", "chatStarted")
+        await bob.ok("/_start", "chatStarted")
+        link = (await alice.ok("/_address 1", "userContactLinkCreated"))["connLinkContact"][
+            "connFullLink"
+        ]
+        on = await bob.cmd(f"/_connect 1 incognito=on {link}")
+        assert on["type"] == "chatCmdError"
+        await bob.ok(f"/_connect 1 incognito=off {link}", "sentInvitation")
+        request = await alice.event("receivedContactRequest")
+        rid = request["contactRequest"]["contactRequestId"]
+        await alice.ok(f"/_accept incognito=off {rid}", "acceptingContactRequest")
+        await alice.ok(
+            '/_group 1 incognito=off {"displayName":"g","fullName":""}', "groupCreated"
+        )
+        assert (await alice.cmd('/_group 1 incognito=on {"displayName":"h","fullName":""}'))[
+            "type"
+        ] == "chatCmdError"
 
 
 @pytest.mark.parametrize(
@@ -334,13 +330,12 @@ async def test_a_frame_that_is_not_a_request_is_answered_invalid_request_without
 
 
 @pytest.mark.anyio
-async def test_a_request_with_remote_host_id_null_is_a_request() -> None:
+async def test_a_request_with_remote_host_id_null_is_a_request(simulator: CoreSimulator) -> None:
     """``remoteHostId :: Maybe RemoteHostId``: a request may carry ``"remoteHostId": null``."""
 
-    async with CoreSimulator() as sim:
-        async with raw_core(sim.url_for("alice"), "alice") as alice:
-            await alice.ws.send(json.dumps({"corrId": "r1", "remoteHostId": None, "cmd": "/u"}))
-            resp = await asyncio.wait_for(alice.events.get(), 10)  # an unawaited corrId
-            assert resp["type"] == "activeUser"
-            _, frame = alice.frames[0]
-            assert frame["corrId"] == "r1"
+    async with raw_core(simulator.url_for("alice"), "alice") as alice:
+        await alice.ws.send(json.dumps({"corrId": "r1", "remoteHostId": None, "cmd": "/u"}))
+        resp = await asyncio.wait_for(alice.events.get(), 10)  # an unawaited corrId
+        assert resp["type"] == "activeUser"
+        _, frame = alice.frames[0]
+        assert frame["corrId"] == "r1"

@@ -123,7 +123,7 @@ async def test_a_bad_signature_is_the_responders_error_and_the_requester_times_o
 
 
 @pytest.mark.anyio
-async def test_a_contact_name_target_resolves_from_the_world() -> None:
+async def test_a_contact_name_target_resolves_from_the_world(simulator: CoreSimulator) -> None:
     """Target resolution: ``@name.simplex`` is a contact name, resolved to the contact's
     link (here from the world file's ``address.name``); ``#…`` (a channel name) and a bare
     name fail."""
@@ -134,23 +134,22 @@ async def test_a_contact_name_target_resolves_from_the_world() -> None:
         ]
     }
 
-    async with CoreSimulator() as sim:
-        sim.load_world(world)
-        async with (
-            raw_core(sim.url_for("bob"), "bob") as bob,
-            raw_core(sim.url_for("alice"), "alice") as alice,
-        ):
-            await bob.ok("/_start main=on service_requests=on", "chatStarted")
-            await alice.ok("/_start main=on", "chatStarted")
-            _, _, response = await answered(bob, alice, "@bob.simplex")
-            assert response["type"] == "serviceResponse"
-            channel = await alice.cmd(f"/_service_request 1 #bob.simplex timeout=1 {REQUEST}")
-            assert channel["chatError"]["errorType"]["type"] == "commandError"
-            bare = await alice.cmd(f"/_service_request 1 bob.simplex timeout=1 {REQUEST}")
-            assert bare["chatError"]["errorType"]["type"] == "invalidConnReq"
-            unknown = await alice.cmd(f"/_service_request 1 @nobody.simplex timeout=1 {REQUEST}")
-            assert unknown["type"] == "chatCmdError"
-            assert sim.stats.requests == 1
+    simulator.load_world(world)
+    async with (
+        raw_core(simulator.url_for("bob"), "bob") as bob,
+        raw_core(simulator.url_for("alice"), "alice") as alice,
+    ):
+        await bob.ok("/_start main=on service_requests=on", "chatStarted")
+        await alice.ok("/_start main=on", "chatStarted")
+        _, _, response = await answered(bob, alice, "@bob.simplex")
+        assert response["type"] == "serviceResponse"
+        channel = await alice.cmd(f"/_service_request 1 #bob.simplex timeout=1 {REQUEST}")
+        assert channel["chatError"]["errorType"]["type"] == "commandError"
+        bare = await alice.cmd(f"/_service_request 1 bob.simplex timeout=1 {REQUEST}")
+        assert bare["chatError"]["errorType"]["type"] == "invalidConnReq"
+        unknown = await alice.cmd(f"/_service_request 1 @nobody.simplex timeout=1 {REQUEST}")
+        assert unknown["type"] == "chatCmdError"
+        assert simulator.stats.requests == 1
 
 
 @pytest.mark.anyio
@@ -211,22 +210,21 @@ async def test_an_upgraded_address_has_keys_on_its_short_link_only(upgrade: str)
 
 
 @pytest.mark.anyio
-async def test_an_address_without_a_short_link_gets_one_with_keys() -> None:
+async def test_an_address_without_a_short_link_gets_one_with_keys(simulator: CoreSimulator) -> None:
     """An address of the time before short links (a full link alone) gets a short link
     with keys from ``/_short_link_address <userId> pq_ratchet=on``."""
 
-    async with CoreSimulator() as sim:
-        created = sim.create_address("bob", short_link=False)
-        assert "connShortLink" not in created
-        async with (
-            raw_core(sim.url_for("bob"), "bob") as bob,
-            raw_core(sim.url_for("alice"), "alice") as alice,
-        ):
-            await bob.ok("/_start main=on service_requests=on", "chatStarted")
-            await alice.ok("/_start main=on", "chatStarted")
-            shown = await link_of(bob)
-            assert "connShortLink" not in shown
-            resp = await bob.ok("/_short_link_address 1 pq_ratchet=on", "userContactLink")
-            short = resp["contactLink"]["connLinkContact"]["connShortLink"]
-            _, _, response = await answered(bob, alice, short)
-            assert response["type"] == "serviceResponse"
+    created = simulator.create_address("bob", short_link=False)
+    assert "connShortLink" not in created
+    async with (
+        raw_core(simulator.url_for("bob"), "bob") as bob,
+        raw_core(simulator.url_for("alice"), "alice") as alice,
+    ):
+        await bob.ok("/_start main=on service_requests=on", "chatStarted")
+        await alice.ok("/_start main=on", "chatStarted")
+        shown = await link_of(bob)
+        assert "connShortLink" not in shown
+        resp = await bob.ok("/_short_link_address 1 pq_ratchet=on", "userContactLink")
+        short = resp["contactLink"]["connLinkContact"]["connShortLink"]
+        _, _, response = await answered(bob, alice, short)
+        assert response["type"] == "serviceResponse"

@@ -328,7 +328,10 @@ def test_a_world_file_that_is_missing_or_of_another_kind(tmp_path: Path) -> None
 
 
 @pytest.mark.anyio
-async def test_the_world_file_of_docs_adapter_md_builds(tmp_path: Path) -> None:
+async def test_the_world_file_of_docs_adapter_md_builds(
+    simulator: CoreSimulator,
+    tmp_path: Path,
+) -> None:
     """The world file docs/adapter.md shows is read and built as it says."""
     text = (HERE.parent / "docs" / "adapter.md").read_text()
     block = text.split("```toml\n# world.toml\n", 1)[1].split("```", 1)[0]
@@ -336,14 +339,13 @@ async def test_the_world_file_of_docs_adapter_md_builds(tmp_path: Path) -> None:
     path.write_text(block)
     world = read_world(path)
 
-    async with CoreSimulator() as sim:
-        made = sim.load_world(world)
-        users = made["users"]
-        assert set(users) == {"shop", "alice", "bob"}
-        assert users["alice"]["contacts"] == {"bob": users["alice"]["contacts"]["bob"]}
-        assert "&rk=" in users["shop"]["address"]["connFullLink"]
-        assert {name: set(u["groups"]) for name, u in users.items()} == {
-            "shop": {"team"},
-            "alice": {"team"},
-            "bob": {"team"},
-        }
+    made = simulator.load_world(world)
+    users = made["users"]
+    assert set(users) == {"shop", "alice", "bob"}
+    assert users["alice"]["contacts"] == {"bob": users["alice"]["contacts"]["bob"]}
+    assert "&rk=" in users["shop"]["address"]["connFullLink"]
+    assert {name: set(u["groups"]) for name, u in users.items()} == {
+        "shop": {"team"},
+        "alice": {"team"},
+        "bob": {"team"},
+    }

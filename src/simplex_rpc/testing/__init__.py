@@ -66,6 +66,9 @@ The modules: :mod:`._grammar` (the frames and command lines the core parses),
 :mod:`._chat` (the chat world), :mod:`._server` (a WebSocket connection as
 Server.hs runs it), :mod:`._native` (the native API), :mod:`._world` (world files).
 
+:class:`ScriptedCore` (:mod:`._scripted`) is the other stand-in: it models nothing and
+sends exactly the frames a test scripts, for faults a real core would not make.
+
 It is a model for tests, not the core: it does no networking beyond the
 loopback and no encryption; its links only look like SimpleX links.
 """
@@ -73,6 +76,7 @@ loopback and no encryption; its links only look like SimpleX links.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -88,10 +92,18 @@ from ._model import (
     SimulatorStats,
 )
 from ._native import NativeHandle
+from ._scripted import ScriptedCore
 from ._server import WS_READ_AHEAD, serve_connection
 from ._world import World, WorldError, check_world, read_world
 
-__all__ = ["CoreSimulator", "SimulatorStats", "World", "WorldError", "read_world"]
+__all__ = [
+    "CoreSimulator",
+    "ScriptedCore",
+    "SimulatorStats",
+    "World",
+    "WorldError",
+    "read_world",
+]
 
 log = RedactingLogger(logging.getLogger("simplex_rpc.testing"))
 _ws_log = RedactingLogger(logging.getLogger("websockets.server"))
@@ -147,6 +159,9 @@ class CoreSimulator:
         self._server: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connections: dict[Any, Any] = {}
+        # Each connection's serving (serve_connection), cancelled when the simulator closes.
+        self._serving: dict[Any, asyncio.Task[None]] = {}
+        self._stopping = False
 
     def __repr__(self) -> str:
         state = f"at {self.url}" if self._server is not None else "stopped"
@@ -229,11 +244,24 @@ class CoreSimulator:
         log.info("core simulator listening at %s", self.url)
 
     async def close(self) -> None:
-        """Close every connection and stop listening."""
+        """Close every connection (code 1001, going away) and stop listening.
+
+        The cores stop: each connection's command in progress is cancelled, as when the
+        connection closes (Server.hs), so closing does not wait for a held command, nor
+        for a close frame that waits unread behind one (:func:`_close_unread`).
+        """
         if self._server is not None:
+            self._stopping = True
+            # websockets sends each open connection its close frame; the cancelled serving
+            # lets each handler read what is left, the client's close frame among it.
             self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+            for serving in list(self._serving.values()):
+                serving.cancel()
+            try:
+                await self._server.wait_closed()
+            finally:
+                self._server = None
+                self._stopping = False
         self._model.close_model()
 
     async def __aenter__(self) -> CoreSimulator:
@@ -388,10 +416,41 @@ class CoreSimulator:
         if not _CORE_NAME.fullmatch(name):
             await ws.close(code=1008, reason="unknown core")
             return
+        if self._stopping:  # opened as the simulator closes: not served
+            await ws.close(code=1001)
+            return
         session = self._model.open_session(name)
         self._connections[ws] = session
+        serving = asyncio.create_task(serve_connection(self._model, ws, session))
+        self._serving[ws] = serving
         try:
-            await serve_connection(self._model, ws, session)
+            # wait, not await: the serving's cancellation (the simulator closing) is not
+            # this handler's.
+            await asyncio.wait([serving])
         finally:
+            serving.cancel()
+            await asyncio.wait([serving])
+            del self._serving[ws]
             self._model.close_session(session)
             self._connections.pop(ws, None)
+            await _close_unread(ws, 1001 if self._stopping else 1000)
+        if not serving.cancelled():
+            serving.result()
+
+
+async def _close_unread(ws: Any, code: int) -> None:
+    """Close ``ws`` once it is no longer served, discarding the frames the core never read.
+
+    While a command runs the connection reads nothing (``WS_READ_AHEAD``), so frames wait
+    unread, and the client's close frame, or the end of its TCP stream, waits behind them:
+    the closing handshake would last websockets' ``close_timeout``. Server.hs closes the
+    socket when the connection's threads end, whatever is unread; here the unread frames
+    are read and dropped while the close goes on, which a client cannot tell apart.
+    """
+    from websockets.exceptions import ConnectionClosed
+
+    closing = asyncio.create_task(ws.close(code=code))
+    with contextlib.suppress(ConnectionClosed):
+        async for _ in ws:
+            pass
+    await closing

@@ -19,8 +19,9 @@ Scenarios (``N`` requests, 1,000 by default, 200 with ``--quick``):
   shed with ``rate_limited``. The handlers are held until every request past
   the slots and the queue has been shed, so the overflow happens however fast
   the machine answers;
-* ``repeats``: the core reports every ``requestId`` twice at once, and every
-  other one a third time after its answer;
+* ``repeats``: the core (the scripted one, ``simplex_rpc.testing.ScriptedCore``)
+  reports every ``requestId`` twice at once, and every other one a third time
+  after its answer, on the connection of the first two;
 * ``drop``: the responder's connection is dropped a quarter into the burst;
 * ``calls``: a bot that calls and serves. ``bob`` answers a burst of ``N``
   requests (64 in flight) while 32 of its own service requests to
@@ -75,7 +76,8 @@ from ..._wire.envelope import Request, Response
 from ..._wire.keys import SigningKey
 from ...adapter import ChatCore, ServiceRequest
 from ...errors import ChatCoreError, SimplexRpcError
-from ...testing import CoreSimulator
+from ...testing import CoreSimulator, ScriptedCore
+from ...testing._scripted import ACCEPTED
 from .._common import EXIT_INVALID, EXIT_OK, emit_json, fail
 from ._machine import machine
 
@@ -381,14 +383,13 @@ async def _through_simulator(
 
 async def _repeated_ids(outcome: Outcome) -> None:
     """The core reports each requestId twice at once, and every other one again after its
-    answer; each must be answered exactly once."""
-    from websockets.asyncio.server import serve
-
+    answer; each must be answered exactly once. The core is the scripted one
+    (:class:`~simplex_rpc.testing.ScriptedCore`): its ``/_service_response`` hook takes
+    the answer's time and sends the repeat."""
     answers: Counter[str] = Counter()
     first_answer: dict[str, float] = {}
     sent_at: dict[str, float] = {}
     all_answered = asyncio.Event()
-    connection: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     n_requests = outcome.requests
 
     def event(request_id: str, n: int) -> str:
@@ -403,52 +404,43 @@ async def _repeated_ids(outcome: Outcome) -> None:
             }
         )
 
-    async def core(ws: Any) -> None:
-        if not connection.done():
-            connection.set_result(ws)
-        async for message in ws:
-            msg = json.loads(message)
-            cmd: str = msg["cmd"]
-            resp: dict[str, Any] = {"type": "cmdOk"}
-            if cmd.startswith("/_service_response "):
-                _, _user, request_id, payload = cmd.split(" ", 3)
-                answers[request_id] += 1
-                if answers[request_id] == 1:
-                    first_answer[request_id] = time.perf_counter()
-                    n = int(request_id[1:])
-                    outcome.record(
-                        n, Response.parse(payload), first_answer[request_id] - sent_at[request_id]
-                    )
-                    if n % 2 == 0:  # reported again after its answer went out
-                        await ws.send(event(request_id, n))
-                    if len(first_answer) == n_requests:
-                        all_answered.set()
-                resp = {"type": "serviceReplyAccepted", "user": {"userId": 1}, "connectionId": "c"}
-            await ws.send(json.dumps({"corrId": msg["corrId"], "resp": resp}))
+    async def answered(corr_id: str, cmd: str) -> str:
+        _, _user, request_id, payload = cmd.split(" ", 3)
+        answers[request_id] += 1
+        if answers[request_id] == 1:
+            first_answer[request_id] = time.perf_counter()
+            n = int(request_id[1:])
+            outcome.record(
+                n, Response.parse(payload), first_answer[request_id] - sent_at[request_id]
+            )
+            if n % 2 == 0:  # reported again, before its answer is accepted
+                await fake.send_raw(event(request_id, n))
+            if len(first_answer) == n_requests:
+                all_answered.set()
+        return json.dumps({"corrId": corr_id, "resp": ACCEPTED})
 
-    async with serve(core, "127.0.0.1", 0, max_size=None) as server:
-        port = server.sockets[0].getsockname()[1]
-        async with ChatCore.connect(f"ws://127.0.0.1:{port}") as bob:
-            ready = asyncio.Event()
-            serving = asyncio.create_task(bob.serve(1, _echo, protocols=["mcp"], ready=ready))
-            ws = await connection
-            await ready.wait()
-            started = time.perf_counter()
-            for n in range(n_requests):
-                request_id = f"r{n}"
-                sent_at[request_id] = time.perf_counter()
-                await ws.send(event(request_id, n))
-                await ws.send(event(request_id, n))  # reported twice, at once
-            try:
-                async with asyncio.timeout(REQUEST_TIMEOUT):
-                    await all_answered.wait()
-            except TimeoutError:
-                pass
-            outcome.seconds = time.perf_counter() - started
-            await asyncio.sleep(0.5)  # late second answers, if any, are counted too
-            serving.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await serving
+    async with ScriptedCore() as fake, ChatCore.connect(fake.url) as bob:
+        fake.raw["/_service_response"] = answered
+        ready = asyncio.Event()
+        serving = asyncio.create_task(bob.serve(1, _echo, protocols=["mcp"], ready=ready))
+        await fake.connected.wait()
+        await ready.wait()
+        started = time.perf_counter()
+        for n in range(n_requests):
+            request_id = f"r{n}"
+            sent_at[request_id] = time.perf_counter()
+            await fake.send_raw(event(request_id, n))
+            await fake.send_raw(event(request_id, n))  # reported twice, at once
+        try:
+            async with asyncio.timeout(REQUEST_TIMEOUT):
+                await all_answered.wait()
+        except TimeoutError:
+            pass
+        outcome.seconds = time.perf_counter() - started
+        await asyncio.sleep(0.5)  # late second answers, if any, are counted too
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await serving
     outcome.lost = n_requests - len(first_answer)
     outcome.duplicated = sum(count - 1 for count in answers.values())
 
