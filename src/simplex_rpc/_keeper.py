@@ -5,7 +5,8 @@ to the bot (through a chat core), the MCP gateway its SDK client to the
 upstream server (a child process or a URL). This module is the one loop that
 keeps such a connection, written in two halves, h11's way:
 
-* :class:`Backoff`, the policy, with no clock and no I/O: told how long an
+* :class:`Backoff` (:mod:`simplex_rpc._backoff`, which needs no anyio), the policy,
+  with no clock and no I/O: told how long an
   attempt lasted, it says how long to wait before the next (``first``, then
   doubled up to ``cap``; a connection that held ``stable_after`` seconds starts
   the sequence again), or ``None`` once stopped;
@@ -27,96 +28,16 @@ import math
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Final, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import anyio
 import anyio.abc
 
-from .errors import SimplexRpcError
+from ._backoff import Backoff
 
 __all__ = ["Backoff", "Ended", "Keeper"]
 
-BACKOFF_FIRST: Final = 0.5
-"""Seconds before the first attempt after a loss."""
-BACKOFF_CAP: Final = 30.0
-"""The longest wait between two attempts."""
-BACKOFF_FACTOR: Final = 2.0
-"""Each wait in a row is this many times the one before (until the cap)."""
-STABLE_AFTER: Final = 10.0
-"""An attempt that lasted this long (a connection that held) resets the waits to ``first``."""
-
 _T = TypeVar("_T")
-
-
-def _seconds(value: object, name: str, *, zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise SimplexRpcError(f"Backoff: {name} must be a number of seconds")
-    if value < 0 or (value == 0 and not zero) or value == math.inf:
-        raise SimplexRpcError(f"Backoff: {name} must be a positive, finite number of seconds")
-    return float(value)
-
-
-class Backoff:
-    """When to try again after a connection ended or could not be made; no clock, no I/O.
-
-    :meth:`ended` is told how long the attempt lasted (from its start to its end,
-    the time held included) and answers the seconds to wait before the next one:
-    ``first``, then ``factor`` times the wait before, never more than ``cap``.
-    An attempt that lasted at least ``stable_after`` seconds was a connection
-    that held: the waits start again at ``first``, as after :meth:`reset`.
-    After :meth:`stop` there is no next attempt: :meth:`ended` answers ``None``.
-    """
-
-    def __init__(
-        self,
-        *,
-        first: float = BACKOFF_FIRST,
-        cap: float = BACKOFF_CAP,
-        factor: float = BACKOFF_FACTOR,
-        stable_after: float = STABLE_AFTER,
-    ) -> None:
-        self.first = _seconds(first, "first", zero=True)
-        self.cap = _seconds(cap, "cap", zero=True)
-        if self.cap < self.first:
-            raise SimplexRpcError("Backoff: cap must be at least first")
-        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor >= 1:
-            raise SimplexRpcError("Backoff: factor must be a number of at least 1")
-        if factor == math.inf:
-            raise SimplexRpcError("Backoff: factor must be finite")
-        self.factor = float(factor)
-        self.stable_after = _seconds(stable_after, "stable_after")
-        self._next = self.first
-        self._stopped = False
-
-    def __repr__(self) -> str:
-        return (
-            f"Backoff(first={self.first:g}, cap={self.cap:g}, factor={self.factor:g},"
-            f" stable_after={self.stable_after:g}, next={self._next:g})"
-        )
-
-    @property
-    def stopped(self) -> bool:
-        """Whether :meth:`stop` was called: no attempt follows."""
-        return self._stopped
-
-    def ended(self, lasted: float) -> float | None:
-        """An attempt ended after ``lasted`` seconds: the seconds to wait before the next
-        (``None`` after :meth:`stop`)."""
-        if self._stopped:
-            return None
-        if lasted >= self.stable_after:
-            self._next = self.first
-        delay = self._next
-        self._next = min(self._next * self.factor, self.cap)
-        return delay
-
-    def reset(self) -> None:
-        """The next wait is ``first`` again (a connection ended on purpose, not a failure)."""
-        self._next = self.first
-
-    def stop(self) -> None:
-        """No more attempts."""
-        self._stopped = True
 
 
 @dataclass(frozen=True, slots=True)

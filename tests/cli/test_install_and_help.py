@@ -75,3 +75,25 @@ def test_bench_suites_print_their_own_help(suite: str, needle: str) -> None:
     assert out.startswith(f"usage: simplex-rpc bench {suite} ")
     assert needle in " ".join(out.split())
     assert "--rounds" not in out  # the backend benchmark's option is not theirs
+
+
+#: What a plain install does not have: the extras' packages, and what they bring.
+NOT_IN_A_PLAIN_INSTALL = (
+    "anyio", "mcp", "a2a", "httpx", "cryptography", "pqcrypto", "matplotlib", "pydantic",
+)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["serve", "--help"], ["--version"], ["demo"]])
+def test_a_plain_install_runs_the_command_line(argv: list[str]) -> None:
+    """`pip install simplex-rpc` alone (no extras) has a working command line: importing
+    the CLI imports nothing an extra brings (a process of its own, with the extras'
+    packages blocked, as an install without them). `serve` reconnects with the keeper's
+    policy (`_backoff`), which needs no anyio."""
+    code = "import sys\n"
+    code += "".join(f"sys.modules[{name!r}] = None\n" for name in NOT_IN_A_PLAIN_INSTALL)
+    code += "from simplex_rpc.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr

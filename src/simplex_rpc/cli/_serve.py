@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._keeper import Backoff
+from .._backoff import Backoff
 from .._wire.envelope import check_protocol_name
 from ..adapter import (
     ChatCore,
