@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -108,7 +109,8 @@ def test_the_rules_see_what_they_forbid() -> None:
 
 #: The layers' folders (docs/development.md, "Tests").
 FOLDERS = {
-    "wire", "agent", "chat", "adapter", "testing", "bindings", "mcp", "a2a", "listeners",
+    "wire", "agent", "chat", "adapter", "testing", "bindings", "mcp_binding", "a2a_binding",
+    "listeners",
     "cli", "bench", "docs", "project",
 }
 #: Prefixes that named a kind of test before the kinds were markers.
@@ -129,3 +131,29 @@ def test_kinds_of_test_are_markers_not_file_name_prefixes() -> None:
     files = python_files()
     prefixed = [str(p.relative_to(TESTS)) for p in files if p.name.startswith(OLD_PREFIXES)]
     assert prefixed == [], f"name the layer's unit, mark the kind: {prefixed}"
+
+
+def test_no_folder_of_the_suite_takes_the_name_of_a_module_the_tests_import() -> None:
+    """tests/ is on sys.path (the helpers import by name), so a folder ``tests/mcp/``
+    would be imported as ``mcp`` (a namespace package) where the SDK is not installed,
+    and ``pytest.importorskip("mcp")`` would not skip (dist-check's venv found this):
+    no folder is named as a top-level module any test imports, which is why the
+    bindings' folders are ``mcp_binding`` and ``a2a_binding``."""
+    imported: set[str] = set()
+    for path in python_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported.update(name.split(".")[0] for _, name in imported_modules(tree))
+        for call in ast.walk(tree):  # pytest.importorskip("name")
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "importorskip"
+                and call.args
+                and isinstance(call.args[0], ast.Constant)
+                and isinstance(call.args[0].value, str)
+            ):
+                imported.add(call.args[0].value.split(".")[0])
+    # The standard library is always there to win over a namespace package (tests/typing/).
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir()} - sys.stdlib_module_names
+    assert {"mcp", "a2a"} <= imported
+    assert folders & imported == set()

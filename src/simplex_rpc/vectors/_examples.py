@@ -3,7 +3,7 @@
 The protocol text is "Agent protocols over SimpleX" (revision 2, 2026-10-21,
 ``shared/seeds/agent-protocols-over-simplex.txt``). Each ``*_TEXT`` constant
 is one of its examples character for character, whitespace included, so a
-test can find it in the text (``tests/mcp/test_mcp.py`` checks every constant of
+test can find it in the text (``tests/mcp_binding/test_mcp.py`` checks every constant of
 this module). The library's vectors and demo and the tests take the examples
 from here.
 

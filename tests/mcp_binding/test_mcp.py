@@ -196,7 +196,7 @@ def test_unserved_revision_gets_unsupported_protocol_version() -> None:
 
 def test_request_without_the_envelope_is_invalid_params() -> None:
     """A request without the _meta envelope is malformed, as the SDK answers it: -32602
-    (issue 20: check_request matches the SDK; tests/mcp/test_mcp_check_request.py runs
+    (issue 20: check_request matches the SDK; tests/mcp_binding/test_mcp_check_request.py runs
     the whole table through both)."""
     message = {"jsonrpc": "2.0", "id": "a", "method": "tools/list", "params": {}}
     answer = mcp.check_request(message, supported=SERVED)
