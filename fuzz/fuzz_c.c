@@ -329,7 +329,7 @@ static void fuzz_pad_many(int flags, size_t param, const unsigned char *data, si
  * What C reads must be a head that fits the message: queues in order, each field inside
  * it, the DH key's 44-byte length, a known mode, the payload after the signature field;
  * srpc_open_request of the padded message reads the same, and lays out the signed
- * message as srpc_signed_message does. (tests/test_c_request_head.py checks the values
+ * message as srpc_signed_message does. (tests/wire/test_c_request_head.py checks the values
  * against the codec.) */
 static void fuzz_request_head(int flags, size_t param, const unsigned char *data, size_t size)
 {

@@ -18,7 +18,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-20}
 TARGETS=${FUZZ_TARGETS:-"c keys messages open envelopes text"}
 OUT=build/fuzz
 # The C backend's tests run under valgrind: the C API tests, and the [c] cases of the others.
-VALGRIND_TESTS=${VALGRIND_TESTS:-"tests/wire/test_c_api.py tests/wire/test_padding.py tests/test_frame.py \
+VALGRIND_TESTS=${VALGRIND_TESTS:-"tests/wire/test_c_api.py tests/wire/test_padding.py tests/agent/test_agent_block.py \
 tests/wire/test_seal.py tests/adapter/test_core_hostile.py"}
 CFLAGS_FUZZ="-g -O1 -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Icsrc"
 failed=()
@@ -120,7 +120,7 @@ if want c; then
         ids="$OUT/valgrind-tests.txt"
         # shellcheck disable=SC2086
         "$PY" -m pytest --collect-only -q -p no:cacheprovider $VALGRIND_TESTS 2>/dev/null \
-            | grep -E '\[c[]-]|^tests/test_c_api\.py::' >"$ids" || true
+            | grep -E '\[c[]-]|^tests/wire/test_c_api\.py::' >"$ids" || true
         mapfile -t cases <"$ids"
         say "valgrind memcheck over ${#cases[@]} C-backend test cases"
         # CPython is not memcheck-clean by itself: keep only errors in our C code.
